@@ -1,0 +1,653 @@
+"""Shared machinery of the `nn` dialect: attribute kinds, the common op syntax, type helpers.
+
+Every `nn` op prints in one readable form::
+
+    %r = nn.<op> %a, %b key = value key2 = [1, 2] {extra attrs} : type(%a), type(%b) -> type(%r)
+
+Properties appear as ``name = value`` in declaration order; a property equal to its default
+(or an absent optional one) is not printed. The parser also accepts the operand types in
+parentheses, ``: (t1, t2) -> t3``, the way MLIR's functional types read. Generic form
+(``"nn.add"(%a, %b) <{...}> : (...) -> ...``) round-trips as for any xDSL op.
+
+Each op implements `infer_shapes()` (result shapes from operand shapes and properties, with
+``-1`` for dynamic dimensions) and `verify_element_types()`; the shared `verify_` checks the
+declared result shapes against the inferred ones, so the verifier and `infer-shapes` share one
+definition of every shape rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import ClassVar, Literal, Self
+
+from xdsl.dialects.builtin import (
+    I64,
+    AnyFloat,
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    f64,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    OptOperandDef,
+    OptPropertyDef,
+    VarOperandDef,
+    VarResultDef,
+    opt_prop_def,
+    prop_def,
+)
+from xdsl.irdl.constraints import BaseAttr, ParamAttrConstraint
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from irc.dialects.quant import UniformQuantizedType, format_float, verify_quantized_axis
+
+Shape = tuple[int, ...]
+"""A tensor shape; -1 marks a dynamic dimension."""
+
+DYNAMIC = -1
+
+LAYOUTS = ("NHWC", "NCHW")
+ACTIVATIONS = ("none", "relu", "relu6", "relu_n1_to_1", "tanh")
+
+# ---- Property kinds ----------------------------------------------------------------------------
+
+PropKind = Literal["ints", "floats", "int", "float", "bool", "str", "attr"]
+
+
+def _kind_of(constr: object) -> PropKind:
+    """Map an IRDL property constraint to the value syntax it prints with."""
+    if isinstance(constr, BaseAttr):
+        if constr.attr is FloatAttr:
+            return "float"
+        if constr.attr is StringAttr:
+            return "str"
+    if isinstance(constr, ParamAttrConstraint):
+        element = getattr(constr.param_constrs[0], "attr", None)
+        if constr.base_attr is DenseArrayBase:
+            return "floats" if element == f64 else "ints"
+        if constr.base_attr is IntegerAttr:
+            inner = constr.param_constrs[1]
+            attrs = getattr(inner, "attr_constrs", (inner,))
+            return "bool" if any(getattr(c, "attr", None) == i1 for c in attrs) else "int"
+    return "attr"
+
+
+def print_prop_value(printer: Printer, kind: PropKind, value: Attribute) -> None:
+    """Print a property value in the custom syntax of its kind."""
+    match kind:
+        case "ints":
+            assert isinstance(value, DenseArrayBase)
+            printer.print_string(f"[{', '.join(str(int(v)) for v in value.get_values())}]")
+        case "floats":
+            assert isinstance(value, DenseArrayBase)
+            printer.print_string(f"[{', '.join(format_float(v) for v in value.get_values())}]")
+        case "int":
+            assert isinstance(value, IntegerAttr)
+            printer.print_string(str(value.value.data))
+        case "float":
+            assert isinstance(value, FloatAttr)
+            printer.print_string(format_float(value.value.data))
+        case "bool":
+            assert isinstance(value, IntegerAttr)
+            printer.print_string("true" if value.value.data else "false")
+        case "str":
+            assert isinstance(value, StringAttr)
+            printer.print_string_literal(value.data)
+        case "attr":
+            printer.print_attribute(value)
+
+
+def parse_prop_value(parser: Parser, kind: PropKind) -> Attribute:
+    """Parse a property value written in the custom syntax of its kind."""
+    match kind:
+        case "ints":
+            values = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+            )
+            return DenseArrayBase.from_list(i64, values)
+        case "floats":
+            values = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: float(parser.parse_number())
+            )
+            return DenseArrayBase.from_list(f64, values)
+        case "int":
+            return IntegerAttr(parser.parse_integer(allow_boolean=False), i64)
+        case "float":
+            return FloatAttr(float(parser.parse_number()), f64)
+        case "bool":
+            return BoolAttr.from_bool(parser.parse_boolean())
+        case "str":
+            return StringAttr(parser.parse_str_literal())
+        case "attr":
+            return parser.parse_attribute()
+
+
+# ---- Property constructors (Python values -> attributes) ---------------------------------------
+
+
+def to_prop_attr(kind: PropKind, value: object) -> Attribute:
+    """Convert a Python value to the attribute of a property kind (attributes pass through)."""
+    if isinstance(value, Attribute):
+        return value
+    match kind:
+        case "ints":
+            return ints_attr(value)  # type: ignore[arg-type]
+        case "floats":
+            return floats_attr(value)  # type: ignore[arg-type]
+        case "int":
+            return int_attr(value)  # type: ignore[arg-type]
+        case "float":
+            return float_attr(value)  # type: ignore[arg-type]
+        case "bool":
+            return bool_attr(value)  # type: ignore[arg-type]
+        case "str":
+            return StringAttr(str(value))
+        case "attr":
+            raise TypeError(f"expected an attribute, got {value!r}")
+
+
+def _as_list(group: SSAValue | Sequence[SSAValue]) -> list[SSAValue]:
+    return [group] if isinstance(group, SSAValue) else list(group)
+
+
+def ints_attr(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def floats_attr(values: Sequence[float]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(f64, [float(v) for v in values])
+
+
+def int_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+def float_attr(value: float) -> FloatAttr:
+    return FloatAttr(float(value), f64)
+
+
+def bool_attr(value: bool) -> IntegerAttr:
+    return BoolAttr.from_bool(bool(value))
+
+
+def ints_of(attr: DenseArrayBase) -> tuple[int, ...]:
+    return tuple(int(v) for v in attr.get_values())
+
+
+def floats_of(attr: DenseArrayBase) -> tuple[float, ...]:
+    return tuple(float(v) for v in attr.get_values())
+
+
+# ---- Type helpers ------------------------------------------------------------------------------
+
+
+def tensor_type(value: SSAValue | Attribute, what: str = "operand") -> TensorType:
+    """The ranked tensor type of a value, or a verify error naming `what`."""
+    type_ = value.type if isinstance(value, SSAValue) else value
+    if not isinstance(type_, TensorType):
+        raise VerifyException(f"expected {what} to be a ranked tensor, got {type_}")
+    return type_
+
+
+def shape_of(value: SSAValue | Attribute, what: str = "operand") -> Shape:
+    return tensor_type(value, what).get_shape()
+
+
+def element_of(value: SSAValue | Attribute) -> Attribute:
+    return tensor_type(value).element_type
+
+
+def is_quantized(element: Attribute) -> bool:
+    return isinstance(element, UniformQuantizedType)
+
+
+def is_float(element: Attribute) -> bool:
+    return isinstance(element, AnyFloat)
+
+
+def is_integer(element: Attribute) -> bool:
+    return isinstance(element, IntegerType)
+
+
+def format_shape(shape: Sequence[int]) -> str:
+    return "x".join("?" if d < 0 else str(d) for d in shape) or "scalar"
+
+
+def dims_compatible(a: int, b: int) -> bool:
+    return a < 0 or b < 0 or a == b
+
+
+def merge_dims(a: int, b: int) -> int:
+    """The more static of two compatible dimensions."""
+    return b if a < 0 else a
+
+
+def broadcast_shapes(a: Shape, b: Shape) -> Shape:
+    """Numpy broadcasting with dynamic dimensions; raises VerifyException when impossible."""
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + tuple(a)
+    pb = (1,) * (rank - len(b)) + tuple(b)
+    out: list[int] = []
+    for da, db in zip(pa, pb):
+        if da == 1:
+            out.append(db)
+        elif db == 1:
+            out.append(da)
+        elif da < 0 or db < 0:
+            out.append(merge_dims(da, db))
+        elif da == db:
+            out.append(da)
+        else:
+            raise VerifyException(
+                f"shapes {format_shape(a)} and {format_shape(b)} are not broadcastable"
+            )
+    return tuple(out)
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """Resolve a negative axis; raise a VerifyException when it is out of range."""
+    if not -rank <= axis < rank:
+        raise VerifyException(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def product(dims: Sequence[int]) -> int:
+    """Number of elements, or -1 when a dimension is dynamic."""
+    total = 1
+    for d in dims:
+        if d < 0:
+            return DYNAMIC
+        total *= d
+    return total
+
+
+def check_rank(shape: Shape, rank: int, what: str) -> None:
+    if len(shape) != rank:
+        raise VerifyException(f"expected {what} of rank {rank}, got rank {len(shape)}")
+
+
+def check_length(values: Sequence[object], length: int, what: str) -> None:
+    if len(values) != length:
+        raise VerifyException(f"expected {length} values in {what}, got {len(values)}")
+
+
+def check_positive(values: Sequence[int], what: str) -> None:
+    if any(v <= 0 for v in values):
+        raise VerifyException(f"{what} must be positive, got {list(values)}")
+
+
+def check_non_negative(values: Sequence[int], what: str) -> None:
+    if any(v < 0 for v in values):
+        raise VerifyException(f"{what} must be non-negative, got {list(values)}")
+
+
+def check_one_of(value: str, allowed: Sequence[str], what: str) -> None:
+    if value not in allowed:
+        raise VerifyException(f"{what} must be one of {', '.join(allowed)}, got '{value}'")
+
+
+def check_same_float_or_quantized(
+    values: Sequence[tuple[str, Attribute]], *, allow_quantized: bool, allow_integer: bool = False
+) -> None:
+    """All elements are one float type, or all quantized with one storage type, or integers.
+
+    `values` pairs a name used in messages with an element type.
+    """
+    (first_name, first), *rest = values
+    if is_quantized(first):
+        if not allow_quantized:
+            raise VerifyException(f"{first_name} must not be quantized, got {first}")
+        assert isinstance(first, UniformQuantizedType)
+        for name, element in rest:
+            if not isinstance(element, UniformQuantizedType):
+                raise VerifyException(f"{name} must be quantized like {first_name}, got {element}")
+            if element.storage_type != first.storage_type:
+                raise VerifyException(
+                    f"{name} stores {element.storage_type} but {first_name} stores "
+                    f"{first.storage_type}"
+                )
+        return
+    if is_integer(first) and not allow_integer:
+        raise VerifyException(f"{first_name} must be a float or quantized tensor, got {first}")
+    if not (is_float(first) or is_integer(first)):
+        raise VerifyException(f"{first_name} has unsupported element type {first}")
+    for name, element in rest:
+        if element != first:
+            raise VerifyException(
+                f"{name} element type {element} differs from {first_name} element type {first}"
+            )
+
+
+# ---- The base class of every nn op --------------------------------------------------------------
+
+
+class NNOp(IRDLOperation):
+    """Base of `nn` ops: shared custom syntax, shape inference hook and verifier.
+
+    Subclasses implement `infer_shapes()` and, when they differ from "all operands and results
+    share one float element type", `verify_element_types()`.
+    """
+
+    ACCEPTS_QUANTIZED: ClassVar[bool] = True
+    """Whether the op takes quantized tensors (TFLite has an int8 kernel for it)."""
+
+    # ---- Hooks ----
+
+    @classmethod
+    def result_shapes(
+        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
+    ) -> list[Shape]:
+        """Result shapes implied by operand shapes and properties (-1: dynamic).
+
+        Raises VerifyException with a precise message when the operands are inconsistent.
+        The single definition of the op's shape rule: used by the verifier, `infer-shapes`
+        and the `make` builder.
+        """
+        raise NotImplementedError(f"{cls.name} does not define its shape rule")
+
+    def infer_shapes(self) -> list[Shape]:
+        """Result shapes of this op, from its operands and properties."""
+        return self.result_shapes([shape_of(o) for o in self.operands], self.all_properties())
+
+    def all_properties(self) -> dict[str, Attribute]:
+        """Properties with the defaults of absent ones filled in."""
+        props = dict(self.properties)
+        for name, _, default, _ in self._prop_kinds():
+            if name not in props and default is not None:
+                props[name] = default
+        return props
+
+    @classmethod
+    def make(
+        cls,
+        *operands: SSAValue | Sequence[SSAValue] | None,
+        result_elements: Sequence[Attribute] | Attribute | None = None,
+        **props: object,
+    ) -> Self:
+        """Build the op with inferred result types (the builder importers and passes use).
+
+        `operands` follow the op's operand definitions (None for an absent optional operand,
+        a list for a variadic one); `props` are Python values (lists, ints, floats, bools,
+        strings) keyed by property name; `result_elements` defaults to the element type of the
+        first operand (quantized results must say theirs).
+        """
+        kinds = {name: kind for name, kind, _, _ in cls._prop_kinds()}
+        properties: dict[str, Attribute] = {}
+        for name, value in props.items():
+            if name not in kinds:
+                raise TypeError(f"{cls.name} has no property '{name}'")
+            if value is not None:
+                properties[name] = to_prop_attr(kinds[name], value)
+        flat = [v for group in operands if group is not None for v in _as_list(group)]
+        full = dict(properties)
+        for name, _, default, _ in cls._prop_kinds():
+            if name not in full and default is not None:
+                full[name] = default
+        shapes = cls.result_shapes([shape_of(v) for v in flat], full)
+        if result_elements is None:
+            result_elements = element_of(flat[0])
+        if isinstance(result_elements, Attribute):
+            result_elements = [result_elements] * len(shapes)
+        result_types = [TensorType(e, s) for e, s in zip(result_elements, shapes, strict=True)]
+        return cls.build(
+            operands=list(operands),
+            result_types=cls._group_results(result_types),
+            properties=properties,
+        )
+
+    def verify_element_types(self) -> None:
+        """Default: every tensor operand and result has the same float or quantized family."""
+        named = [(f"operand #{i}", element_of(v)) for i, v in enumerate(self.operands)]
+        named += [(f"result #{i}", element_of(r)) for i, r in enumerate(self.results)]
+        check_same_float_or_quantized(named, allow_quantized=self.ACCEPTS_QUANTIZED)
+
+    def verify_(self) -> None:
+        for i, operand in enumerate(self.operands):
+            tensor_type(operand, f"operand #{i}")
+        for i, result in enumerate(self.results):
+            verify_quantized_axis(tensor_type(result, f"result #{i}"), f"result #{i}")
+        shapes = self.infer_shapes()
+        if len(shapes) != len(self.results):
+            raise VerifyException(f"expected {len(shapes)} results, got {len(self.results)}")
+        for i, (result, expected) in enumerate(zip(self.results, shapes)):
+            declared = shape_of(result)
+            if len(declared) != len(expected) or not all(
+                dims_compatible(a, b) for a, b in zip(declared, expected)
+            ):
+                label = "result" if len(self.results) == 1 else f"result #{i}"
+                raise VerifyException(
+                    f"inferred {label} shape {format_shape(expected)} is incompatible with "
+                    f"declared shape {format_shape(declared)}"
+                )
+        self.verify_element_types()
+
+    # ---- Syntax ----
+
+    @classmethod
+    @cache
+    def _prop_kinds(cls) -> tuple[tuple[str, PropKind, Attribute | None, bool], ...]:
+        """(name, kind, default, optional) of every property, in declaration order."""
+        definition = cls.get_irdl_definition()
+        return tuple(
+            (
+                name,
+                _kind_of(prop.constr),
+                prop.default_value,
+                isinstance(prop, OptPropertyDef),
+            )
+            for name, prop in definition.properties.items()
+        )
+
+    def print(self, printer: Printer) -> None:
+        if self.operands:
+            printer.print_string(" ")
+            printer.print_list(self.operands, printer.print_operand)
+        for name, kind, default, _ in self._prop_kinds():
+            value = self.properties.get(name)
+            if value is None or value == default:
+                continue
+            printer.print_string(f" {name} = ")
+            print_prop_value(printer, kind, value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        if self.operands:
+            printer.print_list((v.type for v in self.operands), printer.print_attribute)
+            printer.print_string(" -> ")
+        printer.print_list(self.result_types, printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> NNOp:
+        unresolved: list[UnresolvedOperand] = []
+        if (first := parser.parse_optional_unresolved_operand()) is not None:
+            unresolved.append(first)
+            while parser.parse_optional_punctuation(",") is not None:
+                unresolved.append(parser.parse_unresolved_operand())
+        kinds = {name: kind for name, kind, _, _ in cls._prop_kinds()}
+        properties: dict[str, Attribute] = {}
+        while (pos := parser.pos) is not None and (
+            name := parser.parse_optional_identifier()
+        ) is not None:
+            if name not in kinds:
+                parser.raise_error(
+                    f"'{cls.name}' has no property '{name}' (expected one of: "
+                    f"{', '.join(kinds) or 'none'})",
+                    pos,
+                    parser.pos,
+                )
+            if name in properties:
+                parser.raise_error(f"property '{name}' is given twice", pos, parser.pos)
+            parser.parse_punctuation("=")
+            properties[name] = parse_prop_value(parser, kinds[name])
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        operand_types: list[Attribute] = []
+        if unresolved:
+            if parser.parse_optional_punctuation("(") is not None:
+                operand_types = parser.parse_comma_separated_list(
+                    parser.Delimiter.NONE, parser.parse_type
+                )
+                parser.parse_punctuation(")")
+            else:
+                operand_types = parser.parse_comma_separated_list(
+                    parser.Delimiter.NONE, parser.parse_type
+                )
+            parser.parse_punctuation("->")
+        types_pos = parser.pos
+        result_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(operand_types) != len(unresolved):
+            parser.raise_error(
+                f"expected {len(unresolved)} operand types, got {len(operand_types)}",
+                types_pos,
+                parser.pos,
+            )
+        operands = parser.resolve_operands(unresolved, operand_types, types_pos)
+        op = cls.build(
+            operands=cls._group_operands(parser, operands, types_pos),
+            result_types=cls._group_results(result_types),
+            properties=properties,
+        )
+        op.attributes |= attributes
+        return op
+
+    @classmethod
+    def _group_operands(
+        cls, parser: Parser, operands: Sequence[SSAValue], pos: int
+    ) -> list[SSAValue | Sequence[SSAValue] | None]:
+        """Distribute a flat operand list over the op's operand definitions.
+
+        At most one definition may be optional or variadic; it takes what the others leave.
+        """
+        defs = [d for _, d in cls.get_irdl_definition().operands]
+        variable = [i for i, d in enumerate(defs) if isinstance(d, OptOperandDef | VarOperandDef)]
+        fixed = len(defs) - len(variable)
+        spare = len(operands) - fixed
+        if (
+            spare < 0
+            or (not variable and spare)
+            or (variable and isinstance(defs[variable[0]], OptOperandDef) and spare > 1)
+        ):
+            parser.raise_error(f"'{cls.name}' got {len(operands)} operands", pos, pos)
+        grouped: list[SSAValue | Sequence[SSAValue] | None] = []
+        it = iter(operands)
+        for i, definition in enumerate(defs):
+            if i in variable:
+                taken = [next(it) for _ in range(spare)]
+                if isinstance(definition, OptOperandDef):
+                    grouped.append(taken[0] if taken else None)
+                else:
+                    grouped.append(taken)
+            else:
+                grouped.append(next(it))
+        return grouped
+
+    @classmethod
+    def _group_results(cls, result_types: Sequence[Attribute]) -> list[object]:
+        defs = [d for _, d in cls.get_irdl_definition().results]
+        if len(defs) == 1 and isinstance(defs[0], VarResultDef):
+            return [list(result_types)]
+        return list(result_types)
+
+
+# ---- Reading properties in shape rules ---------------------------------------------------------
+
+
+def get_ints(props: Mapping[str, Attribute], name: str) -> tuple[int, ...]:
+    attr = props[name]
+    assert isinstance(attr, DenseArrayBase)
+    return ints_of(attr)
+
+
+def get_floats(props: Mapping[str, Attribute], name: str) -> tuple[float, ...] | None:
+    attr = props.get(name)
+    return None if attr is None else floats_of(attr)  # type: ignore[arg-type]
+
+
+def get_int(props: Mapping[str, Attribute], name: str) -> int:
+    attr = props[name]
+    assert isinstance(attr, IntegerAttr)
+    return attr.value.data
+
+
+def get_float(props: Mapping[str, Attribute], name: str) -> float | None:
+    attr = props.get(name)
+    return None if attr is None else attr.value.data  # type: ignore[union-attr]
+
+
+def get_bool(props: Mapping[str, Attribute], name: str) -> bool:
+    attr = props[name]
+    assert isinstance(attr, IntegerAttr)
+    return bool(attr.value.data)
+
+
+def get_str(props: Mapping[str, Attribute], name: str) -> str:
+    attr = props[name]
+    assert isinstance(attr, StringAttr)
+    return attr.data
+
+
+# ---- Property definitions shared by many ops ---------------------------------------------------
+
+
+def layout_prop():
+    """`layout = "NHWC" | "NCHW"`: required, so the IR always says which one it is."""
+    return prop_def(StringAttr)
+
+
+def activation_prop():
+    """A fused activation (TFLite style), `none` by default."""
+    return prop_def(StringAttr, default_value=StringAttr("none"))
+
+
+def ints_prop(default: Sequence[int] | None = None):
+    if default is None:
+        return prop_def(DenseArrayBase.constr(i64))
+    return prop_def(DenseArrayBase.constr(i64), default_value=ints_attr(default))
+
+
+def int_prop(default: int | None = None):
+    if default is None:
+        return prop_def(IntegerAttr[I64])
+    return prop_def(IntegerAttr[I64], default_value=int_attr(default))
+
+
+def float_prop(default: float | None = None):
+    if default is None:
+        return prop_def(FloatAttr)
+    return prop_def(FloatAttr, default_value=float_attr(default))
+
+
+def opt_float_prop():
+    return opt_prop_def(FloatAttr)
+
+
+def opt_floats_prop():
+    return opt_prop_def(DenseArrayBase.constr(f64))
+
+
+def bool_prop(default: bool):
+    return prop_def(BoolAttr, default_value=bool_attr(default))
+
+
+def str_prop(default: str | None = None):
+    if default is None:
+        return prop_def(StringAttr)
+    return prop_def(StringAttr, default_value=StringAttr(default))
+
+
+def check_layout_and_activation(props: Mapping[str, Attribute]) -> None:
+    """Validate the `layout` and `activation` properties when the op has them."""
+    if "layout" in props:
+        check_one_of(get_str(props, "layout"), LAYOUTS, "layout")
+    if "activation" in props:
+        check_one_of(get_str(props, "activation"), ACTIVATIONS, "activation")

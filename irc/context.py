@@ -1,0 +1,108 @@
+"""Registries of irc: the dialects and passes that tools and the Python API know.
+
+Factories are lazy (a closure that imports on first use), as in xDSL's own
+`get_all_dialects()` / `get_all_passes()`, so `irc-opt --help` stays fast and a
+dialect module is only imported when IR mentions it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    """Dialects understood by irc tools: irc's own plus the xDSL ones the pipeline uses."""
+
+    def get_builtin() -> Dialect:
+        from xdsl.dialects.builtin import Builtin
+
+        return Builtin
+
+    def get_func() -> Dialect:
+        from xdsl.dialects.func import Func
+
+        return Func
+
+    def get_arith() -> Dialect:
+        from xdsl.dialects.arith import Arith
+
+        return Arith
+
+    def get_tensor() -> Dialect:
+        from xdsl.dialects.tensor import Tensor
+
+        return Tensor
+
+    def get_memref() -> Dialect:
+        from xdsl.dialects.memref import MemRef
+
+        return MemRef
+
+    def get_scf() -> Dialect:
+        from xdsl.dialects.scf import Scf
+
+        return Scf
+
+    def get_nn() -> Dialect:
+        from irc.dialects.nn import NN
+
+        return NN
+
+    def get_quant() -> Dialect:
+        from irc.dialects.quant import Quant
+
+        return Quant
+
+    def get_delegate() -> Dialect:
+        from irc.dialects.delegate import Delegate
+
+        return Delegate
+
+    return {
+        "builtin": get_builtin,
+        "func": get_func,
+        "arith": get_arith,
+        "tensor": get_tensor,
+        "memref": get_memref,
+        "scf": get_scf,
+        "nn": get_nn,
+        "quant": get_quant,
+        "delegate": get_delegate,
+    }
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Passes registered under their DESIGN.md §6 names."""
+
+    def get_canonicalize() -> type[ModulePass]:
+        from irc.passes.canonicalize import CanonicalizePass
+
+        return CanonicalizePass
+
+    def get_infer_shapes() -> type[ModulePass]:
+        from irc.passes.infer_shapes import InferShapesPass
+
+        return InferShapesPass
+
+    def get_dce() -> type[ModulePass]:
+        from irc.passes.dce import DCEPass
+
+        return DCEPass
+
+    return {
+        "canonicalize": get_canonicalize,
+        "infer-shapes": get_infer_shapes,
+        "dce": get_dce,
+    }
+
+
+def make_context(*, allow_unregistered: bool = False) -> Context:
+    """A fresh xDSL context with every irc dialect registered (lazily)."""
+    ctx = Context(allow_unregistered=allow_unregistered)
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx
