@@ -475,9 +475,10 @@ class NNOp(IRDLOperation):
                 unresolved.append(parser.parse_unresolved_operand())
         kinds = {name: kind for name, kind, _, _ in cls._prop_kinds()}
         properties: dict[str, Attribute] = {}
-        while (pos := parser.pos) is not None and (
-            name := parser.parse_optional_identifier()
-        ) is not None:
+        while True:
+            pos = parser.pos
+            if (name := parser.parse_optional_identifier()) is None:
+                break
             if name not in kinds:
                 parser.raise_error(
                     f"'{cls.name}' has no property '{name}' (expected one of: "
