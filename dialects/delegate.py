@@ -227,7 +227,8 @@ class ExecutableOp(IRDLOperation):
         printer.print_string(")")
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        # An empty body prints as `{\n}` rather than `{\n^bb0:\n}`; parse() adds the block back.
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
     @classmethod
     def parse(cls, parser: Parser) -> ExecutableOp:

@@ -329,6 +329,7 @@ def verify_quantized_axis(tensor: TensorType, what: str) -> None:
 
 ROUNDING_MODES = ("half_away_from_zero", "half_to_even")
 RESCALE_ROUNDINGS = ("double_round", "single_round")
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 
 def _tensor(value: SSAValue | Attribute) -> TensorType:
@@ -534,6 +535,11 @@ class RescaleOp(IRDLOperation):
         axis: int | None = None,
         rounding: str = "double_round",
     ):
+        for what, values in (("multiplier", multiplier), ("shift", shift)):
+            for value in values:
+                if not _I32_MIN <= value <= _I32_MAX:
+                    # DenseArrayBase would silently wrap 2^31 to -2^31.
+                    raise ValueError(f"{what} {value} does not fit in i32")
         properties: dict[str, Attribute] = {
             "multiplier": DenseArrayBase.from_list(i32, list(multiplier)),
             "shift": DenseArrayBase.from_list(i32, list(shift)),
@@ -570,16 +576,22 @@ class RescaleOp(IRDLOperation):
     def parse(cls, parser: Parser) -> RescaleOp:
         unresolved = parser.parse_unresolved_operand()
 
-        def int_list() -> list[int]:
+        def int_list(what: str) -> list[int]:
             parser.parse_punctuation("=")
-            return parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
-            )
+
+            def parse_i32() -> int:
+                start = parser.pos
+                value = parser.parse_integer(allow_boolean=False)
+                if not _I32_MIN <= value <= _I32_MAX:
+                    parser.raise_error(f"{what} {value} does not fit in i32", start, parser.pos)
+                return value
+
+            return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_i32)
 
         parser.parse_keyword("multiplier")
-        multiplier = int_list()
+        multiplier = int_list("multiplier")
         parser.parse_keyword("shift")
-        shift = int_list()
+        shift = int_list("shift")
         axis = None
         if parser.parse_optional_keyword("axis") is not None:
             parser.parse_punctuation("=")
@@ -630,8 +642,10 @@ class RescaleOp(IRDLOperation):
         if not 0 <= axis < len(shape):
             raise VerifyException(f"axis {axis} is out of range for rank {len(shape)}")
         if shape[axis] >= 0 and len(multipliers) not in (1, shape[axis]):
+            expected = "1 multiplier" if shape[axis] == 1 else f"1 or {shape[axis]} multipliers"
             raise VerifyException(
-                f"expected 1 or {shape[axis]} multipliers along axis {axis}, got {len(multipliers)}"
+                f"expected {expected} along axis {axis} of size {shape[axis]}, "
+                f"got {len(multipliers)}"
             )
 
 
