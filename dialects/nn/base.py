@@ -22,6 +22,7 @@ from functools import cache
 from typing import ClassVar, Literal, Self
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     I64,
     AnyFloat,
     BoolAttr,
@@ -53,9 +54,10 @@ from xdsl.utils.exceptions import VerifyException
 from irc.dialects.quant import UniformQuantizedType, format_float, verify_quantized_axis
 
 Shape = tuple[int, ...]
-"""A tensor shape; -1 marks a dynamic dimension."""
+"""A tensor shape; a negative size (`DYNAMIC`) marks a dynamic dimension."""
 
-DYNAMIC = -1
+DYNAMIC = DYNAMIC_INDEX
+"""xDSL's (and MLIR's) encoding of `?` in a shape."""
 
 LAYOUTS = ("NHWC", "NCHW")
 ACTIVATIONS = ("none", "relu", "relu6", "relu_n1_to_1", "tanh")
@@ -348,7 +350,7 @@ class NNOp(IRDLOperation):
     def result_shapes(
         cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
     ) -> list[Shape]:
-        """Result shapes implied by operand shapes and properties (-1: dynamic).
+        """Result shapes implied by operand shapes and properties (negative: dynamic).
 
         Raises VerifyException with a precise message when the operands are inconsistent.
         The single definition of the op's shape rule: used by the verifier, `infer-shapes`
@@ -396,10 +398,15 @@ class NNOp(IRDLOperation):
                 full[name] = default
         shapes = cls.result_shapes([shape_of(v) for v in flat], full)
         if result_elements is None:
+            if not flat:
+                raise TypeError(f"{cls.name} has no operands: pass result_elements")
             result_elements = element_of(flat[0])
         if isinstance(result_elements, Attribute):
             result_elements = [result_elements] * len(shapes)
-        result_types = [TensorType(e, s) for e, s in zip(result_elements, shapes, strict=True)]
+        result_types = [
+            TensorType(e, [d if d >= 0 else DYNAMIC for d in s])
+            for e, s in zip(result_elements, shapes, strict=True)
+        ]
         return cls.build(
             operands=list(operands),
             result_types=cls._group_results(result_types),
@@ -414,7 +421,7 @@ class NNOp(IRDLOperation):
 
     def verify_(self) -> None:
         for i, operand in enumerate(self.operands):
-            tensor_type(operand, f"operand #{i}")
+            verify_quantized_axis(tensor_type(operand, f"operand #{i}"), f"operand #{i}")
         for i, result in enumerate(self.results):
             verify_quantized_axis(tensor_type(result, f"result #{i}"), f"result #{i}")
         shapes = self.infer_shapes()
@@ -506,6 +513,16 @@ class NNOp(IRDLOperation):
             parser.parse_punctuation("->")
         types_pos = parser.pos
         result_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        result_defs = [d for _, d in cls.get_irdl_definition().results]
+        if not any(isinstance(d, VarResultDef) for d in result_defs) and len(result_types) != len(
+            result_defs
+        ):
+            parser.raise_error(
+                f"expected {len(result_defs)} result type{'' if len(result_defs) == 1 else 's'}, "
+                f"got {len(result_types)}",
+                types_pos,
+                parser.pos,
+            )
         if len(operand_types) != len(unresolved):
             parser.raise_error(
                 f"expected {len(unresolved)} operand types, got {len(operand_types)}",

@@ -68,7 +68,7 @@ def make_activation_shape(n: int, c: int, h: int, w: int, layout: str) -> Shape:
 
 def window_output_size(size: int, kernel: int, stride: int, dilation: int, pad: int) -> int:
     """Output length of a sliding window (`pad` is the sum of both sides); -1 if dynamic."""
-    if size < 0:
+    if size < 0 or kernel < 0:
         return DYNAMIC
     effective = dilation * (kernel - 1) + 1
     if size + pad < effective:
@@ -282,7 +282,7 @@ class Conv2DTransposeOp(NNOp):
         sizes = []
         for i, size in enumerate((h, wd)):
             k = (kh, kw)[i]
-            if size < 0:
+            if size < 0 or k < 0:
                 sizes.append(DYNAMIC)
                 continue
             out = (

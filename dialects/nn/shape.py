@@ -167,7 +167,8 @@ def dense_from_array(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     elif kind == np.float64:
         element = Float64Type()
     elif kind == np.bool_:
-        element, array = IntegerType(1), array.astype(np.int8)
+        # xDSL stores an i1 `true` as all ones (-1), as its parser does.
+        element, array = IntegerType(1), -array.astype(np.int8)
     elif kind == np.uint8:
         element = IntegerType(8, Signedness.UNSIGNED)
     elif kind.kind == "i":
@@ -258,6 +259,8 @@ class ReshapeOp(DataMovementOp):
                         f"cannot reshape {format_shape(x)} ({count} elements) into {target}"
                     )
                 target[target.index(-1)] = count // known
+            else:
+                target[target.index(-1)] = DYNAMIC
         elif count >= 0 and count != known:
             raise VerifyException(
                 f"cannot reshape {format_shape(x)} ({count} elements) into "
