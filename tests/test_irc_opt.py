@@ -63,7 +63,17 @@ class BreakIRPass(ModulePass):
             ret.erase()
 
 
-_TEST_PASSES: tuple[type[ModulePass], ...] = (EmitOnReturnsPass, FailPass, BreakIRPass)
+@dataclass(frozen=True)
+class CrashPass(ModulePass):
+    """A buggy pass: raises an exception that is not a diagnostic."""
+
+    name = "test-crash"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        raise TypeError("unsupported operand")
+
+
+_TEST_PASSES: tuple[type[ModulePass], ...] = (EmitOnReturnsPass, FailPass, BreakIRPass, CrashPass)
 
 
 class _TestOptMain(IrcOptMain):
@@ -263,6 +273,21 @@ def test_unlocated_pass_failure_names_the_pass(opt: Opt, tmp_path: Path) -> None
     assert result.status == 1
     assert (
         result.err.splitlines()[0] == f"{path}:1:1: error: pass 'test-fail' failed: nothing works"
+    )
+
+
+def test_crashing_pass_is_an_internal_error_without_traceback(
+    opt: Opt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("IRC_DEBUG", raising=False)
+    path = _write(tmp_path, GOOD)
+    result = opt(path, "-p", "test-crash")
+    assert result.status == 1
+    assert result.out == ""
+    assert "Traceback" not in result.err
+    assert result.err.splitlines()[0] == (
+        f"{path}:1:1: error: internal compiler error in pass 'test-crash': TypeError: "
+        "unsupported operand (set IRC_DEBUG=1 for a traceback)"
     )
 
 

@@ -334,6 +334,17 @@ class IrcOptMain(xDSLOptMain):
                     diagnostic.message = f"pass '{name}' failed: {diagnostic.message}"
                 handle(diagnostic)
                 result.failed = True
+            except Exception as exc:  # a bug in a pass, not in the input: still no traceback
+                if os.environ.get("IRC_DEBUG"):
+                    raise
+                where = f" in pass '{self._current_pass.name}'" if self._current_pass else ""
+                diagnostic = diagnostic_from_exception(exc, fallback_op=module)
+                diagnostic.message = (
+                    f"internal compiler error{where}: {type(exc).__name__}: {exc} "
+                    "(set IRC_DEBUG=1 for a traceback)"
+                )
+                handle(diagnostic)
+                result.failed = True
         if result.failed:
             result.output = None
         return result
