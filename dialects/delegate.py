@@ -265,8 +265,8 @@ class DispatchSymbolUser(SymbolUserOpInterface):
         assert isinstance(op, DispatchOp)
         callee = op.callee
         module = op.get_toplevel_object()
-        if not isinstance(module, Operation):
-            return
+        if not isinstance(module, Operation) or not module.has_trait(SymbolTable):
+            return  # not inside a module (yet): there is nothing to resolve the callee in
         executable = SymbolTable.lookup_symbol(module, callee.root_reference)
         if not isinstance(executable, ExecutableOp):
             raise VerifyException(
@@ -282,6 +282,11 @@ class DispatchSymbolUser(SymbolUserOpInterface):
             raise VerifyException(
                 f"'@{entry_name.data}' is not a func.func in executable "
                 f"'@{callee.root_reference.data}'"
+            )
+        if entry.sym_visibility is not None and entry.sym_visibility.data == "private":
+            raise VerifyException(
+                f"entry '@{entry_name.data}' of executable '@{callee.root_reference.data}' is "
+                "private; dispatched entries must be public"
             )
         expected = entry.function_type
         actual = FunctionType.from_lists([a.type for a in op.args], [r.type for r in op.outputs])

@@ -74,6 +74,11 @@ def format_float(value: float) -> str:
     return f"{mantissa}e{exponent}" if sep else mantissa
 
 
+def _count(n: int, noun: str) -> str:
+    """`1 scale`, `2 scales`: a count with its noun, for messages."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def storage_bounds(storage: IntegerType) -> tuple[int, int]:
     """The full value range of a storage integer type."""
     width = storage.width.data
@@ -202,7 +207,8 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
             raise VerifyException(f"storage type must be 8, 16 or 32 bits wide, got {width}")
         if len(self.scales.data) != len(self.zero_points.data):
             raise VerifyException(
-                f"got {len(self.scales.data)} scales but {len(self.zero_points.data)} zero points"
+                f"got {_count(len(self.scales.data), 'scale')} but "
+                f"{_count(len(self.zero_points.data), 'zero point')}"
             )
         if not self.is_per_axis and len(self.scales.data) != 1:
             raise VerifyException(
@@ -320,8 +326,8 @@ def verify_quantized_axis(tensor: TensorType, what: str) -> None:
         )
     if shape[axis] >= 0 and shape[axis] != len(qtype.scales.data):
         raise VerifyException(
-            f"{what} has {shape[axis]} slices along quantized dimension {axis} but its type "
-            f"has {len(qtype.scales.data)} scales"
+            f"{what} has {_count(shape[axis], 'slice')} along quantized dimension {axis} but "
+            f"its type has {_count(len(qtype.scales.data), 'scale')}"
         )
 
 
@@ -339,11 +345,16 @@ def _tensor(value: SSAValue | Attribute) -> TensorType:
     return type_
 
 
+def _shape_text(shape: Sequence[int]) -> str:
+    """`[?, 4]`: dynamic dimensions as `?` rather than xDSL's internal marker value."""
+    return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
+
+
 def _verify_same_shape(source: TensorType, result: TensorType) -> None:
     if source.get_shape() != result.get_shape():
         raise VerifyException(
-            f"result shape {list(result.get_shape())} differs from input shape "
-            f"{list(source.get_shape())}"
+            f"result shape {_shape_text(result.get_shape())} differs from input shape "
+            f"{_shape_text(source.get_shape())}"
         )
 
 
@@ -622,7 +633,9 @@ class RescaleOp(IRDLOperation):
             )
         multipliers, shifts = self.multiplier_values, self.shift_values
         if len(multipliers) != len(shifts):
-            raise VerifyException(f"got {len(multipliers)} multipliers but {len(shifts)} shifts")
+            raise VerifyException(
+                f"got {_count(len(multipliers), 'multiplier')} but {_count(len(shifts), 'shift')}"
+            )
         if not multipliers:
             raise VerifyException("expected at least one multiplier")
         for m in multipliers:
