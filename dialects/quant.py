@@ -14,6 +14,7 @@ Ops:
 * `quant.qcast` quantizes a float tensor with a rounding mode (TFLite rounds half away from
   zero, ONNX QuantizeLinear half to even);
 * `quant.dcast` dequantizes;
+* `quant.scast` reinterprets quantized values as their storage integers and back;
 * `quant.rescale` is the single definition of TFLite's fixed-point requantization (DESIGN.md §2):
   ``out = clamp(zp_out + round(multiplier * 2^(shift - 31) * (in - zp_in)))``, with TFLite's
   rounding (`double_round`: SaturatingRoundingDoublingHighMul then RoundingDivideByPOT) or the
@@ -494,6 +495,55 @@ class DCastOp(_CastOp):
         verify_quantized_axis(source, "input")
 
 
+@irdl_op_definition
+class SCastOp(_CastOp):
+    """Storage cast: reinterpret quantized values as their storage integers, or back.
+
+    No value changes: ``stored`` is carried as is. The integer side must be the storage
+    type of the quantized side (`i8` for `!quant.uniform<i8:...>`, `ui8` or `i8` for `u8`
+    storage). `lower-quantized` uses it to enter and leave integer arithmetic (MLIR's
+    `quant.scast`).
+
+    Example:
+    ```mlir
+    %s = quant.scast %q : tensor<4x!quant.uniform<i8:f32, 0.5:-3>> to tensor<4xi8>
+    %q2 = quant.scast %s : tensor<4xi8> to tensor<4x!quant.uniform<i8:f32, 0.25>>
+    ```
+    """
+
+    name = "quant.scast"
+
+    def __init__(self, input: SSAValue, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        source, result = _tensor(self.input), _tensor(self.output)
+        _verify_same_shape(source, result)
+        qsource, qresult = quantized_element(source), quantized_element(result)
+        if (qsource is None) == (qresult is None):
+            raise VerifyException(
+                f"expected one quantized and one integer side, got {source.element_type} "
+                f"and {result.element_type}"
+            )
+        qtype = qsource or qresult
+        other = result.element_type if qsource is not None else source.element_type
+        assert qtype is not None
+        if not isinstance(other, IntegerType) or other.width != qtype.storage_type.width:
+            raise VerifyException(
+                f"integer side must be the {qtype.storage_width}-bit storage type of "
+                f"{qtype}, got {other}"
+            )
+        verify_quantized_axis(source if qsource is not None else result, "quantized side")
+
+
+def storage_tensor_type(type_: TensorType) -> TensorType:
+    """The integer tensor type that stores a quantized tensor type (itself if not quantized)."""
+    qtype = quantized_element(type_)
+    if qtype is None:
+        return type_
+    return TensorType(qtype.storage_type, type_.get_shape())
+
+
 def _integer_storage(type_: TensorType, what: str) -> tuple[int, tuple[int, int]]:
     """Zero point and value range of a rescale operand: quantized, or a plain integer tensor."""
     element = type_.element_type
@@ -662,4 +712,4 @@ class RescaleOp(IRDLOperation):
             )
 
 
-Quant = Dialect("quant", [QCastOp, DCastOp, RescaleOp], [UniformQuantizedType])
+Quant = Dialect("quant", [QCastOp, DCastOp, SCastOp, RescaleOp], [UniformQuantizedType])

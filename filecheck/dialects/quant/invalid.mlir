@@ -469,3 +469,35 @@ func.func @qcast_many_slices_one_scale(%x: tensor<3xf32>) {
   %q = quant.qcast %x : tensor<3xf32> to tensor<3x!quant.uniform<i8:f32:0, {0.5}>>
   func.return
 }
+
+// -----
+
+func.func @scast_two_integers(%x: tensor<4xi8>) {
+  // expected-error @+1 {{expected one quantized and one integer side, got i8 and i8}}
+  %s = quant.scast %x : tensor<4xi8> to tensor<4xi8>
+  func.return
+}
+
+// -----
+
+func.func @scast_wrong_width(%q: tensor<4x!quant.uniform<i8:f32, 0.5>>) {
+  // expected-error @+1 {{integer side must be the 8-bit storage type of !quant.uniform<i8:f32, 0.5>, got i32}}
+  %s = quant.scast %q : tensor<4x!quant.uniform<i8:f32, 0.5>> to tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @scast_float(%q: tensor<4x!quant.uniform<i8:f32, 0.5>>) {
+  // expected-error @+1 {{integer side must be the 8-bit storage type of !quant.uniform<i8:f32, 0.5>, got f32}}
+  %s = quant.scast %q : tensor<4x!quant.uniform<i8:f32, 0.5>> to tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @scast_shape(%q: tensor<4x!quant.uniform<i8:f32, 0.5>>) {
+  // expected-error @+1 {{result shape [2] differs from input shape [4]}}
+  %s = quant.scast %q : tensor<4x!quant.uniform<i8:f32, 0.5>> to tensor<2xi8>
+  func.return
+}

@@ -283,3 +283,20 @@ func.func @rescale_generic_input(%acc: tensor<4xi32>, %x: tensor<4xf32>) {
   %q = "quant.qcast"(%x) : (tensor<4xf32>) -> tensor<4x!quant.uniform<i8:f32, 0.5>>
   func.return
 }
+
+// -----
+
+// Storage casts in both directions, signed and unsigned storage, per-axis.
+// CHECK-LABEL: func.func @scast
+// CHECK:         %[[S:.*]] = quant.scast %{{.*}} : tensor<4x!quant.uniform<i8:f32, 0.5:-3>> to tensor<4xi8>
+// CHECK:         quant.scast %{{.*}} : tensor<2x!quant.uniform<u8:f32:0, {0.5:3, 0.1}>> to tensor<2xui8>
+// CHECK:         quant.scast %[[S]] : tensor<4xi8> to tensor<4x!quant.uniform<i8:f32, 0.25>>
+// GENERIC-LABEL: "func.func"() <{sym_name = "scast"
+// GENERIC:         "quant.scast"(%{{.*}}) : (tensor<4x!quant.uniform<i8:f32, 0.5:-3>>) -> tensor<4xi8>
+func.func @scast(%q: tensor<4x!quant.uniform<i8:f32, 0.5:-3>>,
+                 %u: tensor<2x!quant.uniform<u8:f32:0, {0.5:3, 0.1}>>) {
+  %s = quant.scast %q : tensor<4x!quant.uniform<i8:f32, 0.5:-3>> to tensor<4xi8>
+  %su = quant.scast %u : tensor<2x!quant.uniform<u8:f32:0, {0.5:3, 0.1}>> to tensor<2xui8>
+  %q2 = quant.scast %s : tensor<4xi8> to tensor<4x!quant.uniform<i8:f32, 0.25>>
+  func.return
+}
