@@ -157,7 +157,7 @@ def dense_from_array(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     """A dense attribute holding `array`'s bytes (float16/32/64, bool, int8-64, uint8)."""
     from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, Signedness
 
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
     kind = array.dtype
     element: Attribute
     if kind == np.float32:
