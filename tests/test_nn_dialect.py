@@ -499,7 +499,7 @@ def test_extra_attributes_are_kept() -> None:
         ("nn.softmax %a axis = 0 axis = 1 : {t} -> {t}", "property 'axis' is given twice"),
         ("nn.add %a, %a : {t} -> {t}", "expected 2 operand types, got 1"),
         ("nn.relu %a : {t} -> {t}, {t}", "expected 1 result type, got 2"),
-        ("nn.add %a : {t} -> {t}", "'nn.add' got 1 operands"),
+        ("nn.add %a : {t} -> {t}", "'nn.add' expects 2 operands, got 1"),
         ("nn.constant array<i64: 1> : {t}", "expected a dense elements attribute"),
     ],
 )

@@ -344,6 +344,9 @@ class NNOp(IRDLOperation):
     ACCEPTS_QUANTIZED: ClassVar[bool] = True
     """Whether the op takes quantized tensors (TFLite has an int8 kernel for it)."""
 
+    ACCEPTS_INTEGER: ClassVar[bool] = False
+    """Whether the op takes plain integer tensors (shape arithmetic, lowered int8 math)."""
+
     # ---- Hooks ----
 
     @classmethod
@@ -417,7 +420,9 @@ class NNOp(IRDLOperation):
         """Default: every tensor operand and result has the same float or quantized family."""
         named = [(f"operand #{i}", element_of(v)) for i, v in enumerate(self.operands)]
         named += [(f"result #{i}", element_of(r)) for i, r in enumerate(self.results)]
-        check_same_float_or_quantized(named, allow_quantized=self.ACCEPTS_QUANTIZED)
+        check_same_float_or_quantized(
+            named, allow_quantized=self.ACCEPTS_QUANTIZED, allow_integer=self.ACCEPTS_INTEGER
+        )
 
     def verify_(self) -> None:
         for i, operand in enumerate(self.operands):
@@ -555,7 +560,16 @@ class NNOp(IRDLOperation):
             or (not variable and spare)
             or (variable and isinstance(defs[variable[0]], OptOperandDef) and spare > 1)
         ):
-            parser.raise_error(f"'{cls.name}' got {len(operands)} operands", pos, pos)
+            if not variable:
+                expected = f"{fixed}"
+            elif isinstance(defs[variable[0]], OptOperandDef):
+                expected = f"{fixed} or {fixed + 1}"
+            else:
+                expected = f"at least {fixed}"
+            plural = "" if expected == "1" else "s"
+            parser.raise_error(
+                f"'{cls.name}' expects {expected} operand{plural}, got {len(operands)}", pos, pos
+            )
         grouped: list[SSAValue | Sequence[SSAValue] | None] = []
         it = iter(operands)
         for i, definition in enumerate(defs):

@@ -45,6 +45,7 @@ from irc.dialects.nn.base import (
     int_prop,
     ints_prop,
     is_float,
+    is_integer,
     is_quantized,
     layout_prop,
 )
@@ -97,12 +98,13 @@ def _verify_quantized_weights(
     bias: TensorType | None,
     result: Attribute,
     channel_axis: int,
+    weights_name: str,
 ) -> None:
     """TFLite's quantized conv/FC typing: quantized data, weights per tensor or per channel."""
     wq = quantized_element(weights)
     if wq is None:
         raise VerifyException(
-            f"weights must be quantized when the input is, got {weights.element_type}"
+            f"{weights_name} must be quantized when the input is, got {weights.element_type}"
         )
     if not isinstance(result, UniformQuantizedType):
         raise VerifyException(f"result must be quantized when the input is, got {result}")
@@ -113,7 +115,7 @@ def _verify_quantized_weights(
         )
     if (axis := wq.axis) is not None and axis != channel_axis:
         raise VerifyException(
-            f"weights must be quantized per tensor or along the output-channel dimension "
+            f"{weights_name} must be quantized per tensor or along the output-channel dimension "
             f"{channel_axis}, got dimension {axis}"
         )
     if bias is None:
@@ -124,18 +126,49 @@ def _verify_quantized_weights(
         raise VerifyException(f"bias of a quantized op must be i32 or i64, got {element}")
 
 
-def _verify_conv_like_elements(op: NNOp, channel_axis: int, has_bias: bool = True) -> None:
+def _verify_integer_product(
+    named: Sequence[tuple[str, Attribute]], result: Attribute, bias: Attribute | None
+) -> None:
+    """Integer semantics (the form `lower-quantized` produces): exact accumulation.
+
+    Integer operands of any width accumulate exactly into an i32 or i64 result; a bias has
+    the result's type.
+    """
+    for name, element in named:
+        if not is_integer(element):
+            raise VerifyException(f"{name} must be an integer tensor like the input, got {element}")
+    if not (is_integer(result) and result.width.data in (32, 64)):  # type: ignore[attr-defined]
+        raise VerifyException(f"an integer product accumulates into i32 or i64, got {result}")
+    if bias is not None and bias != result:
+        raise VerifyException(f"bias element type {bias} differs from the accumulator {result}")
+
+
+def _verify_conv_like_elements(op: NNOp, channel_axis: int, weights_name: str) -> None:
     input_el = element_of(op.operands[0])
     weights = op.operands[1].type
     assert isinstance(weights, TensorType)
-    bias = op.operands[2].type if has_bias and len(op.operands) > 2 else None
+    bias = op.operands[2].type if len(op.operands) > 2 else None
     result_el = element_of(op.results[0])
     if is_quantized(input_el):
-        _verify_quantized_weights(input_el, weights, bias, result_el, channel_axis)  # type: ignore[arg-type]
+        _verify_quantized_weights(
+            input_el,
+            weights,
+            bias,
+            result_el,
+            channel_axis,
+            weights_name,  # type: ignore[arg-type]
+        )
+        return
+    if is_integer(input_el):
+        _verify_integer_product(
+            [(weights_name, weights.element_type)],
+            result_el,
+            None if bias is None else bias.element_type,  # type: ignore[union-attr]
+        )
         return
     if not is_float(input_el):
-        raise VerifyException(f"input must be a float or quantized tensor, got {input_el}")
-    named = [("input", input_el), ("weights", weights.element_type), ("result", result_el)]
+        raise VerifyException(f"input must be a float, integer or quantized tensor, got {input_el}")
+    named = [("input", input_el), (weights_name, weights.element_type), ("result", result_el)]
     if bias is not None:
         named.append(("bias", bias.element_type))  # type: ignore[union-attr]
     check_same_float_or_quantized(named, allow_quantized=False)
@@ -209,7 +242,7 @@ class Conv2DOp(NNOp):
         if c >= 0 and in_c >= 0 and in_c * groups != c:
             raise VerifyException(
                 f"filter expects {in_c * groups} input channels ({in_c} per group x {groups} "
-                f"groups), input has {c}"
+                f"group{'s' if groups != 1 else ''}), input has {c}"
             )
         _check_bias(rest[0] if rest else None, out_c)
         oh = window_output_size(h, kh, strides[0], dilations[0], pads[0] + pads[2])
@@ -217,7 +250,7 @@ class Conv2DOp(NNOp):
         return [make_activation_shape(n, out_c, oh, ow, layout)]
 
     def verify_element_types(self) -> None:
-        _verify_conv_like_elements(self, channel_axis=0)
+        _verify_conv_like_elements(self, channel_axis=0, weights_name="filter")
 
 
 @irdl_op_definition
@@ -300,7 +333,9 @@ class Conv2DTransposeOp(NNOp):
 
     def verify_element_types(self) -> None:
         layout = self.layout.data
-        _verify_conv_like_elements(self, channel_axis=0 if layout == "NHWC" else 1)
+        _verify_conv_like_elements(
+            self, channel_axis=0 if layout == "NHWC" else 1, weights_name="filter"
+        )
 
 
 # ---- Matrix products ---------------------------------------------------------------------------
@@ -346,7 +381,7 @@ class FullyConnectedOp(NNOp):
         return [(*x[:-1], w[0])]
 
     def verify_element_types(self) -> None:
-        _verify_conv_like_elements(self, channel_axis=0)
+        _verify_conv_like_elements(self, channel_axis=0, weights_name="weights")
 
 
 @irdl_op_definition
@@ -393,8 +428,12 @@ class BatchMatmulOp(NNOp):
     def verify_element_types(self) -> None:
         lhs, rhs, out = (element_of(v) for v in (*self.operands, self.output))
         if is_quantized(lhs):
-            if not (is_quantized(rhs) and is_quantized(out)):
-                raise VerifyException("operands and result must all be quantized or all float")
+            for name, element in (("rhs", rhs), ("result", out)):
+                if not is_quantized(element):
+                    raise VerifyException(f"{name} must be quantized when lhs is, got {element}")
+            return
+        if is_integer(lhs):
+            _verify_integer_product([("rhs", rhs)], out, None)
             return
         check_same_float_or_quantized(
             [("lhs", lhs), ("rhs", rhs), ("result", out)], allow_quantized=False
@@ -405,6 +444,7 @@ class BatchMatmulOp(NNOp):
 
 
 class _Pool2DOp(NNOp):
+    ACCEPTS_INTEGER: ClassVar[bool] = True
     input = operand_def(TensorType)
     output = result_def(TensorType)
 

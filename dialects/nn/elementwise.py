@@ -44,8 +44,6 @@ class ElementwiseBinaryOp(NNOp):
     output = result_def(TensorType)
 
     traits = traits_def(Pure())
-    ACCEPTS_INTEGER: ClassVar[bool] = False
-    """Whether plain integer tensors are allowed (shape arithmetic in ONNX graphs)."""
 
     @classmethod
     def result_shapes(
@@ -194,6 +192,7 @@ class ReluOp(ElementwiseUnaryOp):
     """``max(x, 0)``."""
 
     name = "nn.relu"
+    ACCEPTS_INTEGER: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -201,6 +200,7 @@ class Relu6Op(ElementwiseUnaryOp):
     """``min(max(x, 0), 6)``."""
 
     name = "nn.relu6"
+    ACCEPTS_INTEGER: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -265,6 +265,7 @@ class AbsOp(ElementwiseUnaryOp):
     """Absolute value."""
 
     name = "nn.abs"
+    ACCEPTS_INTEGER: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -272,6 +273,7 @@ class NegOp(ElementwiseUnaryOp):
     """``-x``."""
 
     name = "nn.neg"
+    ACCEPTS_INTEGER: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -287,6 +289,7 @@ class ClipOp(ElementwiseUnaryOp):
     """
 
     name = "nn.clip"
+    ACCEPTS_INTEGER: ClassVar[bool] = True
 
     min = opt_float_prop()
     max = opt_float_prop()

@@ -47,7 +47,7 @@ func.func @operand_types_count(%a: tensor<4xf32>) {
 // -----
 
 func.func @operand_count(%a: tensor<4xf32>) {
-  // expected-error @+1 {{'nn.add' got 1 operands}}
+  // expected-error @+1 {{'nn.add' expects 2 operands, got 1}}
   %y = nn.add %a : tensor<4xf32> -> tensor<4xf32>
   func.return
 }
@@ -231,7 +231,7 @@ func.func @conv2d_output_channels_groups(%x: tensor<1x8x8x4xf32>, %w: tensor<3x3
 // -----
 
 func.func @conv2d_filter_input_channels(%x: tensor<1x4x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
-  // expected-error @+1 {{filter expects 2 input channels (2 per group x 1 groups), input has 4}}
+  // expected-error @+1 {{filter expects 2 input channels (2 per group x 1 group), input has 4}}
   %y = nn.conv2d %x, %w layout = "NCHW" : tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x6x6xf32>
   func.return
 }
@@ -262,8 +262,9 @@ func.func @conv2d_declared_shape(%x: tensor<1x8x8x4xf32>, %w: tensor<4x3x3x4xf32
 
 // -----
 
-func.func @conv2d_integer_input(%x: tensor<1x4x4x1xi8>, %w: tensor<1x1x1x1xi8>) {
-  // expected-error @+1 {{input must be a float or quantized tensor, got i8}}
+// Integer convolutions (lower-quantized's form) accumulate into i32 or i64.
+func.func @conv2d_integer_narrow_accumulator(%x: tensor<1x4x4x1xi8>, %w: tensor<1x1x1x1xi8>) {
+  // expected-error @+1 {{an integer product accumulates into i32 or i64, got i8}}
   %y = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x1xi8>, tensor<1x1x1x1xi8> -> tensor<1x4x4x1xi8>
   func.return
 }
@@ -281,7 +282,7 @@ func.func @conv2d_bias_element_type(%x: tensor<1x4x4x1xf32>, %w: tensor<1x1x1x1x
 // A float input with a quantized filter (dynamic-range quantization) is not an nn form.
 !qw = !quant.uniform<i8:f32, 0.5>
 func.func @conv2d_float_input_quantized_filter(%x: tensor<1x4x4x1xf32>, %w: tensor<1x1x1x1x!qw>) {
-  // expected-error @+1 {{weights element type !quant.uniform<i8:f32, 0.5> differs from input element type f32}}
+  // expected-error @+1 {{filter element type !quant.uniform<i8:f32, 0.5> differs from input element type f32}}
   %y = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x1xf32>, tensor<1x1x1x1x!qw> -> tensor<1x4x4x1xf32>
   func.return
 }
@@ -290,7 +291,7 @@ func.func @conv2d_float_input_quantized_filter(%x: tensor<1x4x4x1xf32>, %w: tens
 
 !qx = !quant.uniform<i8:f32, 0.5>
 func.func @conv2d_quantized_input_float_filter(%x: tensor<1x4x4x1x!qx>, %w: tensor<1x1x1x1xf32>) {
-  // expected-error @+1 {{weights must be quantized when the input is, got f32}}
+  // expected-error @+1 {{filter must be quantized when the input is, got f32}}
   %y = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x1x!qx>, tensor<1x1x1x1xf32> -> tensor<1x4x4x1x!qx>
   func.return
 }
@@ -320,7 +321,7 @@ func.func @conv2d_quantized_result_storage(%x: tensor<1x4x4x1x!qx>, %w: tensor<1
 !qx = !quant.uniform<i8:f32, 0.5>
 !qw = !quant.uniform<i8:f32:3, {0.1, 0.2}>
 func.func @conv2d_per_axis_filter_dimension(%x: tensor<1x4x4x2x!qx>, %w: tensor<2x1x1x2x!qw>) {
-  // expected-error @+1 {{weights must be quantized per tensor or along the output-channel dimension 0, got dimension 3}}
+  // expected-error @+1 {{filter must be quantized per tensor or along the output-channel dimension 0, got dimension 3}}
   %y = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x2x!qx>, tensor<2x1x1x2x!qw> -> tensor<1x4x4x2x!qx>
   func.return
 }
@@ -415,7 +416,7 @@ func.func @conv2d_transpose_bias_shape(%x: tensor<1x4x4x8xf32>, %w: tensor<4x2x2
 !qx = !quant.uniform<i8:f32, 0.5>
 !qw = !quant.uniform<i8:f32:0, {0.1, 0.2}>
 func.func @conv2d_transpose_per_axis_filter_dimension(%x: tensor<1x2x2x2x!qx>, %w: tensor<2x2x1x1x!qw>) {
-  // expected-error @+1 {{weights must be quantized per tensor or along the output-channel dimension 1, got dimension 0}}
+  // expected-error @+1 {{filter must be quantized per tensor or along the output-channel dimension 1, got dimension 0}}
   %y = nn.conv2d_transpose %x, %w layout = "NCHW" : tensor<1x2x2x2x!qx>, tensor<2x2x1x1x!qw> -> tensor<1x2x2x2x!qx>
   func.return
 }
@@ -503,7 +504,7 @@ func.func @batch_matmul_batch_broadcast(%a: tensor<2x3x4xf32>, %b: tensor<3x4x5x
 
 !q = !quant.uniform<i8:f32, 0.5>
 func.func @batch_matmul_mixed_quantized(%a: tensor<3x4x!q>, %b: tensor<4x5xf32>) {
-  // expected-error @+1 {{operands and result must all be quantized or all float}}
+  // expected-error @+1 {{rhs must be quantized when lhs is, got f32}}
   %y = nn.batch_matmul %a, %b : tensor<3x4x!q>, tensor<4x5xf32> -> tensor<3x5x!q>
   func.return
 }
@@ -721,7 +722,7 @@ func.func @unary_result_element_type(%x: tensor<4xf32>) {
 
 func.func @unary_integer(%x: tensor<4xi32>) {
   // expected-error @+1 {{operand #0 must be a float or quantized tensor, got i32}}
-  %y = nn.relu %x : tensor<4xi32> -> tensor<4xi32>
+  %y = nn.tanh %x : tensor<4xi32> -> tensor<4xi32>
   func.return
 }
 
@@ -1298,5 +1299,29 @@ func.func @softmax_scalar(%x: tensor<f32>) {
 func.func @softmax_integer(%x: tensor<2x3xi32>) {
   // expected-error @+1 {{operand #0 must be a float or quantized tensor, got i32}}
   %y = nn.softmax %x : tensor<2x3xi32> -> tensor<2x3xi32>
+  func.return
+}
+
+// -----
+
+func.func @conv2d_integer_float_filter(%x: tensor<1x4x4x1xi8>, %w: tensor<1x1x1x1xf32>) {
+  // expected-error @+1 {{filter must be an integer tensor like the input, got f32}}
+  %y = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x1xi8>, tensor<1x1x1x1xf32> -> tensor<1x4x4x1xi32>
+  func.return
+}
+
+// -----
+
+func.func @conv2d_integer_bias(%x: tensor<1x4x4x1xi8>, %w: tensor<1x1x1x1xi8>, %b: tensor<1xi64>) {
+  // expected-error @+1 {{bias element type i64 differs from the accumulator i32}}
+  %y = nn.conv2d %x, %w, %b layout = "NHWC" : tensor<1x4x4x1xi8>, tensor<1x1x1x1xi8>, tensor<1xi64> -> tensor<1x4x4x1xi32>
+  func.return
+}
+
+// -----
+
+func.func @batch_matmul_integer_narrow(%a: tensor<2x3xi8>, %b: tensor<3x4xi8>) {
+  // expected-error @+1 {{an integer product accumulates into i32 or i64, got i16}}
+  %y = nn.batch_matmul %a, %b : tensor<2x3xi8>, tensor<3x4xi8> -> tensor<2x4xi16>
   func.return
 }

@@ -859,3 +859,23 @@ func.func @generic_input(%a: tensor<2x3xf32>, %w: tensor<4x3x3x3xf32>, %x: tenso
   %r = nn.relu %a {irc.name = "act0"} : tensor<2x3xf32> -> tensor<2x3xf32>
   func.return %s, %c, %r : tensor<2x3xf32>, tensor<1x6x6x4xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// Integer semantics (the form lower-quantized produces): exact accumulation into i32.
+// CHECK-LABEL: func.func @integer_arithmetic
+// CHECK:         nn.conv2d %{{.*}}, %{{.*}}, %{{.*}} pads = [1, 1, 1, 1] layout = "NHWC" : tensor<1x4x4x2xi16>, tensor<3x3x3x2xi16>, tensor<3xi32> -> tensor<1x4x4x3xi32>
+// CHECK:         nn.fully_connected %{{.*}}, %{{.*}} : tensor<2x8xi8>, tensor<3x8xi8> -> tensor<2x3xi32>
+// CHECK:         nn.batch_matmul %{{.*}}, %{{.*}} : tensor<2x3xi32>, tensor<3x4xi32> -> tensor<2x4xi64>
+// CHECK:         nn.avg_pool2d %{{.*}} kernel = [2, 2] layout = "NHWC" : tensor<1x4x4x2xi16> -> tensor<1x3x3x2xi16>
+// CHECK:         nn.clip %{{.*}} min = -128.0 max = 127.0 : tensor<2x3xi32> -> tensor<2x3xi32>
+func.func @integer_arithmetic(%x: tensor<1x4x4x2xi16>, %w: tensor<3x3x3x2xi16>, %b: tensor<3xi32>,
+                              %v: tensor<2x8xi8>, %m: tensor<3x8xi8>, %p: tensor<2x3xi32>,
+                              %q: tensor<3x4xi32>) {
+  %c = nn.conv2d %x, %w, %b pads = [1, 1, 1, 1] layout = "NHWC" : tensor<1x4x4x2xi16>, tensor<3x3x3x2xi16>, tensor<3xi32> -> tensor<1x4x4x3xi32>
+  %f = nn.fully_connected %v, %m : tensor<2x8xi8>, tensor<3x8xi8> -> tensor<2x3xi32>
+  %mm = nn.batch_matmul %p, %q : tensor<2x3xi32>, tensor<3x4xi32> -> tensor<2x4xi64>
+  %a = nn.avg_pool2d %x kernel = [2, 2] layout = "NHWC" : tensor<1x4x4x2xi16> -> tensor<1x3x3x2xi16>
+  %k = nn.clip %f min = -128.0 max = 127.0 : tensor<2x3xi32> -> tensor<2x3xi32>
+  func.return
+}
