@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import AnyFloat, ModuleOp, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -32,8 +33,9 @@ from xdsl.pattern_rewriter import (
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 from xdsl.transforms.dead_code_elimination import region_dce
 
-from irc.dialects import nn
+from irc.dialects import nn, quant
 from irc.dialects.nn.base import floats_of, ints_attr, ints_of, product, shape_of
+from irc.targets import reference
 
 # ---- Helpers -----------------------------------------------------------------------------------
 
@@ -236,15 +238,119 @@ class RemoveIdentityResize(RewritePattern):
         _replace_by(op, op.input, rewriter)
 
 
+# ---- Constant folding --------------------------------------------------------------------------
+
+_FOLD_GROWTH_LIMIT = 1 << 16
+"""Folding may grow constants (a broadcast) only up to this many result elements."""
+
+_FOLDABLE = (nn.NNOp, quant.QCastOp, quant.DCastOp, quant.SCastOp, quant.RescaleOp)
+
+
+def _static_size(type_: Attribute) -> int | None:
+    if not isinstance(type_, TensorType) or any(d < 0 for d in type_.get_shape()):
+        return None
+    return product(type_.get_shape())
+
+
+def _stored_elements(constant: nn.ConstantOp) -> int:
+    """Distinct elements a constant needs (a splat needs one)."""
+    array = constant.to_array()
+    if array.size and np.all(array == array.flat[0]):
+        return 1
+    return array.size
+
+
+class FoldConstantOperands(RewritePattern):
+    """op(constant, ...) -> constant, evaluated with the reference kernels.
+
+    The reference target is the definition of every op's semantics, so folding uses its
+    kernels: one source of semantics. Covers elementwise ops, data movement (transpose,
+    reshape, ...), casts, and quantized weights (quant.dcast / qcast of a constant). Ops the
+    reference cannot evaluate on their own (quantized arithmetic before `lower-quantized`)
+    are left alone, and folding never grows constants past a limit.
+    """
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, _FOLDABLE) or isinstance(op, nn.ConstantOp) or not op.operands:
+            return
+        producers = [operand.owner for operand in op.operands]
+        if not all(isinstance(p, nn.ConstantOp) for p in producers):
+            return
+        sizes = [_static_size(t) for t in op.result_types]
+        if any(size is None for size in sizes):
+            return
+        operand_size = sum(_stored_elements(p) for p in producers)  # type: ignore[arg-type]
+        if sum(sizes) > max(operand_size, _FOLD_GROWTH_LIMIT):  # type: ignore[arg-type]
+            return
+        try:
+            values = reference.evaluate(op, *(p.to_array() for p in producers))  # type: ignore[union-attr]
+        except reference.UnsupportedOpError:
+            return
+        constants = [
+            nn.ConstantOp(nn.dense_from_array(np.ascontiguousarray(value)), result_type)
+            for value, result_type in zip(values, op.result_types, strict=True)
+        ]
+        for constant in constants:
+            constant.location = op.location
+        rewriter.replace(op, constants, [c.output for c in constants])
+
+
+class FoldBatchNormIntoConv(RewritePattern):
+    """batch_norm(conv2d(x, w, b)) -> conv2d(x, w * k, (b - mean) * k + offset),
+    k = scale / sqrt(variance + epsilon), for constant float parameters.
+
+    The conv must have no other user and no fused activation, and share the batch norm's
+    layout (its output channels are then the normalised channels).
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.BatchNormOp, rewriter: PatternRewriter) -> None:
+        conv = op.input.owner
+        if not isinstance(conv, nn.Conv2DOp) or not conv.output.has_one_use():
+            return
+        if conv.activation.data != "none" or conv.layout.data != op.layout.data:
+            return
+        values = [conv.filter, op.scale, op.offset, op.mean, op.variance]
+        if conv.bias is not None:
+            values.append(conv.bias)
+        if not all(isinstance(v.owner, nn.ConstantOp) for v in values):
+            return
+        filter_type = conv.filter.type
+        if not isinstance(filter_type, TensorType) or not isinstance(
+            filter_type.element_type, AnyFloat
+        ):
+            return
+        w, scale, offset, mean, variance, *bias = (
+            v.owner.to_array().astype(np.float64)  # type: ignore[union-attr]
+            for v in values
+        )
+        k = scale / np.sqrt(variance + op.epsilon.value.data)
+        dtype = conv.filter.owner.to_array().dtype  # type: ignore[union-attr]
+        new_filter = nn.ConstantOp.from_array((w * k.reshape(-1, 1, 1, 1)).astype(dtype))
+        b = bias[0] if bias else np.zeros_like(k)
+        new_bias = nn.ConstantOp.from_array(((b - mean) * k + offset).astype(dtype))
+        fused = nn.Conv2DOp.build(
+            operands=[conv.input, new_filter.output, new_bias.output],
+            result_types=[op.output.type],
+            properties=dict(conv.properties),
+            attributes=dict(conv.attributes),
+        )
+        for new_op in (new_filter, new_bias, fused):
+            new_op.location = conv.location
+        rewriter.replace(op, [new_filter, new_bias, fused])
+
+
 # ---- Pattern list and pass ---------------------------------------------------------------------
 
 
 def canonicalization_patterns() -> list[RewritePattern]:
     """The `nn` patterns of this pass, exposed for reuse by pipelines and tests.
 
-    Constant-folding patterns (with the reference kernels) belong in this list.
+    Constant folding evaluates ops with the reference kernels (`irc.targets.reference`).
     """
     return [
+        FoldConstantOperands(),
+        FoldBatchNormIntoConv(),
         FoldTransposePair(),
         RemoveIdentityTranspose(),
         FoldReshapePair(),

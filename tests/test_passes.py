@@ -515,3 +515,48 @@ def test_dce_removes_unused_pure_ops_only(ctx: Context):
     for name in ("f", "never_called"):
         assert the_function(module, name).function_type == the_function(before, name).function_type
         assert len(the_function(module, name).args) == len(the_function(before, name).args)
+
+
+# ---- Constant folding and batch-norm folding (evaluated with the reference kernels) ----
+
+
+def test_batch_norm_folding_keeps_the_numbers(ctx: Context):
+    import numpy as np
+    from xdsl.ir import Block, Region
+
+    from irc.passes.canonicalize import CanonicalizePass
+    from irc.targets.reference import evaluate
+
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal((1, 6, 6, 3)).astype(np.float32)
+    params = {
+        "w": rng.standard_normal((4, 3, 3, 3)).astype(np.float32),
+        "b": rng.standard_normal(4).astype(np.float32),
+        "scale": rng.standard_normal(4).astype(np.float32),
+        "offset": rng.standard_normal(4).astype(np.float32),
+        "mean": rng.standard_normal(4).astype(np.float32),
+        "var": rng.uniform(0.5, 2.0, 4).astype(np.float32),
+    }
+    block = Block(arg_types=[TensorType(f32, x_np.shape)])
+    consts = {k: nn.ConstantOp.from_array(v) for k, v in params.items()}
+    conv = nn.Conv2DOp.make(
+        block.args[0], consts["w"].output, consts["b"].output, pads=[1, 1, 1, 1], layout="NHWC"
+    )
+    bn = nn.BatchNormOp.make(
+        conv.output,
+        *(consts[k].output for k in ("scale", "offset", "mean", "var")),
+        epsilon=1e-3,
+        layout="NHWC",
+    )
+    block.add_ops([*consts.values(), conv, bn, func.ReturnOp(bn.output)])
+    module = ModuleOp([func.FuncOp("f", ([block.args[0].type], [bn.output.type]), Region(block))])
+    (conv_out,) = evaluate(conv, x_np, params["w"], params["b"])
+    (expected,) = evaluate(bn, conv_out, *(params[k] for k in ("scale", "offset", "mean", "var")))
+
+    CanonicalizePass().apply(ctx, module)
+    module.verify()
+    assert not ops_named(module, "nn.batch_norm")
+    (folded,) = ops_named(module, "nn.conv2d")
+    w2, b2 = (operand.owner.to_array() for operand in folded.operands[1:])
+    (got,) = evaluate(folded, x_np, w2, b2)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)

@@ -270,3 +270,106 @@ func.func @xdsl_patterns() -> i32 {
   %c = arith.addi %a, %b : i32
   func.return %c : i32
 }
+
+// -----
+
+// Elementwise ops on constants fold, evaluated with the reference kernels.
+// CHECK-LABEL: func.func @fold_elementwise
+// CHECK-NEXT:    %[[C:.*]] = nn.constant dense<[3.000000e+00, 0.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    func.return %[[C]] : tensor<2xf32>
+func.func @fold_elementwise() -> tensor<2xf32> {
+  %a = nn.constant dense<[1.0, -2.0]> : tensor<2xf32>
+  %b = nn.constant dense<[2.0, 1.0]> : tensor<2xf32>
+  %s = nn.add %a, %b : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+  %r = nn.relu %a : tensor<2xf32> -> tensor<2xf32>
+  %m = nn.maximum %s, %r : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+  func.return %m : tensor<2xf32>
+}
+
+// -----
+
+// Transposes, reshapes and casts of constants fold.
+// CHECK-LABEL: func.func @fold_data_movement
+// CHECK-NEXT:    %[[C:.*]] = nn.constant dense<{{\[}}[1, 3], [2, 4]]> : tensor<2x2xi32>
+// CHECK-NEXT:    func.return %[[C]] : tensor<2x2xi32>
+func.func @fold_data_movement() -> tensor<2x2xi32> {
+  %a = nn.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %t = nn.transpose %a perm = [1, 0] : tensor<2x2xf32> -> tensor<2x2xf32>
+  %r = nn.reshape %t shape = [4] : tensor<2x2xf32> -> tensor<4xf32>
+  %b = nn.reshape %r shape = [2, 2] : tensor<4xf32> -> tensor<2x2xf32>
+  %c = nn.cast %b : tensor<2x2xf32> -> tensor<2x2xi32>
+  func.return %c : tensor<2x2xi32>
+}
+
+// -----
+
+// Dequantizing constant weights happens at compile time.
+// CHECK-LABEL: func.func @fold_dequantized_weights
+// CHECK-NEXT:    %[[C:.*]] = nn.constant dense<[-2.000000e+00, 5.000000e-01]> : tensor<2xf32>
+// CHECK-NEXT:    func.return %[[C]]
+func.func @fold_dequantized_weights() -> tensor<2xf32> {
+  %q = nn.constant dense<[-4, 1]> : tensor<2xi8> -> tensor<2x!quant.uniform<i8:f32, 0.5>>
+  %d = quant.dcast %q : tensor<2x!quant.uniform<i8:f32, 0.5>> to tensor<2xf32>
+  func.return %d : tensor<2xf32>
+}
+
+// -----
+
+// Must not fire: a quantized add needs lower-quantized first, and a non-constant operand.
+// CHECK-LABEL: func.func @no_fold
+// CHECK:         nn.add
+// CHECK:         nn.mul
+func.func @no_fold(%x: tensor<2xf32>) -> (tensor<2x!quant.uniform<i8:f32, 0.5>>, tensor<2xf32>) {
+  %q = nn.constant dense<[-4, 1]> : tensor<2xi8> -> tensor<2x!quant.uniform<i8:f32, 0.5>>
+  %s = nn.add %q, %q : tensor<2x!quant.uniform<i8:f32, 0.5>>, tensor<2x!quant.uniform<i8:f32, 0.5>> -> tensor<2x!quant.uniform<i8:f32, 0.5>>
+  %c = nn.constant dense<2.0> : tensor<2xf32>
+  %m = nn.mul %x, %c : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+  func.return %s, %m : tensor<2x!quant.uniform<i8:f32, 0.5>>, tensor<2xf32>
+}
+
+// -----
+
+// Must not fire: a broadcast that would grow a splat into a large constant.
+// CHECK-LABEL: func.func @no_fold_growth
+// CHECK:         nn.add
+func.func @no_fold_growth() -> tensor<1x256x512xf32> {
+  %a = nn.constant dense<1.0> : tensor<1x256x512xf32>
+  %b = nn.constant dense<2.0> : tensor<1xf32>
+  %s = nn.add %a, %b : tensor<1x256x512xf32>, tensor<1xf32> -> tensor<1x256x512xf32>
+  func.return %s : tensor<1x256x512xf32>
+}
+
+// -----
+
+// batch_norm folds into the preceding conv2d: w * k and (b - mean) * k + offset with
+// k = scale / sqrt(variance + epsilon) = [2, 0.5].
+// CHECK-LABEL: func.func @fold_batch_norm
+// CHECK-DAG:     %[[W:.*]] = nn.constant dense<{{\[\[\[\[}}2.000000e+00]]], {{\[\[\[}}5.000000e-01]]]]> : tensor<2x1x1x1xf32>
+// CHECK-DAG:     %[[B:.*]] = nn.constant dense<[1.000000e+00, 0.000000e+00]> : tensor<2xf32>
+// CHECK:         %[[Y:.*]] = nn.conv2d %{{.*}}, %[[W]], %[[B]] layout = "NCHW"
+// CHECK-NOT:     nn.batch_norm
+// CHECK:         func.return %[[Y]]
+func.func @fold_batch_norm(%x: tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %w = nn.constant dense<1.0> : tensor<2x1x1x1xf32>
+  %b = nn.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %scale = nn.constant dense<[2.0, 1.0]> : tensor<2xf32>
+  %offset = nn.constant dense<[1.0, -1.0]> : tensor<2xf32>
+  %mean = nn.constant dense<[1.0, 0.0]> : tensor<2xf32>
+  %var = nn.constant dense<[1.0, 4.0]> : tensor<2xf32>
+  %c = nn.conv2d %x, %w, %b layout = "NCHW" : tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32>
+  %y = nn.batch_norm %c, %scale, %offset, %mean, %var epsilon = 0.0 layout = "NCHW" : tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Must not fire: the conv has a fused activation, so the batch norm cannot move before it.
+// CHECK-LABEL: func.func @no_fold_batch_norm_after_activation
+// CHECK:         nn.batch_norm
+func.func @no_fold_batch_norm_after_activation(%x: tensor<1x1x4x4xf32>, %p: tensor<2xf32>) -> tensor<1x2x4x4xf32> {
+  %w = nn.constant dense<1.0> : tensor<2x1x1x1xf32>
+  %s = nn.constant dense<1.0> : tensor<2xf32>
+  %c = nn.conv2d %x, %w layout = "NCHW" activation = "relu" : tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32> -> tensor<1x2x4x4xf32>
+  %y = nn.batch_norm %c, %s, %s, %s, %s layout = "NCHW" : tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}
