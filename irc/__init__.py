@@ -1,1 +1,141 @@
-"""irc."""
+"""irc: an MLIR-style compiler for on-device ML inference, built on xDSL.
+
+The Python API (DESIGN.md §5). `import irc` is cheap: everything is imported on first use.
+
+```python
+import numpy as np
+import irc
+
+outputs = irc.run("model.mlir", {"x": np.ones((1, 4), np.float32)})
+module = irc.read_module("model.mlir")         # parsed with locations, verified
+program = irc.compile_function(module)           # compile once ...
+outputs = program.run({"x": x})                  # ... run many times, from many threads
+```
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
+
+    from irc.runtime import (
+        CompileError,
+        ExecutionError,
+        ExecutorError,
+        InputError,
+        Program,
+        compile_function,
+    )
+
+__all__ = [
+    "CompileError",
+    "ExecutionError",
+    "ExecutorError",
+    "InputError",
+    "Program",
+    "compile_function",
+    "parse_module",
+    "read_module",
+    "run",
+]
+
+_LAZY_EXPORTS = {
+    "CompileError": "irc.runtime",
+    "ExecutionError": "irc.runtime",
+    "ExecutorError": "irc.runtime",
+    "InputError": "irc.runtime",
+    "Program": "irc.runtime",
+    "compile_function": "irc.runtime",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY_EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'irc' has no attribute '{name}'")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def parse_module(
+    source: str | bytes | os.PathLike[str],
+    *,
+    filename: str | None = None,
+    ctx: Context | None = None,
+) -> ModuleOp:
+    """Parse IR text (`str`/`bytes`) or an IR file (a path object), with locations, and verify.
+
+    Ops get `FileLineColLoc`s naming `filename` (default: the path, or `<string>`), so
+    later errors point into the source. Raises xDSL's `ParseError` for bad syntax and
+    `irc.diagnostics.IrcDiagnosticError` (located at the op) for IR that does not verify.
+    """
+    if isinstance(source, os.PathLike):
+        return read_module(source, ctx=ctx)
+    from irc.context import make_context
+    from irc.diagnostics import parse_with_locations, verify_module
+
+    module = parse_with_locations(
+        make_context() if ctx is None else ctx,
+        source,
+        "<string>" if filename is None else filename,
+    )
+    verify_module(module)
+    return module
+
+
+def read_module(path: str | os.PathLike[str], *, ctx: Context | None = None) -> ModuleOp:
+    """Read, parse (with locations) and verify the IR file at `path`."""
+    with open(path, "rb") as stream:
+        data = stream.read()
+    return parse_module(data, filename=os.fspath(path), ctx=ctx)
+
+
+def run(
+    module_or_path: ModuleOp | str | os.PathLike[str],
+    inputs: Mapping[str, np.ndarray],
+    *,
+    entry: str = "main",
+    check: bool = False,
+) -> dict[str, np.ndarray]:
+    """Run the function `@entry` of a module (or of an IR file) on the reference target.
+
+    A path is read with `read_module`; a module is cloned first (the caller's module is
+    never modified). The passes the reference target needs run first
+    (`irc.pipelines.prepare_for_reference`), then the function is compiled into a
+    `Program` and run. `inputs` and the result are keyed by the function's input and
+    output names (`irc.input_names` / `irc.output_names`, else `arg0..` / `result0..`).
+    `check=True` verifies every kernel's results against its op's types.
+
+    For repeated runs, compile once with `compile_function` and call `Program.run`.
+    Raises `InputError` for inputs that do not match the signature, `CompileError` for
+    ops the reference target cannot run, `ExecutionError` when a kernel fails.
+    """
+    from xdsl.dialects.builtin import ModuleOp
+
+    from irc.pipelines import prepare_for_reference
+    from irc.runtime import compile_function
+
+    if isinstance(module_or_path, ModuleOp):
+        module = module_or_path.clone()
+    elif isinstance(module_or_path, str | os.PathLike):
+        module = read_module(module_or_path)
+    else:
+        raise TypeError(
+            f"expected a ModuleOp or a path, got {type(module_or_path).__name__}; "
+            "parse IR text with irc.parse_module first"
+        )
+    prepare_for_reference(module)
+    return compile_function(module, entry, check=check).run(inputs)
