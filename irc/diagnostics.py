@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -622,3 +622,19 @@ def _flatten(diagnostics: Iterable[Diagnostic]) -> Iterator[Diagnostic]:
         yield diagnostic
         for note in diagnostic.notes:
             yield note if note.location is not None else replace(note, location=diagnostic.location)
+
+
+def format_with_source(diagnostic: Diagnostic, filename: str, source_lines: Sequence[str]) -> str:
+    """A diagnostic as tools print it: `file:L:C: severity: message`, then the source line
+    and a caret under the column (as MLIR does), then its notes the same way."""
+
+    def excerpt(d: Diagnostic) -> list[str]:
+        loc = d.location
+        if loc is None or loc.file != filename or not 1 <= loc.line <= len(source_lines):
+            return []
+        return [source_lines[loc.line - 1].rstrip("\r"), " " * max(loc.col - 1, 0) + "^"]
+
+    lines = [diagnostic.header(), *excerpt(diagnostic)]
+    for note in diagnostic.notes:
+        lines += [note.header(), *excerpt(note)]
+    return "\n".join(lines)

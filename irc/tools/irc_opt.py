@@ -42,6 +42,7 @@ from irc.diagnostics import (
     Severity,
     diagnostic_from_exception,
     diagnostic_handler,
+    format_with_source,
     parse_with_locations,
     verify_module,
 )
@@ -361,19 +362,8 @@ class IrcOptMain(xDSLOptMain):
 
     def _report(self, diagnostic: Diagnostic) -> None:
         """Print a diagnostic on stderr with its source line and a caret, as MLIR does."""
-        lines = [diagnostic.header(), *self._source_excerpt(diagnostic)]
-        for note in diagnostic.notes:
-            lines += [note.header(), *self._source_excerpt(note)]
-        sys.stderr.write("\n".join(lines) + "\n")
-
-    def _source_excerpt(self, diagnostic: Diagnostic) -> list[str]:
-        loc = diagnostic.location
-        if loc is None or loc.file != self.get_input_name():
-            return []
-        if not 1 <= loc.line <= len(self._source_lines):
-            return []
-        text = self._source_lines[loc.line - 1].rstrip("\r")
-        return [text, " " * max(loc.col - 1, 0) + "^"]
+        text = format_with_source(diagnostic, self.get_input_name(), self._source_lines)
+        sys.stderr.write(text + "\n")
 
     def _write_output(self, text: str) -> None:
         """Write the result to `-o` atomically (temp file + rename) or to stdout."""

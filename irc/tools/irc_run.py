@@ -195,16 +195,12 @@ def _print_error(message: str) -> None:
 def _report(diagnostic: Diagnostic, filename: str, source: str) -> None:
     """A located diagnostic with its source line and a caret (as irc-opt prints them);
     an unlocated one as `irc-run: error: ...`."""
-    loc = diagnostic.location
-    if loc is None:
+    from irc.diagnostics import format_with_source
+
+    if diagnostic.location is None:
         _print_error(f"{filename}: {diagnostic.message}")
         return
-    lines = [diagnostic.header()]
-    source_lines = source.splitlines()
-    if loc.file == filename and 1 <= loc.line <= len(source_lines):
-        lines += [source_lines[loc.line - 1].rstrip("\r"), " " * max(loc.col - 1, 0) + "^"]
-    lines += [note.header() for note in diagnostic.notes]
-    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.write(format_with_source(diagnostic, filename, source.splitlines()) + "\n")
 
 
 # ---- Driver -------------------------------------------------------------------
