@@ -1,0 +1,267 @@
+"""Reference kernels of the `nn` elementwise ops: binary arithmetic, activations, cast.
+
+Float math runs in the tensor's own precision except float16, which is computed in float32 and
+rounded back once (as TFLite and onnxruntime do on CPUs without native half arithmetic).
+Results have the result's element type. Domain errors follow IEEE (``log(0) = -inf``,
+``sqrt(-1) = nan``) without numpy warnings. These kernels are registered for plain tensors
+only: quantized arithmetic is expressed in integers by `lower-quantized` first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from scipy import special
+from xdsl.ir import Operation
+
+from irc.dialects import nn
+from irc.targets.reference.common import apply_float_activation, result_dtype
+from irc.targets.reference.registry import Kernel, kernel
+
+ArrayFn = Callable[[np.ndarray], np.ndarray]
+BinaryFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _widen(x: np.ndarray) -> np.ndarray:
+    """The array float math runs on: float16 widens to float32, others stay."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+def _finish(x: np.ndarray | np.generic, dtype: np.dtype) -> np.ndarray:
+    """An array (never a numpy scalar) of the result dtype."""
+    return np.asarray(x).astype(dtype, copy=False)
+
+
+# ---- Binary ------------------------------------------------------------------------------------
+
+
+def _truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division rounding toward zero (C, TFLite, ONNX); division by zero gives 0."""
+    safe = np.where(b == 0, 1, b)
+    quotient = (a - np.fmod(a, safe)) // safe
+    return np.where(b == 0, 0, quotient)
+
+
+def _binary(op: Operation, float_fn: BinaryFn, int_fn: BinaryFn | None = None) -> Kernel:
+    """A broadcasting binary kernel with the op's fused activation (when it has one)."""
+    out_dtype = result_dtype(op.results[0])
+    is_int = out_dtype.kind in "iub"
+    fn = int_fn if is_int and int_fn is not None else float_fn
+
+    def run(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+        with np.errstate(all="ignore"):
+            y = np.asarray(fn(_widen(a), _widen(b)))
+            y = apply_float_activation(op, y)
+        return (_finish(y, out_dtype),)
+
+    return run
+
+
+@kernel(nn.AddOp)
+def add(op: nn.AddOp) -> Kernel:
+    return _binary(op, np.add)
+
+
+@kernel(nn.SubOp)
+def sub(op: nn.SubOp) -> Kernel:
+    return _binary(op, np.subtract)
+
+
+@kernel(nn.MulOp)
+def mul(op: nn.MulOp) -> Kernel:
+    return _binary(op, np.multiply)
+
+
+@kernel(nn.DivOp)
+def div(op: nn.DivOp) -> Kernel:
+    return _binary(op, np.divide, _truncating_divide)
+
+
+@kernel(nn.MaximumOp)
+def maximum(op: nn.MaximumOp) -> Kernel:
+    return _binary(op, np.maximum)
+
+
+@kernel(nn.MinimumOp)
+def minimum(op: nn.MinimumOp) -> Kernel:
+    return _binary(op, np.minimum)
+
+
+@kernel(nn.PowOp)
+def power(op: nn.PowOp) -> Kernel:
+    return _binary(op, np.power)
+
+
+@kernel(nn.SquaredDifferenceOp)
+def squared_difference(op: nn.SquaredDifferenceOp) -> Kernel:
+    return _binary(op, lambda a, b: np.square(a - b))
+
+
+@kernel(nn.PReluOp)
+def prelu(op: nn.PReluOp) -> Kernel:
+    out_dtype = result_dtype(op.output)
+
+    def run(x: np.ndarray, slope: np.ndarray) -> tuple[np.ndarray, ...]:
+        x, slope = _widen(x), _widen(slope)
+        with np.errstate(all="ignore"):
+            y = np.where(x >= 0, x, x * slope)  # the verifier keeps the slope from growing `x`
+        return (_finish(y, out_dtype),)
+
+    return run
+
+
+# ---- Unary -------------------------------------------------------------------------------------
+
+
+def _unary(op: Operation, fn: ArrayFn) -> Kernel:
+    """An elementwise kernel computing `fn` in the compute dtype of the input."""
+    out_dtype = result_dtype(op.results[0])
+
+    def run(x: np.ndarray) -> tuple[np.ndarray, ...]:
+        with np.errstate(all="ignore"):
+            y = fn(_widen(x))
+        return (_finish(y, out_dtype),)
+
+    return run
+
+
+def _typed(x: np.ndarray, value: float) -> np.generic:
+    """A float constant in `x`'s precision (numpy would otherwise widen to float64)."""
+    return x.dtype.type(value)
+
+
+@kernel(nn.ReluOp)
+def relu(op: nn.ReluOp) -> Kernel:
+    return _unary(op, lambda x: np.maximum(x, 0))
+
+
+@kernel(nn.Relu6Op)
+def relu6(op: nn.Relu6Op) -> Kernel:
+    return _unary(op, lambda x: np.clip(x, 0, 6))
+
+
+@kernel(nn.ClipOp)
+def clip(op: nn.ClipOp) -> Kernel:
+    low = None if op.min is None else op.min.value.data
+    high = None if op.max is None else op.max.value.data
+
+    def fn(x: np.ndarray) -> np.ndarray:
+        if low is not None:
+            x = np.maximum(x, _typed(x, low))
+        if high is not None:
+            x = np.minimum(x, _typed(x, high))
+        return x
+
+    return _unary(op, fn)
+
+
+@kernel(nn.LeakyReluOp)
+def leaky_relu(op: nn.LeakyReluOp) -> Kernel:
+    alpha = op.alpha.value.data
+    return _unary(op, lambda x: np.where(x >= 0, x, x * _typed(x, alpha)))
+
+
+@kernel(nn.SigmoidOp)
+def sigmoid(op: nn.SigmoidOp) -> Kernel:
+    return _unary(op, special.expit)
+
+
+@kernel(nn.TanhOp)
+def tanh(op: nn.TanhOp) -> Kernel:
+    return _unary(op, np.tanh)
+
+
+@kernel(nn.HardSwishOp)
+def hard_swish(op: nn.HardSwishOp) -> Kernel:
+    return _unary(op, lambda x: x * np.clip(x + 3, 0, 6) / 6)
+
+
+@kernel(nn.HardSigmoidOp)
+def hard_sigmoid(op: nn.HardSigmoidOp) -> Kernel:
+    alpha, beta = op.alpha.value.data, op.beta.value.data
+    return _unary(op, lambda x: np.clip(x * _typed(x, alpha) + _typed(x, beta), 0, 1))
+
+
+def _gelu_exact(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1 + special.erf(x * _typed(x, 1 / math.sqrt(2))))
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    inner = _typed(x, math.sqrt(2 / math.pi)) * (x + _typed(x, 0.044715) * x * x * x)
+    return 0.5 * x * (1 + np.tanh(inner))
+
+
+@kernel(nn.GeluOp)
+def gelu(op: nn.GeluOp) -> Kernel:
+    return _unary(op, _gelu_tanh if op.approximate.data == "tanh" else _gelu_exact)
+
+
+@kernel(nn.ErfOp)
+def erf(op: nn.ErfOp) -> Kernel:
+    return _unary(op, special.erf)
+
+
+@kernel(nn.ExpOp)
+def exp(op: nn.ExpOp) -> Kernel:
+    return _unary(op, np.exp)
+
+
+@kernel(nn.LogOp)
+def log(op: nn.LogOp) -> Kernel:
+    return _unary(op, np.log)
+
+
+@kernel(nn.SqrtOp)
+def sqrt(op: nn.SqrtOp) -> Kernel:
+    return _unary(op, np.sqrt)
+
+
+@kernel(nn.RsqrtOp)
+def rsqrt(op: nn.RsqrtOp) -> Kernel:
+    return _unary(op, lambda x: 1 / np.sqrt(x))
+
+
+@kernel(nn.AbsOp)
+def absolute(op: nn.AbsOp) -> Kernel:
+    return _unary(op, np.abs)
+
+
+@kernel(nn.NegOp)
+def negative(op: nn.NegOp) -> Kernel:
+    return _unary(op, np.negative)
+
+
+# ---- Cast --------------------------------------------------------------------------------------
+
+
+def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Truncate toward zero; out-of-range values saturate and NaN becomes 0.
+
+    C leaves out-of-range conversions undefined (TFLite, onnxruntime); saturating makes the
+    reference deterministic on every machine.
+    """
+    info = np.iinfo(dtype)
+    low, high = np.float64(info.min), np.float64(info.max)
+    if int(high) > info.max:  # 2**63 - 1 rounds up in float64
+        high = np.nextafter(high, 0)
+    wide = np.trunc(x.astype(np.float64))
+    wide = np.where(np.isnan(wide), 0, np.clip(wide, low, high))
+    return wide.astype(dtype)
+
+
+@kernel(nn.CastOp)
+def cast(op: nn.CastOp) -> Kernel:
+    out_dtype = result_dtype(op.output)
+
+    def run(x: np.ndarray) -> tuple[np.ndarray, ...]:
+        x = np.asarray(x)
+        if out_dtype == np.bool_:
+            return (x != 0,)
+        if x.dtype.kind == "f" and out_dtype.kind in "iu":
+            return (_float_to_int(x, out_dtype),)
+        with np.errstate(over="ignore"):  # float narrowing overflows to inf, as in C
+            return (x.astype(out_dtype),)
+
+    return run
