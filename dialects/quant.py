@@ -561,7 +561,8 @@ class RescaleOp(IRDLOperation):
     """Requantize integers with TFLite's fixed-point arithmetic (TOSA's `rescale`).
 
     ``out = clamp(zp_out + apply(multiplier, shift, in - zp_in))`` where `apply` multiplies by
-    ``multiplier * 2^(shift - 31)`` with 32-bit `multiplier` in [2^30, 2^31) (or 0) and `shift`
+    ``multiplier * 2^(shift - 31)`` with 32-bit `multiplier` in [0, 2^31) (normally [2^30, 2^31)
+    as QuantizeMultiplier makes it; TFLite's folded mean multipliers are smaller) and `shift`
     in [-31, 30]. Zero points come from the operand and result types (0 for plain integer
     tensors such as i32 accumulators); the clamp is the result's storage range.
 
@@ -689,8 +690,8 @@ class RescaleOp(IRDLOperation):
         if not multipliers:
             raise VerifyException("expected at least one multiplier")
         for m in multipliers:
-            if m != 0 and not 2**30 <= m < 2**31:
-                raise VerifyException(f"multiplier {m} is not 0 or in [2^30, 2^31)")
+            if not 0 <= m < 2**31:
+                raise VerifyException(f"multiplier {m} is not in [0, 2^31)")
         for s in shifts:
             if not -31 <= s <= 30:
                 raise VerifyException(f"shift {s} is out of range [-31, 30]")

@@ -93,10 +93,16 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return DCEPass
 
+    def get_lower_quantized() -> type[ModulePass]:
+        from irc.passes.lower_quantized import LowerQuantizedPass
+
+        return LowerQuantizedPass
+
     return {
         "canonicalize": get_canonicalize,
         "infer-shapes": get_infer_shapes,
         "dce": get_dce,
+        "lower-quantized": get_lower_quantized,
     }
 
 

@@ -216,7 +216,7 @@ def test_windows_with_dynamic_dims() -> None:
 
 def test_fully_connected_matches_numpy() -> None:
     for x in [(8,), (2, 8), (2, 5, 8)]:
-        expected = (np.empty(x) @ np.empty((3, 8)).T).shape
+        expected = (np.zeros(x) @ np.zeros((3, 8)).T).shape
         assert result_shapes(nn.FullyConnectedOp, x, (3, 8)) == [expected]
     assert result_shapes(nn.FullyConnectedOp, (D, 8), (3, 8), (3,)) == [(D, 3)]
     assert result_shapes(nn.FullyConnectedOp, (2, D), (3, 8)) == [(2, 3)]
@@ -231,7 +231,7 @@ def test_batch_matmul_matches_numpy() -> None:
         adj_x, adj_y = (bool(v) for v in rng.integers(0, 2, size=2))
         a = (*batch_a, *((k, m) if adj_x else (m, k)))
         b = (*batch_b, *((n, k) if adj_y else (k, n)))
-        lhs, rhs = np.empty(a), np.empty(b)
+        lhs, rhs = np.zeros(a), np.zeros(b)  # zeros: np.empty garbage can overflow
         lhs = np.swapaxes(lhs, -1, -2) if adj_x else lhs
         rhs = np.swapaxes(rhs, -1, -2) if adj_y else rhs
         try:
@@ -266,7 +266,7 @@ def test_batch_matmul_dynamic() -> None:
     ],
 )
 def test_reshape_matches_numpy(shape: Shape, target: list[int]) -> None:
-    expected = np.empty(shape).reshape(target).shape
+    expected = np.zeros(shape).reshape(target).shape
     assert result_shapes(nn.ReshapeOp, shape, shape=target) == [expected]
 
 
@@ -279,7 +279,7 @@ def test_reshape_dynamic() -> None:
 
 def test_transpose_matches_numpy() -> None:
     for perm in itertools.permutations(range(4)):
-        expected = np.empty((1, 2, 3, 4)).transpose(perm).shape
+        expected = np.zeros((1, 2, 3, 4)).transpose(perm).shape
         assert result_shapes(nn.TransposeOp, (1, 2, 3, 4), perm=list(perm)) == [expected]
     assert result_shapes(nn.TransposeOp, (D, 2), perm=[1, 0]) == [(2, D)]
 
@@ -287,14 +287,14 @@ def test_transpose_matches_numpy() -> None:
 def test_concat_matches_numpy() -> None:
     shapes = [(2, 1, 3), (2, 4, 3), (2, 2, 3)]
     for axis in (1, -2):
-        expected = np.concatenate([np.empty(s) for s in shapes], axis=axis).shape
+        expected = np.concatenate([np.zeros(s) for s in shapes], axis=axis).shape
         assert result_shapes(nn.ConcatOp, *shapes, axis=axis) == [expected]
     assert result_shapes(nn.ConcatOp, (D, 2), (3, 2), axis=1) == [(3, 4)]
     assert result_shapes(nn.ConcatOp, (2, D), (2, 3), axis=1) == [(2, D)]
 
 
 def test_split_matches_numpy() -> None:
-    x = np.empty((3, 10, 2))
+    x = np.zeros((3, 10, 2))
     for sizes in ([10], [3, 7], [1, 0, 4, 5], [2, 2, 2, 2, 2]):
         pieces = np.split(x, np.cumsum(sizes)[:-1], axis=1)
         expected = [p.shape for p in pieces]
@@ -329,7 +329,7 @@ def test_slice_matches_numpy() -> None:
             end.append(e)
             strides.append(stride)
         slices = tuple(_numpy_slice(*args) for args in zip(begin, end, strides))
-        expected = np.empty(shape)[slices].shape
+        expected = np.zeros(shape)[slices].shape
         if any(s < 0 and size == 0 for s, size in zip(strides, shape)):
             continue  # begin 0 of an empty dimension with a negative stride: rejected
         got = result_shapes(nn.SliceOp, shape, begin=begin, end=end, strides=strides)
@@ -355,13 +355,13 @@ def test_pad_matches_numpy(mode: str) -> None:
             with pytest.raises(VerifyException, match="reflect padding"):
                 result_shapes(nn.PadOp, shape, pads=pads, mode=mode)
             continue
-        expected = np.pad(np.empty(shape), pairs, mode=mode).shape
+        expected = np.pad(np.zeros(shape), pairs, mode=mode).shape
         assert result_shapes(nn.PadOp, shape, pads=pads, mode=mode) == [expected]
     assert result_shapes(nn.PadOp, (D, 3), pads=[1, 1, 0, 2]) == [(D, 5)]
 
 
 def test_gather_matches_numpy() -> None:
-    x = np.empty((2, 5, 3))
+    x = np.zeros((2, 5, 3))
     for indices in [(), (4,), (2, 3)]:
         for axis in range(-3, 3):
             expected = np.take(x, np.zeros(indices, np.int64), axis=axis).shape
@@ -370,7 +370,7 @@ def test_gather_matches_numpy() -> None:
 
 def test_gather_batch_dims_matches_a_loop() -> None:
     """batch_dims = 1: one np.take per batch entry, stacked."""
-    x, indices = np.empty((2, 5, 3)), np.zeros((2, 4), np.int64)
+    x, indices = np.zeros((2, 5, 3)), np.zeros((2, 4), np.int64)
     for axis in (1, 2):
         expected = np.stack([np.take(x[b], indices[b], axis=axis - 1) for b in range(2)]).shape
         assert result_shapes(nn.GatherOp, x.shape, indices.shape, axis=axis, batch_dims=1) == [
@@ -380,7 +380,7 @@ def test_gather_batch_dims_matches_a_loop() -> None:
 
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_reduce_matches_numpy(keepdims: bool) -> None:
-    x = np.empty((2, 3, 4, 5))
+    x = np.zeros((2, 3, 4, 5))
     for count in range(1, 5):
         for axes in itertools.combinations(range(-4, 0), count):
             expected = np.sum(x, axis=axes, keepdims=keepdims).shape

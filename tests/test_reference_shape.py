@@ -624,8 +624,9 @@ def test_quantized_kernels_of_this_module_are_data_movement_only():
     }
 
 
-def test_quantized_bilinear_resize_is_unsupported():
+def test_quantized_bilinear_resize_uses_tflite_integer_kernel():
     (value,) = args(np.zeros((1, 2, 2, 1), np.int8), elements=[quantized()])
     op = nn.ResizeOp.make(value, size=[4, 4], mode="bilinear", layout="NHWC")
-    with pytest.raises(UnsupportedOpError, match="bilinear"):
-        kernel_for(op)
+    (y,) = kernel_for(op)(np.full((1, 2, 2, 1), 7, np.int8))
+    assert y.dtype == np.int8
+    np.testing.assert_array_equal(y, np.full((1, 4, 4, 1), 7, np.int8))

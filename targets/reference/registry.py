@@ -54,6 +54,7 @@ _KERNEL_MODULES = (
     "irc.targets.reference.elementwise",
     "irc.targets.reference.shape",
     "irc.targets.reference.quant",
+    "irc.targets.reference.quant_nn",
 )
 _loaded = False
 
@@ -125,8 +126,9 @@ def kernel_for(op: Operation) -> Kernel:
         if factory is None:
             raise UnsupportedOpError(
                 op,
-                f"no kernel for quantized '{op.name}'; run lower-quantized first to express it "
-                "in integer arithmetic",
+                f"no kernel for quantized '{op.name}': quantized arithmetic runs once "
+                "lower-quantized has expressed it in integers, and that pass cannot express "
+                "this op (or has not run)",
             )
     else:
         factory = _FACTORIES.get(type(op))

@@ -221,9 +221,10 @@ def _lerp(x: np.ndarray, axis: int, taps: tuple[np.ndarray, ...]) -> np.ndarray:
 def resize(op: nn.ResizeOp) -> Kernel:
     mode = op.mode.data
     if mode == "bilinear" and is_quantized_op(op):
-        raise UnsupportedOpError(
-            op, "quantized bilinear resize needs lower-quantized (its rounding is integer)"
-        )
+        # TFLite's integer interpolation (fixed-point weights), not a float lerp.
+        from irc.targets.reference.quant_nn import resize_bilinear
+
+        return resize_bilinear(op)
     h_axis, w_axis = (1, 2) if op.layout.data == "NHWC" else (2, 3)
     out_h, out_w = ints_of(op.size)
     scales = None if op.scales is None else tuple(np.float32(s) for s in floats_of(op.scales))

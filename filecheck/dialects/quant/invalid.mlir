@@ -354,16 +354,8 @@ func.func @rescale_no_multiplier(%x: tensor<2xi32>) {
 
 // -----
 
-func.func @rescale_multiplier_too_small(%x: tensor<2xi32>) {
-  // expected-error @+1 {{multiplier 1073741823 is not 0 or in [2^30, 2^31)}}
-  %r = quant.rescale %x multiplier = [1073741823] shift = [0] : tensor<2xi32> to tensor<2xi8>
-  func.return
-}
-
-// -----
-
 func.func @rescale_multiplier_negative(%x: tensor<2xi32>) {
-  // expected-error @+1 {{multiplier -1073741824 is not 0 or in [2^30, 2^31)}}
+  // expected-error @+1 {{multiplier -1073741824 is not in [0, 2^31)}}
   %r = quant.rescale %x multiplier = [-1073741824] shift = [0] : tensor<2xi32> to tensor<2xi8>
   func.return
 }
@@ -371,8 +363,8 @@ func.func @rescale_multiplier_negative(%x: tensor<2xi32>) {
 // -----
 
 func.func @rescale_per_channel_multiplier_out_of_range(%x: tensor<2xi32>) {
-  // expected-error @+1 {{multiplier 1 is not 0 or in [2^30, 2^31)}}
-  %r = quant.rescale %x multiplier = [1073741824, 1] shift = [0, 0] axis = 0
+  // expected-error @+1 {{multiplier -1 is not in [0, 2^31)}}
+  %r = quant.rescale %x multiplier = [1073741824, -1] shift = [0, 0] axis = 0
       : tensor<2xi32> to tensor<2xi8>
   func.return
 }
