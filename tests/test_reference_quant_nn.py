@@ -422,3 +422,45 @@ def test_inv_sqrt_multiplier_approximates_inverse_square_root(value):
 def test_calculate_input_radius_matches_its_definition():
     assert calculate_input_radius(5, 0) == 31 * 2**26
     assert calculate_input_radius(5, 20) == math.floor(31 * 2**26 / 2**20)
+
+
+# TFLite RESIZE_NEAREST_NEIGHBOR flags -> (coordinate_mode, nearest_mode) of nn.resize:
+# neither flag floors `out * in / out`; half_pixel_centers floors `(out + 0.5) * in / out`;
+# align_corners rounds (half away from zero) `out * (in - 1) / (out - 1)`.
+TFLITE_NEAREST_FLAGS = {
+    (False, False): ("asymmetric", "floor"),
+    (False, True): ("tf_half_pixel_for_nn", "floor"),
+    (True, False): ("align_corners", "round_prefer_ceil"),
+}
+
+
+@pytest.mark.parametrize("flags", list(TFLITE_NEAREST_FLAGS))
+@pytest.mark.parametrize(("in_hw", "out_hw"), RESIZE_SHAPES)
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_resize_nearest_matches_tflite(dtype, in_hw, out_hw, flags):
+    """Nearest resize moves stored integers: the data-movement kernel serves int8 as is."""
+    x = random_values(dtype, (2, *in_hw, 3), seed=in_hw[1])
+    align_corners, half_pixel_centers = flags
+    (ref,) = run_op(
+        "RESIZE_NEAREST_NEIGHBOR",
+        [T(list(x.shape), dtype, 0.1, 5), T([2], "int32", data=list(out_hw))],
+        [T([2, *out_hw, 3], dtype, 0.1, 5)],
+        (
+            "ResizeNearestNeighborOptions",
+            {"align_corners": align_corners, "half_pixel_centers": half_pixel_centers},
+        ),
+        feed=[x],
+    )
+    coordinate_mode, nearest_mode = TFLITE_NEAREST_FLAGS[flags]
+    q = qtype(x.dtype.name, 0.1, 5)
+    block = Block(arg_types=[TensorType(q, list(x.shape))])
+    op = nn.ResizeOp.make(
+        block.args[0],
+        size=list(out_hw),
+        mode="nearest",
+        coordinate_mode=coordinate_mode,
+        nearest_mode=nearest_mode,
+        layout="NHWC",
+    )
+    (got,) = kernel_for(op)(x)
+    assert_matches(got, ref)
