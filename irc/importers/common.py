@@ -1,0 +1,165 @@
+"""What the TFLite and ONNX importers share: errors, the unsupported-op report, and a builder
+that assembles the `func.func @main` of an imported graph.
+
+An importer walks the model's operators in order and, for each, emits `nn` ops through
+`GraphBuilder.emit(...)`, mapping the model's tensor names to SSA values. Ops it cannot map
+are *recorded* (`GraphBuilder.unsupported(...)`), not raised at once, so that a model is
+refused with one message listing every unsupported op type with counts and where they are.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    ModuleOp,
+    NameLoc,
+    StringAttr,
+    TensorType,
+    UnknownLoc,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from irc.dialects import nn
+
+INPUT_NAMES_ATTR = "irc.input_names"
+OUTPUT_NAMES_ATTR = "irc.output_names"
+
+_MAX_PLACES = 3
+"""How many places the unsupported-op report names per op type."""
+
+
+class ModelImportError(Exception):
+    """A model cannot be imported: corrupt file, unsupported ops, bad option.
+
+    The message names the file and, where there is one, the place (operator index and name).
+    """
+
+
+@dataclass
+class UnsupportedOps:
+    """Unsupported operators of a model, collected during import."""
+
+    places: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    reasons: dict[str, str] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def record(self, op_type: str, where: str, reason: str = "") -> None:
+        self.counts[op_type] += 1
+        self.places[op_type].append(where)
+        if reason and op_type not in self.reasons:
+            self.reasons[op_type] = reason
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def message(self, path: str | Path) -> str:
+        """One message listing every unsupported op type, with counts and places."""
+        total = sum(self.counts.values())
+        lines = [
+            f"{path}: cannot import: {total} unsupported operator"
+            f"{'s' if total != 1 else ''} of {len(self.counts)} type"
+            f"{'s' if len(self.counts) != 1 else ''}:"
+        ]
+        for op_type, count in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            places = self.places[op_type]
+            shown = ", ".join(places[:_MAX_PLACES]) + (", ..." if len(places) > _MAX_PLACES else "")
+            reason = f" ({self.reasons[op_type]})" if op_type in self.reasons else ""
+            lines.append(f"  {op_type} x{count}{reason}: {shown}")
+        return "\n".join(lines)
+
+
+class GraphBuilder:
+    """Builds `func.func @main` from a model graph: named values, located ops, signature."""
+
+    def __init__(
+        self, path: str | Path, input_names: Sequence[str], input_types: Sequence[Attribute]
+    ):
+        self.path = str(path)
+        self.block = Block(arg_types=list(input_types))
+        self.builder = Builder(InsertPoint.at_end(self.block))
+        self.values: dict[str, SSAValue] = {}
+        self.input_names = list(input_names)
+        self.unsupported = UnsupportedOps()
+        for name, arg in zip(self.input_names, self.block.args, strict=True):
+            self.values[name] = arg
+            arg.name_hint = _name_hint(name)
+
+    # ---- Values ----
+
+    def value(self, name: str, where: str) -> SSAValue:
+        """The SSA value of a model tensor; a clear error when the graph never defined it."""
+        if name not in self.values:
+            raise ModelImportError(
+                f"{self.path}: {where}: tensor '{name}' is used before it is defined"
+            )
+        return self.values[name]
+
+    def has_value(self, name: str) -> bool:
+        return name in self.values
+
+    def define(self, name: str, value: SSAValue) -> SSAValue:
+        """Bind a model tensor name to a value (the last definition wins, as in the model)."""
+        self.values[name] = value
+        if value.name_hint is None:
+            value.name_hint = _name_hint(name)
+        return value
+
+    # ---- Ops ----
+
+    def emit(self, op: Operation, location_name: str | None = None) -> Operation:
+        """Insert `op` at the end of the function, located by the model's op/tensor name."""
+        if location_name:
+            op.location = NameLoc(StringAttr(location_name), UnknownLoc())
+        self.builder.insert(op)
+        return op
+
+    def constant(
+        self, array: np.ndarray, result_type: Attribute | None = None, name: str | None = None
+    ) -> SSAValue:
+        """An `nn.constant` holding `array` (quantized when `result_type` says so)."""
+        op = self.emit(nn.ConstantOp.from_array(np.ascontiguousarray(array), result_type), name)
+        value = op.results[0]
+        if name:
+            value.name_hint = _name_hint(name)
+        return value
+
+    # ---- Finishing ----
+
+    def finish(self, output_names: Sequence[str], func_name: str = "main") -> ModuleOp:
+        """Return the outputs, check that nothing was unsupported, and wrap up the module."""
+        if self.unsupported:
+            raise ModelImportError(self.unsupported.message(self.path))
+        outputs = [self.value(name, "graph outputs") for name in output_names]
+        self.builder.insert(ReturnOp(*outputs))
+        function = FuncOp(
+            func_name,
+            ([a.type for a in self.block.args], [v.type for v in outputs]),
+            Region(self.block),
+        )
+        function.attributes[INPUT_NAMES_ATTR] = ArrayAttr([StringAttr(n) for n in self.input_names])
+        function.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr([StringAttr(n) for n in output_names])
+        return ModuleOp([function])
+
+
+def _name_hint(name: str) -> str | None:
+    """An SSA name hint from a model tensor name (letters, digits, `_`), or None."""
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_")
+    if not cleaned or not (cleaned[0].isalpha() or cleaned[0] == "_"):
+        cleaned = f"t_{cleaned}" if cleaned else ""
+    return cleaned or None
+
+
+def tensor_type(element: Attribute, shape: Sequence[int]) -> TensorType:
+    """A ranked tensor type; negative sizes (-1 in models) become dynamic dimensions."""
+    from irc.dialects.nn import DYNAMIC
+
+    return TensorType(element, [d if d >= 0 else DYNAMIC for d in shape])
