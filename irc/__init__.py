@@ -10,6 +10,8 @@ outputs = irc.run("model.mlir", {"x": np.ones((1, 4), np.float32)})
 module = irc.read_module("model.mlir")         # parsed with locations, verified
 program = irc.compile_function(module)           # compile once ...
 outputs = program.run({"x": x})                  # ... run many times, from many threads
+module = irc.import_model("model.tflite")      # .tflite / .onnx -> the nn dialect
+outputs = irc.run("model.onnx", {"x": x})        # import and run in one step
 ```
 """
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
 
+    from irc.importers import ModelImportError, import_model
     from irc.runtime import (
         CompileError,
         ExecutionError,
@@ -38,8 +41,10 @@ __all__ = [
     "ExecutionError",
     "ExecutorError",
     "InputError",
+    "ModelImportError",
     "Program",
     "compile_function",
+    "import_model",
     "parse_module",
     "read_module",
     "run",
@@ -52,6 +57,8 @@ _LAZY_EXPORTS = {
     "InputError": "irc.runtime",
     "Program": "irc.runtime",
     "compile_function": "irc.runtime",
+    "ModelImportError": "irc.importers",
+    "import_model": "irc.importers",
 }
 
 
@@ -110,9 +117,10 @@ def run(
     entry: str = "main",
     check: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Run the function `@entry` of a module (or of an IR file) on the reference target.
+    """Run the function `@entry` of a module, an IR file or a model on the reference target.
 
-    A path is read with `read_module`; a module is cloned first (the caller's module is
+    A `.tflite` / `.onnx` path is imported with `import_model`, another path is read with
+    `read_module`; a module is cloned first (the caller's module is
     never modified). The passes the reference target needs run first
     (`irc.pipelines.prepare_for_reference`), then the function is compiled into a
     `Program` and run. `inputs` and the result are keyed by the function's input and
@@ -131,7 +139,14 @@ def run(
     if isinstance(module_or_path, ModuleOp):
         module = module_or_path.clone()
     elif isinstance(module_or_path, str | os.PathLike):
-        module = read_module(module_or_path)
+        from irc.tools.common import is_model_file
+
+        if is_model_file(os.fspath(module_or_path)):
+            from irc.importers import import_model
+
+            module = import_model(module_or_path)
+        else:
+            module = read_module(module_or_path)
     else:
         raise TypeError(
             f"expected a ModuleOp or a path, got {type(module_or_path).__name__}; "

@@ -21,13 +21,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
+
+from irc.tools.common import (
+    ToolError,
+    add_model_options,
+    is_model_file,
+    parse_bindings,
+    parse_input_shapes,
+    print_tool_error,
+    write_atomically,
+)
 
 if TYPE_CHECKING:
     import numpy as np
+    from xdsl.dialects.builtin import ModuleOp
 
     from irc.diagnostics import Diagnostic
     from irc.runtime import Program, TensorSpec
@@ -39,16 +49,14 @@ _PREVIEW = 8
 """How many leading values of each output the summary shows."""
 
 
-class ToolError(Exception):
-    """A failure to report as `irc-run: error: <message>` (no location to point at)."""
-
-
 def _make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=_TOOL,
         description="Run a function of an IR file on irc's reference (numpy) target.",
     )
-    parser.add_argument("input_file", metavar="FILE.mlir", help="the IR file to run")
+    parser.add_argument(
+        "input_file", metavar="FILE", help="an IR file (.mlir) or a model (.tflite, .onnx)"
+    )
     parser.add_argument(
         "--entry", default="main", help="the function to run (default: %(default)s)"
     )
@@ -69,6 +77,7 @@ def _make_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check every kernel's results (count, dtype, shape) against its op's types",
     )
+    add_model_options(parser)
     return parser
 
 
@@ -131,24 +140,15 @@ def _write_outputs(path: str, outputs: Mapping[str, np.ndarray]) -> None:
     """Write an `.npz` atomically: a temp file in the same folder, then a rename."""
     import numpy as np
 
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, temp_path = tempfile.mkstemp(dir=directory, prefix=".irc-run-", suffix=".tmp")
-    except OSError as exc:
-        raise ToolError(f"could not write outputs to '{path}': {exc.strerror}") from None
-    try:
+    def write(stream: IO[bytes]) -> None:
         # Written member by member (as np.savez does) so that any output name works,
         # including ones that are not Python identifiers or clash with savez's arguments.
-        with os.fdopen(fd, "wb") as stream, zipfile.ZipFile(stream, "w") as archive:
+        with zipfile.ZipFile(stream, "w") as archive:
             for name, value in outputs.items():
                 with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
-        os.replace(temp_path, path)
-    except BaseException as exc:
-        os.unlink(temp_path)
-        if isinstance(exc, OSError):
-            raise ToolError(f"could not write outputs to '{path}': {exc.strerror}") from None
-        raise
+
+    write_atomically(path, write, "outputs")
 
 
 def summarize(name: str, value: np.ndarray) -> str:
@@ -189,7 +189,7 @@ def _number(value: object) -> str:
 
 
 def _print_error(message: str) -> None:
-    sys.stderr.write(f"{_TOOL}: error: {message}\n")
+    print_tool_error(_TOOL, message)
 
 
 def _report(diagnostic: Diagnostic, filename: str, source: str) -> None:
@@ -207,7 +207,6 @@ def _report(diagnostic: Diagnostic, filename: str, source: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from xdsl.dialects.builtin import ModuleOp
     from xdsl.parser import ParseError
     from xdsl.utils.exceptions import DiagnosticException
 
@@ -217,23 +216,29 @@ def _run(args: argparse.Namespace) -> int:
     from irc.runtime import ExecutorError, InputError, compile_function
 
     filename: str = args.input_file
-    try:
-        with open(filename, "rb") as stream:
-            data = stream.read()
-    except OSError as exc:
-        raise ToolError(f"could not open input file '{filename}': {exc.strerror}") from None
-    source = data.decode("utf-8", "replace")
+    given = _load_inputs(args.inputs) if args.inputs is not None else None
+    if is_model_file(filename):
+        module = _import(filename, args, given)
+        source = ""
+        if given is not None:  # bound inputs are constants of the model now
+            bound = parse_bindings(args.bind)
+            given = {name: array for name, array in given.items() if name not in bound}
+    else:
+        try:
+            with open(filename, "rb") as stream:
+                data = stream.read()
+        except OSError as exc:
+            raise ToolError(f"could not open input file '{filename}': {exc.strerror}") from None
+        source = data.decode("utf-8", "replace")
+        module = None
 
-    module: ModuleOp | None = None
     try:
-        module = parse_with_locations(make_context(), data, filename)
-        verify_module(module)
+        if module is None:
+            module = parse_with_locations(make_context(), data, filename)
+            verify_module(module)
         prepare_for_reference(module)
         program = compile_function(module, args.entry, check=args.check)
-        if args.inputs is not None:
-            inputs = _load_inputs(args.inputs)
-        else:
-            inputs = random_inputs(program, args.seed)
+        inputs = given if given is not None else random_inputs(program, args.seed)
         try:
             outputs = program.run(inputs)
         except InputError as exc:
@@ -251,6 +256,23 @@ def _run(args: argparse.Namespace) -> int:
     for name, value in outputs.items():
         print(summarize(name, value))
     return 0
+
+
+def _import(
+    path: str, args: argparse.Namespace, given: Mapping[str, np.ndarray] | None
+) -> ModuleOp:
+    """Import a model; dynamic input dimensions take the shapes of the given arrays."""
+    from irc.importers import ModelImportError, import_model
+
+    shapes = parse_input_shapes(args.input_shape)
+    bindings = parse_bindings(args.bind)
+    for name, array in (given or {}).items():
+        if name not in bindings:
+            shapes.setdefault(name, tuple(array.shape))
+    try:
+        return import_model(path, bind=bindings, input_shapes=shapes)
+    except ModelImportError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
