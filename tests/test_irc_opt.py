@@ -259,46 +259,43 @@ def test_usage_error_exits_with_2(opt: Opt) -> None:
     assert "unrecognized arguments: --no-such-flag" in result.err
 
 
-def test_pass_error_is_located_at_the_op(opt: Opt, tmp_path: Path) -> None:
-    path = _write(tmp_path, GOOD)
-    result = opt(path, "-p", "test-emit{severity=error}")
-    assert result.status == 1
-    assert result.out == ""
-    assert result.err.splitlines()[0] == f"{path}:3:3: error: returns are not allowed"
-
-
-def test_unlocated_pass_failure_names_the_pass(opt: Opt, tmp_path: Path) -> None:
-    path = _write(tmp_path, GOOD)
-    result = opt(path, "-p", "test-fail")
-    assert result.status == 1
-    assert (
-        result.err.splitlines()[0] == f"{path}:1:1: error: pass 'test-fail' failed: nothing works"
-    )
-
-
-def test_crashing_pass_is_an_internal_error_without_traceback(
-    opt: Opt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("pipeline", "first_line"),
+    [
+        pytest.param(
+            "test-emit{severity=error}",
+            "3:3: error: returns are not allowed",
+            id="pass_error_is_located_at_the_op",
+        ),
+        pytest.param(
+            "test-fail",
+            "1:1: error: pass 'test-fail' failed: nothing works",
+            id="unlocated_pass_failure_names_the_pass",
+        ),
+        pytest.param(
+            "test-crash",
+            "1:1: error: internal compiler error in pass 'test-crash': TypeError: "
+            "unsupported operand (set IRC_DEBUG=1 for a traceback)",
+            id="crashing_pass_is_an_internal_error_without_traceback",
+        ),
+        pytest.param(
+            "test-break-ir",
+            "2:3: error: Operation arith.addi terminates block in single-block region "
+            "but is not a terminator",
+            id="ir_broken_by_a_pass_is_reported_at_the_broken_op",
+        ),
+    ],
+)
+def test_pass_failure_is_one_located_error(
+    opt: Opt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipeline: str, first_line: str
 ) -> None:
     monkeypatch.delenv("IRC_DEBUG", raising=False)
     path = _write(tmp_path, GOOD)
-    result = opt(path, "-p", "test-crash")
+    result = opt(path, "-p", pipeline)
     assert result.status == 1
     assert result.out == ""
     assert "Traceback" not in result.err
-    assert result.err.splitlines()[0] == (
-        f"{path}:1:1: error: internal compiler error in pass 'test-crash': TypeError: "
-        "unsupported operand (set IRC_DEBUG=1 for a traceback)"
-    )
-
-
-def test_ir_broken_by_a_pass_is_reported_at_the_broken_op(opt: Opt, tmp_path: Path) -> None:
-    path = _write(tmp_path, GOOD)
-    result = opt(path, "-p", "test-break-ir")
-    assert result.status == 1
-    assert result.err.splitlines()[0] == (
-        f"{path}:2:3: error: Operation arith.addi terminates block in single-block region "
-        "but is not a terminator"
-    )
+    assert result.err.splitlines()[0] == f"{path}:{first_line}"
 
 
 def test_warnings_are_printed_and_do_not_fail(opt: Opt, tmp_path: Path) -> None:

@@ -21,7 +21,6 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IntegerType,
     ModuleOp,
-    Signedness,
     TensorType,
     i32,
 )
@@ -32,6 +31,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from irc.context import make_context
 from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType, quantized_element
+from irc.dtypes import element_type
 from irc.passes.lower_quantized import LowerQuantizedPass
 from irc.runtime import compile_function
 
@@ -39,7 +39,6 @@ INEXACT: dict[str, list[int]] = {}
 """Per test id: [inexact elements, total elements] (all within one step)."""
 
 _DATA_MOVEMENT = (nn.ConstantOp, nn.ReshapeOp, nn.TransposeOp, nn.PadOp, nn.ConcatOp)
-_INTEGER = {"int8": IntegerType(8), "uint8": IntegerType(8, Signedness.UNSIGNED)}
 
 rng = np.random.default_rng(20240611)
 
@@ -53,7 +52,7 @@ def f32(x: float) -> float:
 
 
 def qtype(dtype: str, scale: float | Sequence[float], zp: int = 0, axis: int | None = None):
-    storage = _INTEGER[dtype]
+    storage = element_type(dtype)
     if axis is None:
         return UniformQuantizedType.per_tensor(storage, f32_type, f32(scale), zp)  # type: ignore[arg-type]
     scales = [f32(s) for s in scale]  # type: ignore[union-attr]

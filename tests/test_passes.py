@@ -162,6 +162,12 @@ def test_transpose_pair_keeps_per_axis_quantization(ctx: Context):
     assert tuple(transpose.perm.get_values()) == (2, 1, 0)
 
 
+_IDENTITY_RESIZE = (
+    '%r = nn.resize %x size = [4, 4] {} layout = "NHWC"'
+    " : tensor<1x4x4x2xf32> -> tensor<1x4x4x2xf32>"
+)
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -175,47 +181,33 @@ def test_transpose_pair_keeps_per_axis_quantization(ctx: Context):
         "%r = nn.clip %x : tensor<2x4xf32> -> tensor<2x4xf32>",
         "%r = nn.concat %x axis = 0 : tensor<2x4xf32> -> tensor<2x4xf32>",
         "%r = nn.split %x axis = 1 sizes = [4] : tensor<2x4xf32> -> tensor<2x4xf32>",
+        *(
+            _IDENTITY_RESIZE.format(attrs)
+            for attrs in [
+                'coordinate_mode = "align_corners"',
+                'coordinate_mode = "half_pixel"',
+                'coordinate_mode = "asymmetric"',
+                'coordinate_mode = "pytorch_half_pixel"',
+                'coordinate_mode = "tf_half_pixel_for_nn" nearest_mode = "floor"',
+                "scales = [1.0, 1.0]",
+            ]
+        ),
     ],
 )
 def test_identity_ops_are_removed(ctx: Context, body: str):
+    type_ = body.rpartition("-> ")[2]  # the result type, and an identity's input type
     module = run(
         ctx,
         CanonicalizePass(),
         f"""
-        func.func @f(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {{
+        func.func @f(%x: {type_}) -> {type_} {{
           {body}
-          func.return %r : tensor<2x4xf32>
+          func.return %r : {type_}
         }}
         """,
     )
     assert nn_op_names(module) == []
     assert returned_values(module) == [the_function(module).args[0]]
-
-
-@pytest.mark.parametrize(
-    "attrs",
-    [
-        'coordinate_mode = "align_corners"',
-        'coordinate_mode = "half_pixel"',
-        'coordinate_mode = "asymmetric"',
-        'coordinate_mode = "pytorch_half_pixel"',
-        'coordinate_mode = "tf_half_pixel_for_nn" nearest_mode = "floor"',
-        "scales = [1.0, 1.0]",
-    ],
-)
-def test_identity_resize_is_removed(ctx: Context, attrs: str):
-    module = run(
-        ctx,
-        CanonicalizePass(),
-        f"""
-        func.func @f(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {{
-          %r = nn.resize %x size = [4, 4] {attrs} layout = "NHWC"
-              : tensor<1x4x4x2xf32> -> tensor<1x4x4x2xf32>
-          func.return %r : tensor<1x4x4x2xf32>
-        }}
-        """,
-    )
-    assert nn_op_names(module) == []
 
 
 @pytest.mark.parametrize(

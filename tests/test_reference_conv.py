@@ -12,30 +12,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from numpy.lib.stride_tricks import sliding_window_view
-from onnx import TensorProto, helper
-from xdsl.dialects.builtin import IntegerType, Signedness, TensorType, f32, f64, i8, i16, i32, i64
-from xdsl.ir import Attribute, Block
+from onnx import helper
+from onnx_support import run_onnx
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Block
 
 from irc.dialects import nn
+from irc.dtypes import element_type
 from irc.targets.reference import kernel_for
 
 RTOL, ATOL = 1e-4, 1e-5
 OPSET = 19
 """AveragePool takes dilations from opset 19."""
-
-_ELEMENTS: dict[str, Attribute] = {
-    "float32": f32,
-    "float64": f64,
-    "int8": i8,
-    "int16": i16,
-    "int32": i32,
-    "int64": i64,
-    "uint8": IntegerType(8, Signedness.UNSIGNED),
-}
-_ONNX_TYPES = {"float32": TensorProto.FLOAT, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8}
 
 
 @pytest.fixture
@@ -54,10 +44,10 @@ def build(
 ) -> nn.NNOp:
     """`op_type` on block arguments typed like `arrays` (None: an absent optional operand)."""
     present = [a for a in arrays if a is not None]
-    block = Block(arg_types=[TensorType(_ELEMENTS[a.dtype.name], a.shape) for a in present])
+    block = Block(arg_types=[TensorType(element_type(a.dtype), a.shape) for a in present])
     args = iter(block.args)
     operands = [None if a is None else next(args) for a in arrays]
-    elements = _ELEMENTS[result] if result is not None else None
+    elements = element_type(result) if result is not None else None
     return op_type.make(*operands, result_elements=elements, **props)
 
 
@@ -71,25 +61,9 @@ def onnxruntime_run(op_type: str, inputs: Sequence[np.ndarray | None], **attrs: 
     """Run one ONNX node on `inputs` (None: an omitted optional input) with onnxruntime."""
     names = [f"in{i}" if a is not None else "" for i, a in enumerate(inputs)]
     node = helper.make_node(op_type, names, ["out"], **attrs)
-    graph = helper.make_graph(
-        [node],
-        "single_op",
-        [
-            helper.make_tensor_value_info(name, _ONNX_TYPES[a.dtype.name], a.shape)
-            for name, a in zip(names, inputs)
-            if a is not None
-        ],
-        [helper.make_tensor_value_info("out", _ONNX_TYPES[inputs[0].dtype.name], None)],  # type: ignore[union-attr]
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 10  # onnxruntime 1.31 refuses the IR version onnx 1.23 writes
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
     feeds = {name: a for name, a in zip(names, inputs) if a is not None}
-    return session.run(None, feeds)[0]
+    (out,) = run_onnx(node, feeds, opset=OPSET)
+    return out
 
 
 def normal(rng: np.random.Generator, *shape: int) -> np.ndarray:

@@ -13,11 +13,12 @@ import math
 import numpy as np
 import pytest
 from tflite_builder import T, run_op
-from xdsl.dialects.builtin import IntegerType, Signedness, TensorType, f32, i8, i16
+from xdsl.dialects.builtin import TensorType, f32, i8
 from xdsl.ir import Block
 
 from irc.dialects import nn
 from irc.dialects.quant import UniformQuantizedType
+from irc.dtypes import element_type
 from irc.targets.reference import UnsupportedOpError, kernel_for, registered_ops
 from irc.targets.reference.quant_nn import (
     calculate_input_radius,
@@ -29,15 +30,11 @@ from irc.targets.reference.quant_nn import (
     resize_bilinear,
 )
 
-u8 = IntegerType(8, Signedness.UNSIGNED)
-_STORAGE = {"int8": i8, "uint8": u8, "int16": i16}
-
-
 # ---- Helpers -----------------------------------------------------------------------------------
 
 
 def qtype(dtype: str, scale: float, zero_point: int) -> UniformQuantizedType:
-    return UniformQuantizedType.per_tensor(_STORAGE[dtype], f32, scale, zero_point)
+    return UniformQuantizedType.per_tensor(element_type(dtype), f32, scale, zero_point)
 
 
 def make_op(op_class, x: np.ndarray, source, result, **props):

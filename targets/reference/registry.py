@@ -27,18 +27,11 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IntegerType,
-    Signedness,
-    TensorType,
-)
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
 
 from irc.dialects.quant import UniformQuantizedType
+from irc.dtypes import numpy_dtype as numpy_dtype  # re-exported: kernels import it from here
 
 Kernel = Callable[..., tuple[np.ndarray, ...]]
 """Runs one op on numpy arrays; returns one array per result."""
@@ -140,27 +133,3 @@ def kernel_for(op: Operation) -> Kernel:
 def evaluate(op: Operation, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
     """Run one op on numpy inputs (constant folding, tests)."""
     return kernel_for(op)(*inputs)
-
-
-def numpy_dtype(element: Attribute) -> np.dtype:
-    """The numpy dtype that carries values of an element type (quantized: its storage)."""
-    if isinstance(element, TensorType):
-        element = element.element_type
-    if isinstance(element, UniformQuantizedType):
-        element = element.storage_type
-    if isinstance(element, Float32Type):
-        return np.dtype(np.float32)
-    if isinstance(element, Float16Type):
-        return np.dtype(np.float16)
-    if isinstance(element, Float64Type):
-        return np.dtype(np.float64)
-    if isinstance(element, BFloat16Type):
-        raise TypeError("bf16 tensors have no numpy dtype in the reference target")
-    if isinstance(element, IntegerType):
-        width = element.width.data
-        if width == 1:
-            return np.dtype(np.bool_)
-        unsigned = element.signedness.data == Signedness.UNSIGNED
-        if width in (8, 16, 32, 64):
-            return np.dtype(f"{'u' if unsigned else ''}int{width}")
-    raise TypeError(f"no numpy dtype for element type {element}")
