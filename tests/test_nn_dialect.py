@@ -365,6 +365,61 @@ CASES: dict[type[NNOp], list[Case]] = {
             (t(2, 3, 4, element=U8),),
         ),
     ],
+    nn.BroadcastToOp: [
+        Case((t(3, 1),), lambda x: nn.BroadcastToOp.make(x, shape=[2, 3, 4]), (t(2, 3, 4),)),
+        Case(
+            (t(D, 1, element=i32),),
+            lambda x: nn.BroadcastToOp.make(x, shape=[5, 2]),
+            (t(5, 2, element=i32),),
+        ),
+        Case(
+            (t(3, 1, element=per_axis(0, 3)),),
+            lambda x: nn.BroadcastToOp.make(x, shape=[2, 3, 4], result_elements=per_axis(1, 3)),
+            (t(2, 3, 4, element=per_axis(1, 3)),),
+        ),
+    ],
+    nn.CompareOp: [
+        Case(
+            (t(2, 3), t(3)),
+            lambda a, b: nn.CompareOp.make(a, b, kind="lt", result_elements=i1),
+            (t(2, 3, element=i1),),
+        ),
+        Case(
+            (t(D, 1, element=i64), t(4, element=i64)),
+            lambda a, b: nn.CompareOp.make(a, b, kind="eq", result_elements=i1),
+            (t(D, 4, element=i1),),
+        ),
+    ],
+    nn.LogicalNotOp: [
+        Case((t(2, D, element=i1),), lambda x: nn.LogicalNotOp.make(x), (t(2, D, element=i1),))
+    ],
+    **{
+        op: [
+            Case(
+                (t(2, 1, element=i1), t(3, element=i1)),
+                lambda a, b, op=op: op.make(a, b),
+                (t(2, 3, element=i1),),
+            )
+        ]
+        for op in (nn.LogicalAndOp, nn.LogicalOrOp, nn.LogicalXorOp)
+    },
+    nn.SelectOp: [
+        Case(
+            (t(2, 1, element=i1), t(3), t()),
+            lambda c, a, b: nn.SelectOp.make(c, a, b, result_elements=f32),
+            (t(2, 3),),
+        ),
+        Case(
+            (t(4, element=i1), t(1, element=i32), t(D, 4, element=i32)),
+            lambda c, a, b: nn.SelectOp.make(c, a, b, result_elements=i32),
+            (t(D, 4, element=i32),),
+        ),
+        Case(
+            (t(4, element=i1), t(4, element=Q_IN), t(1, element=Q_IN)),
+            lambda c, a, b: nn.SelectOp.make(c, a, b, result_elements=Q_IN),
+            (t(4, element=Q_IN),),
+        ),
+    ],
     nn.BatchNormOp: [
         Case(
             (t(1, 4, 2, 2), t(4), t(4), t(4), t(4)),
@@ -390,7 +445,7 @@ def test_every_op_has_cases() -> None:
 def test_every_op_is_registered() -> None:
     dialect_ops = {op.name for op in nn.NN.operations}
     assert dialect_ops == {op.name for op in NN_OPS}
-    assert len(NN_OPS) == len(dialect_ops) == 45
+    assert len(NN_OPS) == len(dialect_ops) == 52
 
 
 @pytest.mark.parametrize(("op_type", "case"), CASE_PARAMS)

@@ -10,39 +10,23 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import onnx
-import onnxruntime
 import pytest
-from onnx import helper, numpy_helper
+from onnx import helper
+from onnx_support import run_onnx
 from scipy import special
-from xdsl.dialects.builtin import IntegerType, Signedness, TensorType, f16, f32, f64, i1
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.dialects.builtin import IntegerType, TensorType, i1
+from xdsl.ir import Block, SSAValue
 
 from irc.dialects import nn
+from irc.dtypes import element_type
 from irc.targets.reference import kernel_for
 
 RTOL, ATOL = 1e-4, 1e-5
 
-_ELEMENTS: dict[str, Attribute] = {
-    "float16": f16,
-    "float32": f32,
-    "float64": f64,
-    "bool": i1,
-    "int8": IntegerType(8),
-    "int16": IntegerType(16),
-    "int32": IntegerType(32),
-    "int64": IntegerType(64),
-    "uint8": IntegerType(8, Signedness.UNSIGNED),
-}
-
-
-def element(dtype: np.dtype | type) -> Attribute:
-    return _ELEMENTS[np.dtype(dtype).name]
-
 
 def args(*arrays: np.ndarray) -> tuple[SSAValue, ...]:
     """Block arguments typed like the arrays, to build ops on."""
-    block = Block(arg_types=[TensorType(element(a.dtype), a.shape) for a in arrays])
+    block = Block(arg_types=[TensorType(element_type(a.dtype), a.shape) for a in arrays])
     return tuple(block.args)
 
 
@@ -51,36 +35,6 @@ def run(op: nn.NNOp, *arrays: np.ndarray) -> np.ndarray:
     assert isinstance(result, np.ndarray)
     assert result.shape == tuple(op.results[0].type.get_shape())
     return result
-
-
-def run_onnx(
-    nodes: onnx.NodeProto | list[onnx.NodeProto],
-    inputs: dict[str, np.ndarray],
-    *,
-    constants: dict[str, np.ndarray] | None = None,
-    opset: int = 18,
-) -> np.ndarray:
-    """Run a small ONNX graph (output `Y`) on onnxruntime's CPU provider."""
-    graph = helper.make_graph(
-        nodes if isinstance(nodes, list) else [nodes],
-        "g",
-        [
-            helper.make_tensor_value_info(
-                name, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)
-            )
-            for name, a in inputs.items()
-        ],
-        [helper.make_empty_tensor_value_info("Y")],
-        initializer=[numpy_helper.from_array(a, n) for n, a in (constants or {}).items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10  # onnx 1.23 writes 14, which onnxruntime 1.31 refuses
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-    return session.run(None, inputs)[0]
 
 
 def rng(seed: int = 0) -> np.random.Generator:
@@ -125,7 +79,7 @@ def binary_operands(op_class: type, a_shape, b_shape, seed=0):
 @pytest.mark.parametrize(("a_shape", "b_shape"), BROADCAST_SHAPES)
 def test_binary_matches_onnx(op_class, onnx_op, a_shape, b_shape):
     a, b = binary_operands(op_class, a_shape, b_shape)
-    expected = run_onnx(helper.make_node(onnx_op, ["A", "B"], ["Y"]), {"A": a, "B": b})
+    (expected,) = run_onnx(helper.make_node(onnx_op, ["A", "B"], ["Y"]), {"A": a, "B": b})
     got = run(op_class.make(*args(a, b)), a, b)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
@@ -139,7 +93,7 @@ def test_integer_binary_matches_onnx(op_class, onnx_op, dtype):
     """Integer division truncates toward zero (C, TFLite, ONNX), not toward -inf."""
     a = rng(1).integers(-50, 50, (3, 4)).astype(dtype)
     b = rng(2).integers(1, 9, (4,)).astype(dtype) * np.array([1, -1, 1, -1], dtype)
-    expected = run_onnx(helper.make_node(onnx_op, ["A", "B"], ["Y"]), {"A": a, "B": b})
+    (expected,) = run_onnx(helper.make_node(onnx_op, ["A", "B"], ["Y"]), {"A": a, "B": b})
     got = run(op_class.make(*args(a, b)), a, b)
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, expected)
@@ -193,7 +147,7 @@ def test_squared_difference(a_shape, b_shape):
 )
 def test_prelu_matches_onnx(x_shape, slope_shape):
     x, slope = uniform(x_shape, seed=6), uniform(slope_shape, 0, 1, seed=7)
-    expected = run_onnx(helper.make_node("PRelu", ["X", "S"], ["Y"]), {"X": x, "S": slope})
+    (expected,) = run_onnx(helper.make_node("PRelu", ["X", "S"], ["Y"]), {"X": x, "S": slope})
     got = run(nn.PReluOp.make(*args(x, slope)), x, slope)
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
@@ -222,7 +176,7 @@ UNARY = [
 @pytest.mark.parametrize("shape", UNARY_SHAPES)
 def test_unary_matches_onnx(op_class, onnx_op, attrs, domain, shape):
     x = uniform(shape, *domain, seed=8)
-    expected = run_onnx(helper.make_node(onnx_op, ["X"], ["Y"], **attrs), {"X": x})
+    (expected,) = run_onnx(helper.make_node(onnx_op, ["X"], ["Y"], **attrs), {"X": x})
     got = run(op_class.make(*args(x), **attrs), x)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
@@ -232,7 +186,7 @@ def test_unary_matches_onnx(op_class, onnx_op, attrs, domain, shape):
 @pytest.mark.parametrize("shape", UNARY_SHAPES[:3])
 def test_leaky_relu_matches_onnx(alpha, shape):
     x = uniform(shape, seed=9)
-    expected = run_onnx(helper.make_node("LeakyRelu", ["X"], ["Y"], alpha=alpha), {"X": x})
+    (expected,) = run_onnx(helper.make_node("LeakyRelu", ["X"], ["Y"], alpha=alpha), {"X": x})
     got = run(nn.LeakyReluOp.make(*args(x), alpha=alpha), x)
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
@@ -242,7 +196,7 @@ def test_leaky_relu_matches_onnx(alpha, shape):
 def test_hard_sigmoid_matches_onnx(alpha, beta, shape):
     x = uniform(shape, -6, 6, seed=10)
     node = helper.make_node("HardSigmoid", ["X"], ["Y"], alpha=alpha, beta=beta)
-    expected = run_onnx(node, {"X": x})
+    (expected,) = run_onnx(node, {"X": x})
     got = run(nn.HardSigmoidOp.make(*args(x), alpha=alpha, beta=beta), x)
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
@@ -252,7 +206,7 @@ def test_hard_sigmoid_matches_onnx(alpha, beta, shape):
 def test_gelu_matches_onnx(approximate, shape):
     x = uniform(shape, -5, 5, seed=11)
     node = helper.make_node("Gelu", ["X"], ["Y"], approximate=approximate)
-    expected = run_onnx(node, {"X": x}, opset=20)
+    (expected,) = run_onnx(node, {"X": x}, opset=20)
     got = run(nn.GeluOp.make(*args(x), approximate=approximate), x)
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
@@ -265,7 +219,7 @@ def test_clip_matches_onnx(low, high, shape):
     bounds = {n: np.array(v, np.float32) for n, v in (("L", low), ("H", high)) if v is not None}
     while names[-1] == "":
         names.pop()
-    expected = run_onnx(helper.make_node("Clip", names, ["Y"]), {"X": x}, constants=bounds)
+    (expected,) = run_onnx(helper.make_node("Clip", names, ["Y"]), {"X": x}, constants=bounds)
     got = run(nn.ClipOp.make(*args(x), min=low, max=high), x)
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
@@ -274,7 +228,7 @@ def test_clip_matches_onnx(low, high, shape):
 def test_rsqrt_matches_onnx_reciprocal_of_sqrt(shape):
     x = uniform(shape, 0.01, 10, seed=13)
     nodes = [helper.make_node("Sqrt", ["X"], ["S"]), helper.make_node("Reciprocal", ["S"], ["Y"])]
-    expected = run_onnx(nodes, {"X": x})
+    (expected,) = run_onnx(nodes, {"X": x})
     got = run(nn.RsqrtOp.make(*args(x)), x)
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
@@ -358,8 +312,8 @@ def test_cast_matches_onnx(source, target, shape):
         x = r.integers(low, 100, shape).astype(source)
         x.flat[0] = 0
     to = helper.np_dtype_to_tensor_dtype(np.dtype(target))
-    expected = run_onnx(helper.make_node("Cast", ["X"], ["Y"], to=to), {"X": x})
-    got = run(nn.CastOp.make(*args(x), result_elements=element(target)), x)
+    (expected,) = run_onnx(helper.make_node("Cast", ["X"], ["Y"], to=to), {"X": x})
+    got = run(nn.CastOp.make(*args(x), result_elements=element_type(target)), x)
     assert got.dtype == np.dtype(target)
     np.testing.assert_array_equal(got, expected)
 
@@ -394,3 +348,153 @@ def test_scalar_results_are_arrays():
 def test_erf_matches_scipy_in_float64():
     x = np.linspace(-4, 4, 33)
     np.testing.assert_allclose(run(nn.ErfOp.make(*args(x)), x), special.erf(x), rtol=1e-12)
+
+
+# ---- Comparison, logic, select and broadcast_to ------------------------------------------------
+
+COMPARISONS = [
+    ("eq", "Equal"),
+    ("lt", "Less"),
+    ("le", "LessOrEqual"),
+    ("gt", "Greater"),
+    ("ge", "GreaterOrEqual"),
+]
+
+
+def with_ties(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Round to halves so that equal elements occur (equality is the interesting edge)."""
+    return np.asarray(np.round(a * 2) / 2), np.asarray(np.round(b * 2) / 2)
+
+
+@pytest.mark.parametrize(("kind", "onnx_op"), COMPARISONS)
+@pytest.mark.parametrize(("a_shape", "b_shape"), BROADCAST_SHAPES)
+def test_compare_matches_onnx(kind, onnx_op, a_shape, b_shape):
+    a, b = with_ties(uniform(a_shape, seed=30), uniform(b_shape, seed=31))
+    (expected,) = run_onnx(helper.make_node(onnx_op, ["A", "B"], ["Y"]), {"A": a, "B": b})
+    got = run(nn.CompareOp.make(*args(a, b), kind=kind, result_elements=i1), a, b)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(("kind", "onnx_op"), COMPARISONS)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float16])
+def test_compare_other_types_match_onnx(kind, onnx_op, dtype):
+    a = rng(32).integers(-3, 4, (3, 4)).astype(dtype)
+    b = rng(33).integers(-3, 4, (4,)).astype(dtype)
+    (expected,) = run_onnx(helper.make_node(onnx_op, ["A", "B"], ["Y"]), {"A": a, "B": b})
+    got = run(nn.CompareOp.make(*args(a, b), kind=kind, result_elements=i1), a, b)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_compare_not_equal_matches_onnx_not_of_equal():
+    a, b = with_ties(uniform((2, 3), seed=34), uniform((3,), seed=35))
+    nodes = [
+        helper.make_node("Equal", ["A", "B"], ["E"]),
+        helper.make_node("Not", ["E"], ["Y"]),
+    ]
+    (expected,) = run_onnx(nodes, {"A": a, "B": b})
+    got = run(nn.CompareOp.make(*args(a, b), kind="ne", result_elements=i1), a, b)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_compare_nan_is_unordered():
+    a = np.array([np.nan, np.nan, 1.0], np.float32)
+    b = np.array([np.nan, 1.0, np.nan], np.float32)
+    expected = {
+        "eq": [False] * 3,
+        "ne": [True] * 3,
+        **{kind: [False] * 3 for kind in ("lt", "le", "gt", "ge")},
+    }
+    for kind, values in expected.items():
+        got = run(nn.CompareOp.make(*args(a, b), kind=kind, result_elements=i1), a, b)
+        assert got.tolist() == values, kind
+
+
+def test_compare_booleans():
+    a = np.array([True, True, False, False])
+    b = np.array([True, False, True, False])
+    (expected,) = run_onnx(helper.make_node("Equal", ["A", "B"], ["Y"]), {"A": a, "B": b})
+    got = run(nn.CompareOp.make(*args(a, b), kind="eq", result_elements=i1), a, b)
+    np.testing.assert_array_equal(got, expected)
+
+
+def booleans(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.asarray(rng(seed).integers(0, 2, shape), np.bool_)
+
+
+@pytest.mark.parametrize(
+    ("op_class", "onnx_op"),
+    [(nn.LogicalAndOp, "And"), (nn.LogicalOrOp, "Or"), (nn.LogicalXorOp, "Xor")],
+)
+@pytest.mark.parametrize(("a_shape", "b_shape"), BROADCAST_SHAPES)
+def test_logical_binary_matches_onnx(op_class, onnx_op, a_shape, b_shape):
+    a, b = booleans(a_shape, 36), booleans(b_shape, 37)
+    (expected,) = run_onnx(helper.make_node(onnx_op, ["A", "B"], ["Y"]), {"A": a, "B": b})
+    got = run(op_class.make(*args(a, b)), a, b)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4)])
+def test_logical_not_matches_onnx(shape):
+    x = booleans(shape, 38)
+    (expected,) = run_onnx(helper.make_node("Not", ["X"], ["Y"]), {"X": x})
+    got = run(nn.LogicalNotOp.make(*args(x)), x)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, expected)
+
+
+SELECT_SHAPES = [
+    ((2, 3), (2, 3), (2, 3)),
+    ((2, 1), (3,), ()),
+    ((4,), (3, 1), (1, 4)),
+    ((), (2, 3), (3,)),
+    ((1, 3, 1), (2, 1, 5), (5,)),
+]
+
+
+@pytest.mark.parametrize(("c_shape", "a_shape", "b_shape"), SELECT_SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_select_matches_onnx_where(c_shape, a_shape, b_shape, dtype):
+    c = booleans(c_shape, 39)
+    a = np.asarray(uniform(a_shape, seed=40) * 10, dtype)
+    b = np.asarray(uniform(b_shape, seed=41) * 10, dtype)
+    (expected,) = run_onnx(
+        helper.make_node("Where", ["C", "A", "B"], ["Y"]), {"C": c, "A": a, "B": b}
+    )
+    op = nn.SelectOp.make(*args(c, a, b), result_elements=element_type(dtype))
+    got = run(op, c, a, b)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_select_quantized_picks_stored_integers():
+    from irc.dialects.quant import UniformQuantizedType
+
+    qtype = UniformQuantizedType.per_tensor(IntegerType(8), element_type(np.float32), 0.5, -3)
+    block = Block(
+        arg_types=[TensorType(i1, (4,)), TensorType(qtype, (4,)), TensorType(qtype, (1,))]
+    )
+    op = nn.SelectOp.make(*block.args, result_elements=qtype)
+    c = np.array([True, False, True, False])
+    a = np.array([1, 2, 3, 4], np.int8)
+    b = np.array([-7], np.int8)
+    got = run(op, c, a, b)
+    assert got.dtype == np.int8
+    assert got.tolist() == [1, -7, 3, -7]
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "shape"),
+    [((3, 1), (2, 3, 4)), ((1,), (5,)), ((), (2, 2)), ((2, 3), (2, 3)), ((1, 4), (0, 4)), ((), ())],
+)
+def test_broadcast_to_matches_onnx_expand(x_shape, shape):
+    x = uniform(x_shape, seed=42)
+    (expected,) = run_onnx(
+        helper.make_node("Expand", ["X", "S"], ["Y"]),
+        {"X": x},
+        constants={"S": np.array(shape, np.int64)},
+    )
+    got = run(nn.BroadcastToOp.make(*args(x), shape=list(shape)), x)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, expected)

@@ -11,43 +11,27 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import onnx
-import onnxruntime
 import pytest
-from onnx import helper, numpy_helper
-from xdsl.dialects.builtin import IntegerType, Signedness, TensorType, f16, f32, f64, i1
+from onnx import helper
+from onnx_support import run_onnx
+from xdsl.dialects.builtin import IntegerType, TensorType, f32
 from xdsl.ir import Attribute, Block, SSAValue
 
 from irc.dialects import nn
 from irc.dialects.quant import UniformQuantizedType
+from irc.dtypes import element_type
 from irc.targets.reference import UnsupportedOpError, kernel_for, registered_ops, registry
 from irc.targets.reference import shape as reference_shape
 
 RTOL, ATOL = 1e-4, 1e-5
 
-_ELEMENTS: dict[str, Attribute] = {
-    "float16": f16,
-    "float32": f32,
-    "float64": f64,
-    "bool": i1,
-    "int8": IntegerType(8),
-    "int16": IntegerType(16),
-    "int32": IntegerType(32),
-    "int64": IntegerType(64),
-    "uint8": IntegerType(8, Signedness.UNSIGNED),
-}
-
 I8 = IntegerType(8)
-
-
-def element(dtype: np.dtype | type) -> Attribute:
-    return _ELEMENTS[np.dtype(dtype).name]
 
 
 def args(*arrays: np.ndarray, elements: list[Attribute] | None = None) -> tuple[SSAValue, ...]:
     """Block arguments typed like the arrays (or with the given element types)."""
     if elements is None:
-        elements = [element(a.dtype) for a in arrays]
+        elements = [element_type(a.dtype) for a in arrays]
     block = Block(arg_types=[TensorType(e, a.shape) for e, a in zip(elements, arrays)])
     return tuple(block.args)
 
@@ -64,36 +48,6 @@ def run(op: nn.NNOp, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
 def run1(op: nn.NNOp, *arrays: np.ndarray) -> np.ndarray:
     (result,) = run(op, *arrays)
     return result
-
-
-def run_onnx(
-    node: onnx.NodeProto,
-    inputs: dict[str, np.ndarray],
-    *,
-    constants: dict[str, np.ndarray] | None = None,
-    opset: int = 18,
-) -> list[np.ndarray]:
-    """Run one ONNX node on onnxruntime's CPU provider; returns all its outputs."""
-    graph = helper.make_graph(
-        [node],
-        "g",
-        [
-            helper.make_tensor_value_info(
-                name, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)
-            )
-            for name, a in inputs.items()
-        ],
-        [helper.make_empty_tensor_value_info(name) for name in node.output],
-        initializer=[numpy_helper.from_array(a, n) for n, a in (constants or {}).items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10  # onnx 1.23 writes 14, which onnxruntime 1.31 refuses
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3  # tf_half_pixel_for_nn is "deprecated" since opset 13
-    session = onnxruntime.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-    return session.run(None, inputs)
 
 
 def uniform(shape: tuple[int, ...], low: float = -3, high: float = 3, seed: int = 0) -> np.ndarray:
@@ -621,6 +575,7 @@ def test_quantized_kernels_of_this_module_are_data_movement_only():
         nn.PadOp,
         nn.ResizeOp,
         nn.GatherOp,
+        nn.BroadcastToOp,
     }
 
 

@@ -1,8 +1,9 @@
 """The `nn` dialect: framework-neutral neural-network operators on tensors.
 
 Ops live in three modules by family: `conv` (convolution, matrix products, pooling,
-normalisation), `elementwise` (arithmetic, activations, cast) and `shape` (constants, data
-movement, reductions); `base` holds the shared syntax, property kinds and shape helpers.
+normalisation), `elementwise` (arithmetic, activations, cast, comparison, logic, select) and
+`shape` (constants, data movement, broadcast_to, reductions); `base` holds the shared
+syntax, property kinds and shape helpers.
 Import the dialect as ``from irc.dialects import nn`` and use ``nn.Conv2DOp``, ``nn.NN``.
 """
 
@@ -30,6 +31,7 @@ from irc.dialects.nn.elementwise import (
     AddOp,
     CastOp,
     ClipOp,
+    CompareOp,
     DivOp,
     ElementwiseBinaryOp,
     ElementwiseUnaryOp,
@@ -39,6 +41,11 @@ from irc.dialects.nn.elementwise import (
     HardSigmoidOp,
     HardSwishOp,
     LeakyReluOp,
+    LogicalAndOp,
+    LogicalBinaryOp,
+    LogicalNotOp,
+    LogicalOrOp,
+    LogicalXorOp,
     LogOp,
     MaximumOp,
     MinimumOp,
@@ -49,6 +56,7 @@ from irc.dialects.nn.elementwise import (
     Relu6Op,
     ReluOp,
     RsqrtOp,
+    SelectOp,
     SigmoidOp,
     SqrtOp,
     SquaredDifferenceOp,
@@ -56,6 +64,7 @@ from irc.dialects.nn.elementwise import (
     TanhOp,
 )
 from irc.dialects.nn.shape import (
+    BroadcastToOp,
     ConcatOp,
     ConstantOp,
     GatherOp,
@@ -116,7 +125,14 @@ NN_OPS: tuple[type[NNOp], ...] = (
     PadOp,
     ResizeOp,
     GatherOp,
+    BroadcastToOp,
     CastOp,
+    CompareOp,
+    LogicalNotOp,
+    LogicalAndOp,
+    LogicalOrOp,
+    LogicalXorOp,
+    SelectOp,
     BatchNormOp,
 )
 """Every op of the dialect, in documentation order."""
@@ -134,8 +150,10 @@ __all__ = [
     "AvgPool2DOp",
     "BatchMatmulOp",
     "BatchNormOp",
+    "BroadcastToOp",
     "CastOp",
     "ClipOp",
+    "CompareOp",
     "ConcatOp",
     "ConstantOp",
     "Conv2DOp",
@@ -153,6 +171,11 @@ __all__ = [
     "LeakyReluOp",
     "LogOp",
     "LogSoftmaxOp",
+    "LogicalAndOp",
+    "LogicalBinaryOp",
+    "LogicalNotOp",
+    "LogicalOrOp",
+    "LogicalXorOp",
     "MaxPool2DOp",
     "MaximumOp",
     "MinimumOp",
@@ -168,6 +191,7 @@ __all__ = [
     "ReshapeOp",
     "ResizeOp",
     "RsqrtOp",
+    "SelectOp",
     "Shape",
     "SigmoidOp",
     "SliceOp",

@@ -1,4 +1,5 @@
-"""`nn` elementwise ops: binary arithmetic with numpy broadcasting, activations, cast.
+"""`nn` elementwise ops: arithmetic with numpy broadcasting, activations, cast, comparisons,
+logic and select.
 
 Binary ops broadcast like numpy (dynamic dimensions allowed). Quantized operands follow TFLite:
 inputs and result are quantized with one storage type but each with its own scale and zero
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, i1
 from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Commutative, Pure
@@ -375,4 +376,156 @@ class CastOp(ElementwiseUnaryOp):
             if is_quantized(element_of(value)):
                 raise VerifyException(
                     f"{what} must not be quantized; use quant.qcast or quant.dcast"
+                )
+
+
+# ---- Comparison and logic ----------------------------------------------------------------------
+
+COMPARE_KINDS = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _check_boolean(values: Sequence[tuple[str, Attribute]]) -> None:
+    for what, element in values:
+        if element != i1:
+            raise VerifyException(f"{what} must be an i1 tensor, got {element}")
+
+
+@irdl_op_definition
+class CompareOp(ElementwiseBinaryOp):
+    """Elementwise comparison ``lhs <kind> rhs`` into an `i1` tensor, with numpy broadcasting.
+
+    `kind` is `eq`, `ne`, `lt`, `le`, `gt` or `ge` (ONNX Equal, Less, LessOrEqual, Greater,
+    GreaterOrEqual; TFLite EQUAL, NOT_EQUAL, LESS, ...). Both operands have one float or
+    integer element type (`i1` included, for `eq` and `ne` of masks); NaN compares unequal to
+    everything, as in IEEE.
+
+    Example:
+    ```mlir
+    %m = nn.compare %a, %b kind = "lt" : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+    ```
+    """
+
+    name = "nn.compare"
+
+    kind = str_prop()
+    ACCEPTS_QUANTIZED: ClassVar[bool] = False
+    ACCEPTS_INTEGER: ClassVar[bool] = True
+
+    @classmethod
+    def result_shapes(
+        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
+    ) -> list[Shape]:
+        check_one_of(get_str(props, "kind"), COMPARE_KINDS, "kind")
+        return super().result_shapes(operand_shapes, props)
+
+    def verify_element_types(self) -> None:
+        check_same_float_or_quantized(
+            [("lhs", element_of(self.lhs)), ("rhs", element_of(self.rhs))],
+            allow_quantized=False,
+            allow_integer=True,
+        )
+        _check_boolean([("result", element_of(self.output))])
+
+
+class LogicalBinaryOp(ElementwiseBinaryOp):
+    """``out = lhs <op> rhs`` on `i1` tensors, with numpy broadcasting."""
+
+    def verify_element_types(self) -> None:
+        _check_boolean(
+            [
+                ("lhs", element_of(self.lhs)),
+                ("rhs", element_of(self.rhs)),
+                ("result", element_of(self.output)),
+            ]
+        )
+
+
+@irdl_op_definition
+class LogicalAndOp(LogicalBinaryOp):
+    """Elementwise conjunction of `i1` tensors (ONNX And, TFLite LOGICAL_AND).
+
+    Example:
+    ```mlir
+    %m = nn.logical_and %a, %b : tensor<2x3xi1>, tensor<3xi1> -> tensor<2x3xi1>
+    ```
+    """
+
+    name = "nn.logical_and"
+    traits = traits_def(Pure(), Commutative())
+
+
+@irdl_op_definition
+class LogicalOrOp(LogicalBinaryOp):
+    """Elementwise disjunction of `i1` tensors (ONNX Or, TFLite LOGICAL_OR)."""
+
+    name = "nn.logical_or"
+    traits = traits_def(Pure(), Commutative())
+
+
+@irdl_op_definition
+class LogicalXorOp(LogicalBinaryOp):
+    """Elementwise exclusive or of `i1` tensors (ONNX Xor)."""
+
+    name = "nn.logical_xor"
+    traits = traits_def(Pure(), Commutative())
+
+
+@irdl_op_definition
+class LogicalNotOp(ElementwiseUnaryOp):
+    """Elementwise negation of an `i1` tensor (ONNX Not, TFLite LOGICAL_NOT).
+
+    Example:
+    ```mlir
+    %n = nn.logical_not %m : tensor<4xi1> -> tensor<4xi1>
+    ```
+    """
+
+    name = "nn.logical_not"
+
+    def verify_element_types(self) -> None:
+        _check_boolean([("input", element_of(self.input)), ("result", element_of(self.output))])
+
+
+@irdl_op_definition
+class SelectOp(NNOp):
+    """``out = condition ? on_true : on_false`` elementwise, with 3-way numpy broadcasting.
+
+    `condition` is an `i1` tensor; `on_true`, `on_false` and the result share one element
+    type: float, integer or quantized (then with equal quantization parameters, as TFLite's
+    SELECT requires; the kernel picks stored integers). ONNX Where, TFLite SELECT_V2.
+
+    Example:
+    ```mlir
+    %y = nn.select %c, %a, %b : tensor<2x1xi1>, tensor<3xf32>, tensor<f32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "nn.select"
+
+    condition = operand_def(TensorType)
+    on_true = operand_def(TensorType)
+    on_false = operand_def(TensorType)
+    output = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    ACCEPTS_INTEGER: ClassVar[bool] = True
+
+    @classmethod
+    def result_shapes(
+        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
+    ) -> list[Shape]:
+        condition, on_true, on_false = operand_shapes
+        return [broadcast_shapes(broadcast_shapes(condition, on_true), on_false)]
+
+    def verify_element_types(self) -> None:
+        _check_boolean([("condition", element_of(self.condition))])
+        result = element_of(self.output)
+        check_same_float_or_quantized(
+            [("result", result)], allow_quantized=True, allow_integer=True
+        )
+        for what, value in (("on_true", self.on_true), ("on_false", self.on_false)):
+            element = element_of(value)
+            if element != result:
+                raise VerifyException(
+                    f"{what} element type {element} differs from result type {result}"
                 )

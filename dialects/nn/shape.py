@@ -1,5 +1,5 @@
 """`nn` constants, data-movement ops (reshape, transpose, concat, split, slice, pad, resize,
-gather) and reductions (reduce, softmax, log_softmax).
+gather, broadcast_to) and reductions (reduce, softmax, log_softmax).
 
 Data-movement ops keep their element type, quantization included (TFLite requires equal
 quantization parameters for these, except concat whose inputs may differ); they also accept
@@ -13,7 +13,6 @@ from typing import Self
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    AnyFloat,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     IntegerType,
@@ -64,14 +63,13 @@ from irc.dialects.nn.base import (
     normalize_axis,
     opt_floats_prop,
     product,
+    shape_of,
     str_prop,
 )
 from irc.dialects.quant import UniformQuantizedType, quantized_element
+from irc.dtypes import element_type, numpy_dtype
 
 # ---- Constants ---------------------------------------------------------------------------------
-
-_NUMPY_FLOATS = {16: np.float16, 32: np.float32, 64: np.float64}
-_NUMPY_INTS = {1: np.bool_, 8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
 
 
 @irdl_op_definition
@@ -155,49 +153,30 @@ class ConstantOp(NNOp):
 
 def dense_from_array(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     """A dense attribute holding `array`'s bytes (float16/32/64, bool, int8-64, uint8)."""
-    from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, Signedness
-
     array = np.asarray(array, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
-    kind = array.dtype
-    element: Attribute
-    if kind == np.float32:
-        element = Float32Type()
-    elif kind == np.float16:
-        element = Float16Type()
-    elif kind == np.float64:
-        element = Float64Type()
-    elif kind == np.bool_:
-        # xDSL stores an i1 `true` as all ones (-1), as its parser does.
-        element, array = IntegerType(1), -array.astype(np.int8)
-    elif kind == np.uint8:
-        element = IntegerType(8, Signedness.UNSIGNED)
-    elif kind.kind == "i":
-        element = IntegerType(kind.itemsize * 8)
-    else:
-        raise ValueError(f"unsupported constant dtype {kind}")
+    dtype = array.dtype
+    if dtype.kind == "u" and dtype != np.uint8:  # the one unsigned type: uint8 quantized storage
+        raise ValueError(f"unsupported constant dtype {dtype}")
+    try:
+        element = element_type(dtype)
+    except TypeError:
+        raise ValueError(f"unsupported constant dtype {dtype}") from None
+    if dtype == np.bool_:
+        array = -array.astype(np.int8)  # xDSL stores an i1 `true` as all ones (-1), as it parses
     return DenseIntOrFPElementsAttr(TensorType(element, array.shape), BytesAttr(array.tobytes()))
 
 
 def array_from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     """The data of a dense attribute as a numpy array of its shape."""
     type_ = attr.get_type()
-    element = type_.element_type
-    if isinstance(element, AnyFloat):
-        dtype = _NUMPY_FLOATS[element.bitwidth]
-    else:
-        assert isinstance(element, IntegerType)
-        from xdsl.dialects.builtin import Signedness
-
-        width = element.width.data
-        dtype = _NUMPY_INTS[width]
-        if element.signedness.data == Signedness.UNSIGNED and width == 8:
-            dtype = np.uint8
+    dtype = numpy_dtype(type_)
+    stored = np.dtype(np.int8) if dtype == np.bool_ else dtype  # i1: one byte, 0 or -1
     shape = type_.get_shape()
-    data = np.frombuffer(attr.data.data, dtype=np.int8 if dtype is np.bool_ else dtype)
+    data = np.frombuffer(attr.data.data, dtype=stored)
     if data.size == 1 and product(shape) != 1:
         data = np.broadcast_to(data, shape)  # a splat
     data = data.reshape(shape)
-    return data.astype(np.bool_) if dtype is np.bool_ else data
+    return data.astype(np.bool_) if dtype == np.bool_ else data
 
 
 # ---- Data movement -----------------------------------------------------------------------------
@@ -622,6 +601,56 @@ class GatherOp(DataMovementOp):
         element = element_of(self.indices)
         if not is_integer(element):
             raise VerifyException(f"indices must be integers, got {element}")
+
+
+@irdl_op_definition
+class BroadcastToOp(DataMovementOp):
+    """Broadcast a tensor to `shape` with numpy's rules (numpy.broadcast_to, TFLite BROADCAST_TO).
+
+    Dimensions align from the right; each input dimension is 1 or equal to the target's, and
+    missing leading dimensions are added. ONNX Expand (which broadcasts both ways) imports as
+    this op with the broadcast shape. A per-axis quantized dimension moves right by the number
+    of added dimensions.
+
+    Example:
+    ```mlir
+    %y = nn.broadcast_to %x shape = [2, 3, 4] : tensor<3x1xf32> -> tensor<2x3x4xf32>
+    ```
+    """
+
+    name = "nn.broadcast_to"
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    shape = ints_prop()
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def result_shapes(
+        cls, operand_shapes: Sequence[Shape], props: Mapping[str, Attribute]
+    ) -> list[Shape]:
+        (x,) = operand_shapes
+        target = get_ints(props, "shape")
+        check_non_negative(target, "shape")
+        offset = len(target) - len(x)
+        if offset < 0 or any(
+            size >= 0 and size not in (1, target[offset + d]) for d, size in enumerate(x)
+        ):
+            raise VerifyException(
+                f"input shape {format_shape(x)} does not broadcast to shape {list(target)}"
+            )
+        return [tuple(target)]
+
+    def verify_element_types(self) -> None:
+        super().verify_element_types()
+        source, result = quantized_element(self.input.type), quantized_element(self.output.type)
+        if source is not None and (axis := source.axis) is not None:
+            expected = axis + len(get_ints(self.properties, "shape")) - len(shape_of(self.input))
+            if result is None or result.axis != expected:
+                raise VerifyException(
+                    f"the quantized dimension {axis} must move to {expected} in the result"
+                )
 
 
 # ---- Reductions --------------------------------------------------------------------------------

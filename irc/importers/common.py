@@ -126,7 +126,7 @@ class GraphBuilder:
         self, array: np.ndarray, result_type: Attribute | None = None, name: str | None = None
     ) -> SSAValue:
         """An `nn.constant` holding `array` (quantized when `result_type` says so)."""
-        op = self.emit(nn.ConstantOp.from_array(np.ascontiguousarray(array), result_type), name)
+        op = self.emit(nn.ConstantOp.from_array(np.asarray(array, order="C"), result_type), name)
         value = op.results[0]
         if name:
             value.name_hint = _name_hint(name)

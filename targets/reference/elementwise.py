@@ -1,10 +1,12 @@
-"""Reference kernels of the `nn` elementwise ops: binary arithmetic, activations, cast.
+"""Reference kernels of the `nn` elementwise ops: arithmetic, activations, cast, comparisons,
+logic and select.
 
 Float math runs in the tensor's own precision except float16, which is computed in float32 and
 rounded back once (as TFLite and onnxruntime do on CPUs without native half arithmetic).
 Results have the result's element type. Domain errors follow IEEE (``log(0) = -inf``,
 ``sqrt(-1) = nan``) without numpy warnings. These kernels are registered for plain tensors
-only: quantized arithmetic is expressed in integers by `lower-quantized` first.
+only (quantized arithmetic is expressed in integers by `lower-quantized` first), except
+select, which picks stored integers of one quantized type.
 """
 
 from __future__ import annotations
@@ -263,5 +265,65 @@ def cast(op: nn.CastOp) -> Kernel:
             return (_float_to_int(x, out_dtype),)
         with np.errstate(over="ignore"):  # float narrowing overflows to inf, as in C
             return (x.astype(out_dtype),)
+
+    return run
+
+
+# ---- Comparison, logic and select --------------------------------------------------------------
+
+_COMPARISONS: dict[str, BinaryFn] = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+
+def _boolean(fn: BinaryFn) -> Kernel:
+    def run(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.asarray(fn(a, b), np.bool_),)
+
+    return run
+
+
+@kernel(nn.CompareOp)
+def compare(op: nn.CompareOp) -> Kernel:
+    return _boolean(_COMPARISONS[op.kind.data])
+
+
+@kernel(nn.LogicalAndOp)
+def logical_and(op: nn.LogicalAndOp) -> Kernel:
+    return _boolean(np.logical_and)
+
+
+@kernel(nn.LogicalOrOp)
+def logical_or(op: nn.LogicalOrOp) -> Kernel:
+    return _boolean(np.logical_or)
+
+
+@kernel(nn.LogicalXorOp)
+def logical_xor(op: nn.LogicalXorOp) -> Kernel:
+    return _boolean(np.logical_xor)
+
+
+@kernel(nn.LogicalNotOp)
+def logical_not(op: nn.LogicalNotOp) -> Kernel:
+    def run(x: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.asarray(np.logical_not(x)),)
+
+    return run
+
+
+@kernel(nn.SelectOp, quantized=True)
+def select(op: nn.SelectOp) -> Kernel:
+    """Quantized operands share the result's type (the verifier says so): pick stored integers."""
+    out_dtype = result_dtype(op.output)
+
+    def run(
+        condition: np.ndarray, on_true: np.ndarray, on_false: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        return (_finish(np.where(condition, on_true, on_false), out_dtype),)
 
     return run

@@ -1,10 +1,10 @@
 """Reference kernels of the `nn` constants, data-movement ops, reductions and softmax.
 
-Data-movement kernels (reshape, transpose, concat, split, slice, pad, gather and nearest
-resize) are also registered for quantized tensors: on storage integers they do exactly what
-they do on floats. Kernels return C-contiguous arrays (a splat constant is a broadcast view);
-constants and reshapes share memory with their input, so kernel results are values to read,
-never buffers to write into (constants are returned read-only).
+Data-movement kernels (reshape, transpose, concat, split, slice, pad, gather, broadcast_to
+and nearest resize) are also registered for quantized tensors: on storage integers they do
+exactly what they do on floats. Kernels return C-contiguous arrays (a splat constant is a
+broadcast view); constants and reshapes share memory with their input, so kernel results are
+values to read, never buffers to write into (constants are returned read-only).
 """
 
 from __future__ import annotations
@@ -295,6 +295,17 @@ def gather(op: nn.GatherOp) -> Kernel:
         if not pieces:
             return (np.empty(out_shape, x.dtype),)
         return (np.stack(pieces).reshape(out_shape),)
+
+    return run
+
+
+@kernel(nn.BroadcastToOp, quantized=True)
+def broadcast_to(op: nn.BroadcastToOp) -> Kernel:
+    shape = ints_of(op.shape)
+
+    def run(x: np.ndarray) -> tuple[np.ndarray, ...]:
+        # Not ascontiguousarray: it makes 0-d arrays 1-d.
+        return (np.asarray(np.broadcast_to(x, shape), order="C"),)
 
     return run
 

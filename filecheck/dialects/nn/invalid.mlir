@@ -780,6 +780,137 @@ func.func @gelu_approximate(%x: tensor<4xf32>) {
 
 // -----
 
+func.func @compare_kind(%a: tensor<4xf32>) {
+  // expected-error @+1 {{kind must be one of eq, ne, lt, le, gt, ge, got 'lte'}}
+  %y = nn.compare %a, %a kind = "lte" : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+func.func @compare_missing_kind(%a: tensor<4xf32>) {
+  // expected-error @+1 {{property 'kind' expected in operation 'nn.compare'}}
+  %y = nn.compare %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+func.func @compare_result_not_boolean(%a: tensor<4xf32>) {
+  // expected-error @+1 {{result must be an i1 tensor, got f32}}
+  %y = nn.compare %a, %a kind = "eq" : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @compare_operand_element_types(%a: tensor<4xf32>, %b: tensor<4xi32>) {
+  // expected-error @+1 {{rhs element type i32 differs from lhs element type f32}}
+  %y = nn.compare %a, %b kind = "lt" : tensor<4xf32>, tensor<4xi32> -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5>
+func.func @compare_quantized(%a: tensor<4x!q>) {
+  // expected-error @+1 {{lhs must not be quantized, got !quant.uniform<i8:f32, 0.5>}}
+  %y = nn.compare %a, %a kind = "gt" : tensor<4x!q>, tensor<4x!q> -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+func.func @compare_not_broadcastable(%a: tensor<2x3xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{shapes 2x3 and 2 are not broadcastable}}
+  %y = nn.compare %a, %b kind = "ge" : tensor<2x3xf32>, tensor<2xf32> -> tensor<2x3xi1>
+  func.return
+}
+
+// -----
+
+func.func @logical_operand_not_boolean(%a: tensor<4xi1>, %b: tensor<4xi8>) {
+  // expected-error @+1 {{rhs must be an i1 tensor, got i8}}
+  %y = nn.logical_and %a, %b : tensor<4xi1>, tensor<4xi8> -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+func.func @logical_result_not_boolean(%a: tensor<4xi1>) {
+  // expected-error @+1 {{result must be an i1 tensor, got i32}}
+  %y = nn.logical_xor %a, %a : tensor<4xi1>, tensor<4xi1> -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @logical_declared_shape(%a: tensor<2x1xi1>, %b: tensor<3xi1>) {
+  // expected-error @+1 {{inferred result shape 2x3 is incompatible with declared shape 2x1}}
+  %y = nn.logical_or %a, %b : tensor<2x1xi1>, tensor<3xi1> -> tensor<2x1xi1>
+  func.return
+}
+
+// -----
+
+func.func @logical_not_float(%x: tensor<4xf32>) {
+  // expected-error @+1 {{input must be an i1 tensor, got f32}}
+  %y = nn.logical_not %x : tensor<4xf32> -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @select_condition_not_boolean(%c: tensor<4xf32>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{condition must be an i1 tensor, got f32}}
+  %y = nn.select %c, %a, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @select_value_element_types(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{on_false element type f16 differs from result type f32}}
+  %y = nn.select %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<4xf16> -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+!qa = !quant.uniform<i8:f32, 0.5>
+!qb = !quant.uniform<i8:f32, 0.25>
+func.func @select_quantized_parameters(%c: tensor<4xi1>, %a: tensor<4x!qa>, %b: tensor<4x!qb>) {
+  // expected-error @+1 {{on_true element type !quant.uniform<i8:f32, 0.5> differs from result type !quant.uniform<i8:f32, 0.25>}}
+  %y = nn.select %c, %a, %b : tensor<4xi1>, tensor<4x!qa>, tensor<4x!qb> -> tensor<4x!qb>
+  func.return
+}
+
+// -----
+
+func.func @select_index(%c: tensor<4xi1>, %a: tensor<4xindex>) {
+  // expected-error @+1 {{result has unsupported element type index}}
+  %y = nn.select %c, %a, %a : tensor<4xi1>, tensor<4xindex>, tensor<4xindex> -> tensor<4xindex>
+  func.return
+}
+
+// -----
+
+func.func @select_not_broadcastable(%c: tensor<2xi1>, %a: tensor<3xf32>) {
+  // expected-error @+1 {{shapes 2 and 3 are not broadcastable}}
+  %y = nn.select %c, %a, %a : tensor<2xi1>, tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  func.return
+}
+
+// -----
+
+func.func @select_declared_shape(%c: tensor<2x1xi1>, %a: tensor<3xf32>) {
+  // expected-error @+1 {{inferred result shape 2x3 is incompatible with declared shape 3}}
+  %y = nn.select %c, %a, %a : tensor<2x1xi1>, tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  func.return
+}
+
+// -----
+
 !q = !quant.uniform<i8:f32, 0.5>
 func.func @cast_quantized_input(%x: tensor<4x!q>) {
   // expected-error @+1 {{input must not be quantized; use quant.qcast or quant.dcast}}
@@ -1214,6 +1345,57 @@ func.func @gather_float_indices(%x: tensor<2x5xf32>, %i: tensor<3xf32>) {
 func.func @gather_declared_shape(%x: tensor<2x5xf32>, %i: tensor<3xi32>) {
   // expected-error @+1 {{inferred result shape 2x3 is incompatible with declared shape 3x5}}
   %y = nn.gather %x, %i axis = 1 : tensor<2x5xf32>, tensor<3xi32> -> tensor<3x5xf32>
+  func.return
+}
+
+// -----
+
+func.func @broadcast_to_incompatible(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{input shape 2x3 does not broadcast to shape [4, 3]}}
+  %y = nn.broadcast_to %x shape = [4, 3] : tensor<2x3xf32> -> tensor<4x3xf32>
+  func.return
+}
+
+// -----
+
+// broadcast_to never drops dimensions (numpy.broadcast_to; ONNX Expand imports with the
+// broadcast of both shapes).
+func.func @broadcast_to_lower_rank(%x: tensor<1x3xf32>) {
+  // expected-error @+1 {{input shape 1x3 does not broadcast to shape [3]}}
+  %y = nn.broadcast_to %x shape = [3] : tensor<1x3xf32> -> tensor<3xf32>
+  func.return
+}
+
+// -----
+
+func.func @broadcast_to_negative(%x: tensor<3xf32>) {
+  // expected-error @+1 {{shape must be non-negative, got [-1, 3]}}
+  %y = nn.broadcast_to %x shape = [-1, 3] : tensor<3xf32> -> tensor<?x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @broadcast_to_declared_shape(%x: tensor<3xf32>) {
+  // expected-error @+1 {{inferred result shape 2x3 is incompatible with declared shape 3x2}}
+  %y = nn.broadcast_to %x shape = [2, 3] : tensor<3xf32> -> tensor<3x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @broadcast_to_element_type(%x: tensor<3xf32>) {
+  // expected-error @+1 {{result element type f16 differs from input f32}}
+  %y = nn.broadcast_to %x shape = [2, 3] : tensor<3xf32> -> tensor<2x3xf16>
+  func.return
+}
+
+// -----
+
+!q0 = !quant.uniform<i8:f32:0, {0.5, 0.25, 0.125}>
+func.func @broadcast_to_quantized_axis(%x: tensor<3x1x!q0>) {
+  // expected-error @+1 {{the quantized dimension 0 must move to 1 in the result}}
+  %y = nn.broadcast_to %x shape = [3, 3, 4] : tensor<3x1x!q0> -> tensor<3x3x4x!q0>
   func.return
 }
 

@@ -484,6 +484,87 @@ func.func @cast(%x: tensor<2x?xf32>, %b: tensor<3xi1>) -> (tensor<2x?xi32>, tens
 
 // -----
 
+// Comparisons of floats and integers (broadcasting, dynamic dimensions) into i1 masks.
+// CHECK-LABEL: func.func @compare(
+// CHECK-SAME:      %[[A:[^:]+]]: tensor<2x3xf32>,
+// CHECK-SAME:      %[[B:[^:]+]]: tensor<3xf32>,
+// CHECK-SAME:      %[[I:[^:]+]]: tensor<?x1xi64>,
+// CHECK-SAME:      %[[J:[^:]+]]: tensor<4xi64>,
+// CHECK-SAME:      %[[M:[^:]+]]: tensor<3xi1>)
+// CHECK:           %[[EQ:.*]] = nn.compare %[[A]], %[[B]] kind = "eq" :
+// CHECK-SAME:        tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+// CHECK:           %[[NE:.*]] = nn.compare %[[B]], %[[A]] kind = "ne" :
+// CHECK-SAME:        tensor<3xf32>, tensor<2x3xf32> -> tensor<2x3xi1>
+// CHECK:           %[[LT:.*]] = nn.compare %[[A]], %[[B]] kind = "lt" :
+// CHECK-SAME:        tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+// CHECK:           %[[LE:.*]] = nn.compare %[[A]], %[[A]] kind = "le" :
+// CHECK-SAME:        tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xi1>
+// CHECK:           %[[GT:.*]] = nn.compare %[[I]], %[[J]] kind = "gt" :
+// CHECK-SAME:        tensor<?x1xi64>, tensor<4xi64> -> tensor<?x4xi1>
+// CHECK:           %[[GE:.*]] = nn.compare %[[J]], %[[J]] kind = "ge" :
+// CHECK-SAME:        tensor<4xi64>, tensor<4xi64> -> tensor<4xi1>
+// CHECK:           %[[BEQ:.*]] = nn.compare %[[M]], %[[M]] kind = "eq" :
+// CHECK-SAME:        tensor<3xi1>, tensor<3xi1> -> tensor<3xi1>
+// CHECK:           func.return %[[EQ]], %[[NE]], %[[LT]], %[[LE]], %[[GT]], %[[GE]], %[[BEQ]]
+func.func @compare(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<?x1xi64>, %j: tensor<4xi64>, %m: tensor<3xi1>) -> (tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<?x4xi1>, tensor<4xi1>, tensor<3xi1>) {
+  %eq = nn.compare %a, %b kind = "eq" : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+  %ne = nn.compare %b, %a kind = "ne" : tensor<3xf32>, tensor<2x3xf32> -> tensor<2x3xi1>
+  %lt = nn.compare %a, %b kind = "lt" : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  %le = nn.compare %a, %a kind = "le" : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xi1>
+  %gt = nn.compare %i, %j kind = "gt" : tensor<?x1xi64>, tensor<4xi64> -> tensor<?x4xi1>
+  %ge = nn.compare %j, %j kind = "ge" : tensor<4xi64>, tensor<4xi64> -> tensor<4xi1>
+  %beq = nn.compare %m, %m kind = "eq" : tensor<3xi1>, tensor<3xi1> -> tensor<3xi1>
+  func.return %eq, %ne, %lt, %le, %gt, %ge, %beq : tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<?x4xi1>, tensor<4xi1>, tensor<3xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @logical(
+// CHECK-SAME:      %[[A:[^:]+]]: tensor<2x1xi1>,
+// CHECK-SAME:      %[[B:[^:]+]]: tensor<3xi1>)
+// CHECK:           %[[NOT:.*]] = nn.logical_not %[[A]] :
+// CHECK-SAME:        tensor<2x1xi1> -> tensor<2x1xi1>
+// CHECK:           %[[AND:.*]] = nn.logical_and %[[NOT]], %[[B]] :
+// CHECK-SAME:        tensor<2x1xi1>, tensor<3xi1> -> tensor<2x3xi1>
+// CHECK:           %[[OR:.*]] = nn.logical_or %[[B]], %[[A]] :
+// CHECK-SAME:        tensor<3xi1>, tensor<2x1xi1> -> tensor<2x3xi1>
+// CHECK:           %[[XOR:.*]] = nn.logical_xor %[[AND]], %[[OR]] :
+// CHECK-SAME:        tensor<2x3xi1>, tensor<2x3xi1> -> tensor<2x3xi1>
+// CHECK:           func.return %[[NOT]], %[[XOR]]
+func.func @logical(%a: tensor<2x1xi1>, %b: tensor<3xi1>) -> (tensor<2x1xi1>, tensor<2x3xi1>) {
+  %not = nn.logical_not %a : tensor<2x1xi1> -> tensor<2x1xi1>
+  %and = nn.logical_and %not, %b : tensor<2x1xi1>, tensor<3xi1> -> tensor<2x3xi1>
+  %or = nn.logical_or %b, %a : tensor<3xi1>, tensor<2x1xi1> -> tensor<2x3xi1>
+  %xor = nn.logical_xor %and, %or : tensor<2x3xi1>, tensor<2x3xi1> -> tensor<2x3xi1>
+  func.return %not, %xor : tensor<2x1xi1>, tensor<2x3xi1>
+}
+
+// -----
+
+// Select broadcasts all three operands; the values may be float, integer or quantized.
+// CHECK-LABEL: func.func @select(
+// CHECK-SAME:      %[[C:[^:]+]]: tensor<2x1xi1>,
+// CHECK-SAME:      %[[A:[^:]+]]: tensor<3xf32>,
+// CHECK-SAME:      %[[S:[^:]+]]: tensor<f32>,
+// CHECK-SAME:      %[[I:[^:]+]]: tensor<?x3xi32>,
+// CHECK-SAME:      %[[Q:[^:]+]]: tensor<3x!quant.uniform<i8:f32, 0.5:-1>>)
+// CHECK:           %[[F:.*]] = nn.select %[[C]], %[[A]], %[[S]] :
+// CHECK-SAME:        tensor<2x1xi1>, tensor<3xf32>, tensor<f32> -> tensor<2x3xf32>
+// CHECK:           %[[N:.*]] = nn.select %[[C]], %[[I]], %[[I]] :
+// CHECK-SAME:        tensor<2x1xi1>, tensor<?x3xi32>, tensor<?x3xi32> -> tensor<2x3xi32>
+// CHECK:           %[[R:.*]] = nn.select %[[C]], %[[Q]], %[[Q]] :
+// CHECK-SAME:        tensor<2x1xi1>, tensor<3x!quant.uniform<i8:f32, 0.5:-1>>, tensor<3x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-SAME:        -> tensor<2x3x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK:           func.return %[[F]], %[[N]], %[[R]]
+func.func @select(%c: tensor<2x1xi1>, %a: tensor<3xf32>, %s: tensor<f32>, %i: tensor<?x3xi32>, %q: tensor<3x!quant.uniform<i8:f32, 0.5:-1>>) -> (tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3x!quant.uniform<i8:f32, 0.5:-1>>) {
+  %f = nn.select %c, %a, %s : tensor<2x1xi1>, tensor<3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %n = nn.select %c, %i, %i : tensor<2x1xi1>, tensor<?x3xi32>, tensor<?x3xi32> -> tensor<2x3xi32>
+  %r = nn.select %c, %q, %q : tensor<2x1xi1>, tensor<3x!quant.uniform<i8:f32, 0.5:-1>>, tensor<3x!quant.uniform<i8:f32, 0.5:-1>> -> tensor<2x3x!quant.uniform<i8:f32, 0.5:-1>>
+  func.return %f, %n, %r : tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3x!quant.uniform<i8:f32, 0.5:-1>>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @pooling(
 // CHECK-SAME:      %[[X:[^:]+]]: tensor<1x8x8x4xf32>,
 // CHECK-SAME:      %[[N:[^:]+]]: tensor<1x4x8x8xf32>)
@@ -837,6 +918,29 @@ func.func @gather(%x: tensor<2x5xf32>, %i: tensor<3xi32>, %j: tensor<2x4xi64>, %
   %c = nn.gather %x, %j axis = -1 batch_dims = 1 : tensor<2x5xf32>, tensor<2x4xi64> -> tensor<2x4xf32>
   %d = nn.gather %q, %k : tensor<6x2x!quant.uniform<i8:f32, 0.5>>, tensor<i32> -> tensor<2x!quant.uniform<i8:f32, 0.5>>
   func.return %a, %b, %c, %d : tensor<2x3xf32>, tensor<2x4x5xf32>, tensor<2x4xf32>, tensor<2x!quant.uniform<i8:f32, 0.5>>
+}
+
+// -----
+
+// broadcast_to adds leading dimensions and stretches size-1 ones; a per-axis quantized
+// dimension moves right by the number of added dimensions.
+// CHECK-LABEL: func.func @broadcast_to(
+// CHECK-SAME:      %[[X:[^:]+]]: tensor<3x1xf32>,
+// CHECK-SAME:      %[[D:[^:]+]]: tensor<?x1xi64>,
+// CHECK-SAME:      %[[Q:[^:]+]]: tensor<3x1x!quant.uniform<i8:f32:0, {0.5, 0.25, 0.125}>>)
+// CHECK:           %[[A:.*]] = nn.broadcast_to %[[X]] shape = [2, 3, 4] :
+// CHECK-SAME:        tensor<3x1xf32> -> tensor<2x3x4xf32>
+// CHECK:           %[[B:.*]] = nn.broadcast_to %[[D]] shape = [5, 2] :
+// CHECK-SAME:        tensor<?x1xi64> -> tensor<5x2xi64>
+// CHECK:           %[[C:.*]] = nn.broadcast_to %[[Q]] shape = [2, 3, 4] :
+// CHECK-SAME:        tensor<3x1x!quant.uniform<i8:f32:0, {0.5, 0.25, 0.125}>>
+// CHECK-SAME:        -> tensor<2x3x4x!quant.uniform<i8:f32:1, {0.5, 0.25, 0.125}>>
+// CHECK:           func.return %[[A]], %[[B]], %[[C]]
+func.func @broadcast_to(%x: tensor<3x1xf32>, %d: tensor<?x1xi64>, %q: tensor<3x1x!quant.uniform<i8:f32:0, {0.5, 0.25, 0.125}>>) -> (tensor<2x3x4xf32>, tensor<5x2xi64>, tensor<2x3x4x!quant.uniform<i8:f32:1, {0.5, 0.25, 0.125}>>) {
+  %a = nn.broadcast_to %x shape = [2, 3, 4] : tensor<3x1xf32> -> tensor<2x3x4xf32>
+  %b = nn.broadcast_to %d shape = [5, 2] : tensor<?x1xi64> -> tensor<5x2xi64>
+  %c = nn.broadcast_to %q shape = [2, 3, 4] : tensor<3x1x!quant.uniform<i8:f32:0, {0.5, 0.25, 0.125}>> -> tensor<2x3x4x!quant.uniform<i8:f32:1, {0.5, 0.25, 0.125}>>
+  func.return %a, %b, %c : tensor<2x3x4xf32>, tensor<5x2xi64>, tensor<2x3x4x!quant.uniform<i8:f32:1, {0.5, 0.25, 0.125}>>
 }
 
 // -----
