@@ -3,7 +3,7 @@
 //
 //   irc-opt examples/inverted_residual.mlir -p canonicalize,infer-shapes
 
-func.func @inverted_residual(%x: tensor<1x16x16x24xf32>) -> tensor<1x16x16x24xf32>
+func.func @main(%x: tensor<1x16x16x24xf32>) -> tensor<1x16x16x24xf32>
     attributes {irc.input_names = ["input"], irc.output_names = ["output"]} {
   %w_expand = nn.constant dense<0.01> : tensor<144x1x1x24xf32>
   %b_expand = nn.constant dense<0.0> : tensor<144xf32>

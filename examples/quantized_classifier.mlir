@@ -3,7 +3,7 @@
 //
 //   irc-opt examples/quantized_classifier.mlir -p canonicalize
 
-func.func @classifier(%x: tensor<1x4x4x8x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x10xf32> {
+func.func @main(%x: tensor<1x4x4x8x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x10xf32> {
   %mean = nn.reduce %x kind = "mean" axes = [1, 2]
       : tensor<1x4x4x8x!quant.uniform<i8:f32, 0.05:-3>> -> tensor<1x8x!quant.uniform<i8:f32, 0.04:-5>>
   %w = nn.constant dense<3> : tensor<10x8xi8>
