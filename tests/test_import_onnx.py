@@ -25,7 +25,7 @@ from irc.importers.onnx import CONVERTERS
 ort = pytest.importorskip("onnxruntime")
 
 RTOL, ATOL = 1e-4, 1e-5
-MODELS = Path("/work/shared/models")
+MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 RNG = np.random.default_rng(0)
 
 Feeds = Mapping[str, np.ndarray]
@@ -1079,7 +1079,7 @@ def _manifest_entry(name: str) -> dict[str, object] | None:
 def test_ppocr_mobile_v2_cls() -> None:
     entry = _manifest_entry("ppocr_mobile_v2_cls")
     if entry is None or not (MODELS / str(entry["file"])).is_file():
-        pytest.skip("ppocr_mobile_v2_cls is not in /work/shared/models")
+        pytest.skip("ppocr_mobile_v2_cls is not in ../shared/models")
     shape = entry["inputs"][0]["shape"]  # type: ignore[index]
     start = time.perf_counter()
     module = import_model(MODELS / str(entry["file"]), input_shapes={"x": shape})

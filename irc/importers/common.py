@@ -163,3 +163,11 @@ def tensor_type(element: Attribute, shape: Sequence[int]) -> TensorType:
     from irc.dialects.nn import DYNAMIC
 
     return TensorType(element, [d if d >= 0 else DYNAMIC for d in shape])
+
+
+def fit_scalar_binding(array: np.ndarray, declared: Sequence[int] | None) -> np.ndarray:
+    """A scalar bound to an input declared with a single element (`[1]`, `[1, 1]`, `[?]`)
+    takes that input's rank, as `--bind sr=16000` means for a `[1]` input."""
+    if array.ndim == 0 and declared is not None and all(d == 1 or d < 0 for d in declared):
+        return array.reshape([1] * len(declared))
+    return array

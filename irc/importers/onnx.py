@@ -100,7 +100,12 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects import nn
-from irc.importers.common import GraphBuilder, ModelImportError, tensor_type
+from irc.importers.common import (
+    GraphBuilder,
+    ModelImportError,
+    fit_scalar_binding,
+    tensor_type,
+)
 
 __all__ = [
     "CONVERTERS",
@@ -607,6 +612,7 @@ def _bound_array(
             f"{path}: bind['{info.name}']: not a {dtype} tensor: {exc}"
         ) from None
     declared = _declared_shape(info)
+    array = fit_scalar_binding(array, declared)
     if declared is not None and (
         len(declared) != array.ndim or any(d >= 0 and d != s for d, s in zip(declared, array.shape))
     ):

@@ -54,7 +54,7 @@ from xdsl.utils.exceptions import VerifyException
 from irc.dialects import nn, quant
 from irc.dialects.nn.base import format_shape
 from irc.dialects.quant import UniformQuantizedType, storage_bounds
-from irc.importers.common import GraphBuilder, ModelImportError
+from irc.importers.common import GraphBuilder, ModelImportError, fit_scalar_binding
 from irc.importers.tflite_reader import (
     ModelInfo,
     OperatorInfo,
@@ -230,6 +230,7 @@ class TFLiteImporter:
         except (TypeError, ValueError) as exc:
             raise ModelImportError(f"{self.path}: bind: input '{tensor.name}': {exc}") from None
         signature = tensor.signature or tensor.shape
+        array = fit_scalar_binding(array, signature)
         if array.ndim != len(signature) or any(
             s >= 0 and d != s for d, s in zip(array.shape, signature)
         ):
