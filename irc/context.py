@@ -98,11 +98,29 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LowerQuantizedPass
 
+    def get_convert_layout() -> type[ModulePass]:
+        from irc.passes.convert_layout import ConvertLayoutPass
+
+        return ConvertLayoutPass
+
+    def get_insert_qdq() -> type[ModulePass]:
+        from irc.passes.insert_qdq import InsertQDQPass
+
+        return InsertQDQPass
+
+    def get_fold_qdq() -> type[ModulePass]:
+        from irc.passes.fold_qdq import FoldQDQPass
+
+        return FoldQDQPass
+
     return {
         "canonicalize": get_canonicalize,
         "infer-shapes": get_infer_shapes,
         "dce": get_dce,
         "lower-quantized": get_lower_quantized,
+        "convert-layout": get_convert_layout,
+        "insert-qdq": get_insert_qdq,
+        "fold-qdq": get_fold_qdq,
     }
 
 
