@@ -29,9 +29,9 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import ParseError
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ShrinkException
+from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from irc.context import get_all_dialects, get_all_passes
@@ -46,6 +46,7 @@ from irc.diagnostics import (
     parse_with_locations,
     verify_module,
 )
+from irc.printing import Printer
 
 __all__ = ["IrcOptError", "IrcOptMain", "main"]
 
@@ -122,8 +123,15 @@ class IrcOptMain(xDSLOptMain):
             self.register_pass(name, factory)
 
     def register_all_targets(self) -> None:
-        """xDSL's targets, among them `mlir` (the `-t` default)."""
+        """xDSL's targets; `mlir` (the `-t` default) prints with irc's unique-name printer."""
         super().register_all_targets()
+
+        def get_mlir() -> type[Target]:
+            from irc.printing import IrcMLIRTarget
+
+            return IrcMLIRTarget
+
+        self.available_targets["mlir"] = get_mlir
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         """xDSL's flags, with MLIR's `--verify-diagnostics` and `--print-ir-after-all`."""

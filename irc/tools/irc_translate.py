@@ -44,7 +44,7 @@ def _make_parser() -> argparse.ArgumentParser:
 
 
 def _translate(args: argparse.Namespace) -> int:
-    from xdsl.printer import Printer
+    from irc.printing import Printer
 
     from irc.importers import ModelImportError, detect_format, import_model
 

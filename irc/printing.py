@@ -1,0 +1,67 @@
+"""IR printing that always re-parses: unique SSA names, whatever the name hints are.
+
+xDSL 0.74's printer derives names from hints by counting per hint (`x`, `x_1`, `x_2`, ...), and
+strips a `_<digits>` suffix from a hint; a hint such as `x_1_2` (stored as `x_1`) can then print
+as a name another value already took, and the text no longer parses. Rewrites that copy names
+onto new values make this happen in practice. `Printer` here skips every name already used.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.printer import Printer as XdslPrinter
+from xdsl.targets.mlir import MLIRTarget
+
+
+class Printer(XdslPrinter):
+    """xDSL's printer with SSA names guaranteed unique (see the module docstring)."""
+
+    def print_ssa_value(self, value: SSAValue) -> str:
+        if value in self._ssa_values or not value.name_hint:
+            return super().print_ssa_value(value)
+        used = getattr(self, "_irc_used_names", None)
+        if used is None:
+            used = self._irc_used_names = set(self._ssa_values.values())
+        hint = value.name_hint
+        index = self.ssa_names.get(hint, 0)
+        name = hint if index == 0 else f"{hint}_{index}"
+        while name in used:
+            index += 1
+            name = f"{hint}_{index}"
+        self.ssa_names[hint] = index + 1
+        self._ssa_values[value] = name
+        used.add(name)
+        self.print_string(f"%{name}")
+        return name
+
+
+def print_ir(op: Operation, stream: IO[str] | None = None, *, generic: bool = False) -> str:
+    """Print an op (usually a module) with `Printer`; returns the text when no stream is given."""
+    target = io.StringIO() if stream is None else stream
+    Printer(stream=target, print_generic_format=generic).print_op(op)
+    return target.getvalue() if stream is None else ""
+
+
+@dataclass(frozen=True)
+class IrcMLIRTarget(MLIRTarget):
+    """irc-opt's `-t mlir` output target, printing with `Printer`."""
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if self.syntax_highlight:  # xDSL's highlighting printer; names as xDSL gives them
+            super().emit(ctx, module, output)
+            return
+        printer = Printer(
+            stream=output,
+            print_generic_format=self.print_generic_format,
+            print_properties_as_attributes=self.print_properties_as_attributes,
+            print_debuginfo=self.print_debuginfo,
+        )
+        printer.print_op(module)
+        printer.print_metadata(ctx.loaded_dialects)
+        print("\n", file=output)
