@@ -292,23 +292,24 @@ def test_quantized_arithmetic_needs_lower_quantized() -> None:
         compile_function(parse(QUANTIZED, "q.mlir"))
 
 
-def test_dispatch_is_not_supported_yet() -> None:
+def test_dispatch_to_an_unknown_target() -> None:
+    """Dispatches run on their target's runtime (tests/test_dispatch.py); an unknown
+    target is a compile error at the dispatch that names the known targets."""
     text = """\
-delegate.executable private @main_cpu_0 target("cpu") {
+delegate.executable private @main_nosuch_0 target("nosuch") {
   func.func @entry(%x: tensor<4xf32>) -> tensor<4xf32> {
     func.return %x : tensor<4xf32>
   }
 }
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %y = delegate.dispatch @main_cpu_0::@entry(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %y = delegate.dispatch @main_nosuch_0::@entry(%x) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %y : tensor<4xf32>
 }
 """
     with pytest.raises(CompileError) as info:
         compile_function(parse(text, "d.mlir"))
-    assert str(info.value).startswith(
-        "d.mlir:7:3: 'delegate.dispatch' is not supported by the executor yet"
-    )
+    assert str(info.value).startswith("d.mlir:7:3: unknown target 'nosuch' (known targets: ")
+    assert "reference" in str(info.value)
 
 
 def test_region_is_not_supported_yet() -> None:

@@ -1,7 +1,9 @@
-"""irc's runtime: the executor that runs a host function on prepared kernels.
+"""irc's runtime: the executor that runs a host function on prepared kernels and targets.
 
 `compile_function(module, entry)` turns a `func.func` into a `Program` (a flat schedule,
-compiled once); `Program.run(inputs)` runs it. See `irc.runtime.executor`.
+compiled once, with every dispatched executable loaded by its target's runtime);
+`Program.run(inputs)` / `Program.run_positional(args)` run it, and `profile=Profile()`
+times every step. See `irc.runtime.executor` and `irc.runtime.profiling`.
 """
 
 from irc.runtime.errors import CompileError, ExecutionError, ExecutorError, InputError
@@ -12,10 +14,12 @@ from irc.runtime.executor import (
     Program,
     Step,
     StepFactory,
+    TargetsArg,
     TensorSpec,
     compile_function,
     step_for_op,
 )
+from irc.runtime.profiling import Profile, ProfileRow
 
 __all__ = [
     "INPUT_NAMES_ATTR",
@@ -25,9 +29,12 @@ __all__ = [
     "ExecutorError",
     "InputError",
     "Listener",
+    "Profile",
+    "ProfileRow",
     "Program",
     "Step",
     "StepFactory",
+    "TargetsArg",
     "TensorSpec",
     "compile_function",
     "step_for_op",
