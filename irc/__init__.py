@@ -12,6 +12,9 @@ program = irc.compile_function(module)           # compile once ...
 outputs = program.run({"x": x})                  # ... run many times, from many threads
 module = irc.import_model("model.tflite")      # .tflite / .onnx -> the nn dialect
 outputs = irc.run("model.onnx", {"x": x})        # import and run in one step
+model = irc.compile("model.tflite", targets=["opencl", "reference"])  # partition, lower
+outputs = model.run({"x": x}); print(model.summary); model.save("model.compiled.mlir")
+model = irc.load("model.compiled.mlir")          # a compiled module, ready to run
 ```
 """
 
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
 
+    from irc.compiler import CompiledModel, compile, load
     from irc.importers import ModelImportError, import_model
     from irc.runtime import (
         CompileError,
@@ -38,13 +42,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CompileError",
+    "CompiledModel",
     "ExecutionError",
     "ExecutorError",
     "InputError",
     "ModelImportError",
     "Program",
+    "compile",
     "compile_function",
     "import_model",
+    "load",
     "parse_module",
     "read_module",
     "run",
@@ -57,6 +64,9 @@ _LAZY_EXPORTS = {
     "InputError": "irc.runtime",
     "Program": "irc.runtime",
     "compile_function": "irc.runtime",
+    "CompiledModel": "irc.compiler",
+    "compile": "irc.compiler",
+    "load": "irc.compiler",
     "ModelImportError": "irc.importers",
     "import_model": "irc.importers",
 }

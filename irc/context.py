@@ -113,6 +113,16 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FoldQDQPass
 
+    def get_partition() -> type[ModulePass]:
+        from irc.passes.partition import PartitionPass
+
+        return PartitionPass
+
+    def get_outline_delegates() -> type[ModulePass]:
+        from irc.passes.outline_delegates import OutlineDelegatesPass
+
+        return OutlineDelegatesPass
+
     return {
         "canonicalize": get_canonicalize,
         "infer-shapes": get_infer_shapes,
@@ -121,6 +131,8 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "convert-layout": get_convert_layout,
         "insert-qdq": get_insert_qdq,
         "fold-qdq": get_fold_qdq,
+        "partition": get_partition,
+        "outline-delegates": get_outline_delegates,
     }
 
 

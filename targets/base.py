@@ -36,12 +36,13 @@ import importlib
 import os
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from xdsl.ir import Operation
+from xdsl.passes import ModulePass
 
 ENTRY_POINT_GROUP = "irc.targets"
 PLUGINS_ENV = "IRC_PLUGINS"
@@ -161,6 +162,11 @@ class Target(ABC):
     def lowering_passes(self) -> str:
         """The pass pipeline (irc-opt `-p` syntax) applied to this target's executables."""
         return ""
+
+    def passes(self) -> Mapping[str, type[ModulePass]]:
+        """Passes of this target that `lowering_passes()` may name besides irc's registered
+        ones (a plugin's own lowering), by pass name."""
+        return {}
 
     def cost(self, ops: Sequence[Operation]) -> float | None:
         """Optional estimate of running `ops` as one region (lower is better); None: no

@@ -33,6 +33,9 @@ def write_atomically(path: str, write: Callable[[IO[bytes]], None], what: str = 
     except OSError as exc:
         raise ToolError(f"could not write {what} to '{path}': {exc.strerror}") from None
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp_path, 0o666 & ~umask)  # mkstemp makes it 0600; outputs are ordinary files
         with os.fdopen(fd, "wb") as stream:
             write(stream)
         os.replace(temp_path, path)

@@ -1,8 +1,14 @@
-"""`irc-run`: run an IR file on the reference target and summarise (or save) its outputs.
+"""`irc-run`: run an IR file or a model and summarise (or save) its outputs.
 
 ```
-irc-run FILE.mlir [--entry main] [--inputs in.npz] [--outputs out.npz] [--seed N] [--check]
+irc-run FILE.mlir|MODEL [--entry main] [--inputs in.npz] [--outputs out.npz] [--seed N] [--check]
+        [--targets t1,t2] [--plugin module:attr]
 ```
+
+Without `--targets` everything runs on the reference target (a compiled module's dispatches
+on their executables' targets). With `--targets`, the module is first compiled with the
+default pipeline for those targets (`irc.compile`: partition, outline, lower); `--plugin`
+loads target plugins (as `IRC_PLUGINS` does).
 
 Inputs and outputs are `.npz` archives keyed by the function's input/output names
 (`irc.input_names` / `irc.output_names`, else `arg0..` / `result0..`). Without `--inputs`
@@ -42,7 +48,7 @@ if TYPE_CHECKING:
     from irc.diagnostics import Diagnostic
     from irc.runtime import Program, TensorSpec
 
-__all__ = ["ToolError", "main", "random_inputs", "summarize"]
+__all__ = ["ToolError", "main", "random_inputs", "report_diagnostic", "summarize"]
 
 _TOOL = "irc-run"
 _PREVIEW = 8
@@ -78,6 +84,9 @@ def _make_parser() -> argparse.ArgumentParser:
         help="check every kernel's results (count, dtype, shape) against its op's types",
     )
     add_model_options(parser)
+    from irc.tools.irc_compile import add_target_options
+
+    add_target_options(parser, required=False)
     return parser
 
 
@@ -193,12 +202,16 @@ def _print_error(message: str) -> None:
 
 
 def _report(diagnostic: Diagnostic, filename: str, source: str) -> None:
+    report_diagnostic(_TOOL, diagnostic, filename, source)
+
+
+def report_diagnostic(tool: str, diagnostic: Diagnostic, filename: str, source: str) -> None:
     """A located diagnostic with its source line and a caret (as irc-opt prints them);
-    an unlocated one as `irc-run: error: ...`."""
+    an unlocated one as `<tool>: error: <filename>: ...`."""
     from irc.diagnostics import format_with_source
 
     if diagnostic.location is None:
-        _print_error(f"{filename}: {diagnostic.message}")
+        print_tool_error(tool, f"{filename}: {diagnostic.message}")
         return
     sys.stderr.write(format_with_source(diagnostic, filename, source.splitlines()) + "\n")
 
@@ -212,9 +225,13 @@ def _run(args: argparse.Namespace) -> int:
 
     from irc.context import make_context
     from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
-    from irc.pipelines import prepare_for_reference
+    from irc.pipelines import lower_host
     from irc.runtime import ExecutorError, InputError, compile_function
+    from irc.targets import TargetError
+    from irc.tools.irc_compile import load_plugins, parse_targets
 
+    targets = None if args.targets is None else parse_targets(args.targets)
+    load_plugins(args.plugin, targets or ())
     filename: str = args.input_file
     given = _load_inputs(args.inputs) if args.inputs is not None else None
     if is_model_file(filename):
@@ -236,8 +253,13 @@ def _run(args: argparse.Namespace) -> int:
         if module is None:
             module = parse_with_locations(make_context(), data, filename)
             verify_module(module)
-        prepare_for_reference(module)
-        program = compile_function(module, args.entry, check=args.check)
+        if targets is None:
+            lower_host(module)  # the reference preparation, executables left as they are
+            program = compile_function(module, args.entry, check=args.check)
+        else:
+            from irc.compiler import compile as compile_model
+
+            program = compile_model(module, targets, entry=args.entry, check=args.check).program
         inputs = given if given is not None else random_inputs(program, args.seed)
         try:
             outputs = program.run(inputs)
@@ -250,6 +272,8 @@ def _run(args: argparse.Namespace) -> int:
     except ExecutorError as exc:
         _report(exc.diagnostic, filename, source)
         return 1
+    except TargetError as exc:  # an executable of a target that is not registered
+        raise ToolError(str(exc)) from None
 
     if args.outputs is not None:
         _write_outputs(args.outputs, outputs)

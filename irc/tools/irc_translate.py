@@ -3,12 +3,14 @@
 ```
 irc-translate --import-tflite MODEL.tflite [-o OUT.mlir] [--bind N=V] [--input-shape N=DIMS]
 irc-translate --import-onnx MODEL.onnx [-o OUT.mlir] [--generic]
+irc-translate --emit-c FILE.mlir [-o OUT.c]
 ```
 
-Importing prints the `nn` module of the model (weights as `dense<"0x...">` hex). The output
-file is written atomically; a model that cannot be imported ends with one clear message on
-stderr, exit status 1, no traceback and no output file. (Kernel emission, `--emit-opencl` and
-`--emit-c`, comes with the code-generating targets.)
+Importing prints the `nn` module of the model (weights as `dense<"0x...">` hex). `--emit-c`
+prints the C translation units of an IR file's `cpu` executables (running `lower-cpu` on
+those not lowered yet), one after the other under a comment naming each executable. The
+output file is written atomically; a model that cannot be imported or IR that cannot be
+lowered ends with one clear message on stderr, exit status 1, no traceback and no output file.
 """
 
 from __future__ import annotations
@@ -36,15 +38,70 @@ def _make_parser() -> argparse.ArgumentParser:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--import-tflite", action="store_true", help="import a .tflite model")
     mode.add_argument("--import-onnx", action="store_true", help="import an .onnx model")
-    parser.add_argument("input_file", metavar="MODEL", help="the model file")
+    mode.add_argument(
+        "--emit-c", action="store_true", help="print the C of an IR file's cpu executables"
+    )
+    parser.add_argument("input_file", metavar="MODEL", help="the model file (IR for --emit-c)")
     parser.add_argument("-o", "--output", metavar="OUT.mlir", help="write the IR here")
     parser.add_argument("--generic", action="store_true", help="print ops in MLIR's generic form")
     add_model_options(parser)
     return parser
 
 
+def _emit_c(args: argparse.Namespace) -> int:
+    """Print the generated C of every cpu executable of an IR file."""
+    import re
+
+    from xdsl.parser import ParseError
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from irc.context import make_context
+    from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
+    from irc.dialects import cpu, delegate
+    from irc.targets.cpu.lower import TARGET, LowerCpuPass
+    from irc.tools.irc_run import report_diagnostic
+
+    path: str = args.input_file
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as exc:
+        raise ToolError(f"could not open input file '{path}': {exc.strerror}") from None
+    module = None
+    try:
+        ctx = make_context()
+        module = parse_with_locations(ctx, data, path)
+        verify_module(module)
+        LowerCpuPass().apply(ctx, module)
+    except (ParseError, DiagnosticException) as exc:
+        diagnostic = diagnostic_from_exception(exc, fallback_op=module)
+        report_diagnostic(_TOOL, diagnostic, path, data.decode("utf-8", "replace"))
+        return 1
+    pieces = []
+    for op in module.walk():
+        if not isinstance(op, delegate.ExecutableOp) or op.target.data != TARGET:
+            continue
+        for inner in op.body.block.ops:
+            if isinstance(inner, cpu.CModuleOp):
+                # Symbol names may come from a model: only plain characters reach the comment.
+                name = re.sub(r"[^A-Za-z0-9_.$-]", "_", op.sym_name.data)[:80]
+                pieces.append(f"/* ---- executable @{name} ---- */\n{inner.source.data}")
+    if not pieces:
+        raise ToolError(f"{path}: no cpu executables (partition and outline for target cpu first)")
+    text = "\n".join(pieces)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        data = text.encode()
+        write_atomically(args.output, lambda stream: stream.write(data), "the C source")
+    return 0
+
+
 def _translate(args: argparse.Namespace) -> int:
     from irc.printing import Printer
+
+    if args.emit_c:
+        return _emit_c(args)
 
     from irc.importers import ModelImportError, detect_format, import_model
 

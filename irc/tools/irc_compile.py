@@ -1,0 +1,209 @@
+"""`irc-compile`: compile a model ahead of time for a list of targets.
+
+```
+irc-compile MODEL --targets t1,t2 [-o OUT.mlir] [--plugin module:attr] [--report PATH]
+            [--entry main] [--min-ops N] [--bind NAME=VALUE] [--input-shape NAME=DIMS]
+```
+
+MODEL is a `.tflite` / `.onnx` model or an IR file. It goes through `irc.compile` (the
+default pipeline: canonicalize, partition, convert-layout, insert-qdq, outline-delegates, each
+target's lowering on its executables, the reference preparation of the host functions) and
+the host program is prepared once, so every executable is known to load on its target.
+
+With `-o`, the compiled module is written there (atomically: nothing on error) and the
+partition summary goes to stdout; without `-o` the module goes to stdout and the summary to
+stderr. `irc.load(OUT.mlir)` / `irc-run OUT.mlir` run the result without the original model.
+`--report PATH` writes the partition's JSON report. `--plugin module:attr` (repeatable, like
+`IRC_PLUGINS`) loads targets that are not installed.
+
+Errors (an unknown target, a plugin that does not load, a bad model or IR, a pass failure)
+end with one message on stderr, located in the IR where possible, exit status 1 and no
+traceback; usage errors exit with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from irc.tools.common import (
+    ToolError,
+    add_model_options,
+    is_model_file,
+    parse_bindings,
+    parse_input_shapes,
+    print_tool_error,
+    write_atomically,
+)
+
+__all__ = ["add_target_options", "load_plugins", "main", "parse_targets"]
+
+_TOOL = "irc-compile"
+
+
+# ---- Options shared with irc-run ----------------------------------------------------------------
+
+
+def add_target_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    """`--targets t1,t2` and `--plugin module:attr` (repeatable)."""
+    parser.add_argument(
+        "--targets",
+        metavar="T1,T2",
+        required=required,
+        help="targets in priority order, e.g. opencl,reference"
+        + ("" if required else " (default: run everything on the reference target)"),
+    )
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE:ATTR",
+        help="load a target plugin (a Target class, instance or factory); repeatable",
+    )
+
+
+def parse_targets(text: str) -> list[str]:
+    """`--targets a,b` as a list; ToolError when it names no target."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise ToolError(f"bad --targets '{text}': expected target names, e.g. opencl,reference")
+    return names
+
+
+def load_plugins(specs: Sequence[str] | None, targets: Sequence[str]) -> None:
+    """Load `--plugin`s, then check that every target is known (ToolError otherwise)."""
+    from irc.targets import TargetError, get_target, load_plugin
+
+    try:
+        for spec in specs or ():
+            load_plugin(spec)
+        for name in targets:
+            get_target(name)
+    except TargetError as exc:
+        raise ToolError(str(exc)) from None
+
+
+# ---- Driver -------------------------------------------------------------------------------------
+
+
+def _make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=_TOOL,
+        description="Compile a model for a list of targets: partition, outline, lower.",
+    )
+    parser.add_argument(
+        "input_file", metavar="MODEL", help="a model (.tflite, .onnx) or an IR file (.mlir)"
+    )
+    add_target_options(parser, required=True)
+    parser.add_argument("-o", "--output", metavar="OUT.mlir", help="write the compiled module")
+    parser.add_argument(
+        "--report", metavar="PATH", help="write the partition report (JSON) to PATH"
+    )
+    parser.add_argument(
+        "--entry", default="main", help="the function to prepare (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--min-ops",
+        type=int,
+        metavar="N",
+        help="regions with fewer ops stay on the next target or the host (default: 2)",
+    )
+    add_model_options(parser)
+    return parser
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from xdsl.parser import ParseError
+    from xdsl.utils.exceptions import DiagnosticException
+
+    import irc
+    from irc.diagnostics import diagnostic_from_exception
+    from irc.importers import ModelImportError
+    from irc.printing import print_ir
+    from irc.runtime import ExecutorError
+    from irc.targets import TargetError
+    from irc.tools.irc_run import report_diagnostic
+
+    targets = parse_targets(args.targets)
+    load_plugins(args.plugin, targets)
+    filename: str = args.input_file
+    source = ""
+    if is_model_file(filename):
+        model: object = filename
+        if not os.path.exists(filename):
+            raise ToolError(f"could not open input file '{filename}': No such file or directory")
+    else:
+        try:
+            with open(filename, "rb") as stream:
+                data = stream.read()
+        except OSError as exc:
+            raise ToolError(f"could not open input file '{filename}': {exc.strerror}") from None
+        source = data.decode("utf-8", "replace")
+        model = None
+
+    options: dict[str, object] = {}
+    if args.report is not None:
+        options["report"] = args.report
+    if args.min_ops is not None:
+        options["min_ops"] = args.min_ops
+    module = None
+    try:
+        if model is None:
+            module = irc.parse_module(data, filename=filename)
+            model = module
+        compiled = irc.compile(
+            model,  # type: ignore[arg-type]
+            targets,
+            entry=args.entry,
+            input_shapes=parse_input_shapes(args.input_shape),
+            bind=parse_bindings(args.bind),
+            **options,
+        )
+    except (ModelImportError, TargetError) as exc:
+        raise ToolError(str(exc)) from None
+    except (ParseError, DiagnosticException) as exc:
+        report_diagnostic(
+            _TOOL, diagnostic_from_exception(exc, fallback_op=module), filename, source
+        )
+        return 1
+    except ExecutorError as exc:
+        report_diagnostic(_TOOL, exc.diagnostic, filename, source)
+        return 1
+    except ValueError as exc:  # a bad option value
+        raise ToolError(str(exc)) from None
+
+    text = print_ir(compiled.module) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+        sys.stderr.write(compiled.summary + "\n")
+    else:
+        data_out = text.encode()
+        write_atomically(args.output, lambda stream: stream.write(data_out), "the module")
+        sys.stdout.write(compiled.summary + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `irc-compile`; returns the exit status (0, 1, or 2 for usage)."""
+    parser = _make_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) and usage errors (2)
+        return exc.code if isinstance(exc.code, int) else 0
+    try:
+        return _compile(args)
+    except ToolError as exc:
+        print_tool_error(_TOOL, str(exc))
+        return 1
+    except Exception as exc:  # a bug in irc, not in the input: still no traceback
+        if os.environ.get("IRC_DEBUG"):
+            raise
+        print_tool_error(
+            _TOOL, f"internal error: {type(exc).__name__}: {exc} (set IRC_DEBUG=1 for a traceback)"
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
