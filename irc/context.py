@@ -62,6 +62,11 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Delegate
 
+    def get_cpu() -> Dialect:
+        from irc.dialects.cpu import CPU
+
+        return CPU
+
     return {
         "builtin": get_builtin,
         "func": get_func,
@@ -72,6 +77,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         "nn": get_nn,
         "quant": get_quant,
         "delegate": get_delegate,
+        "cpu": get_cpu,
     }
 
 
@@ -123,6 +129,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return OutlineDelegatesPass
 
+    def get_lower_cpu() -> type[ModulePass]:
+        from irc.targets.cpu.lower import LowerCpuPass
+
+        return LowerCpuPass
+
     return {
         "canonicalize": get_canonicalize,
         "infer-shapes": get_infer_shapes,
@@ -133,6 +144,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fold-qdq": get_fold_qdq,
         "partition": get_partition,
         "outline-delegates": get_outline_delegates,
+        "lower-cpu": get_lower_cpu,
     }
 
 

@@ -1,0 +1,1054 @@
+"""C code generation of the CPU target: one C function per entry of a `delegate.executable`.
+
+`generate_function(func, c_name, constants)` turns an entry (a `func.func` of `nn` ops on
+static float32 tensors) into one C function that runs all of its ops:
+
+    void irc_fn_0(const float *in0, ..., float *out0, ..., const void *const *consts,
+                  float *ws);
+
+* **Buffer plan.** Arguments are read in place and results written in place: the op that
+  produces a returned value writes straight into the caller's output buffer. Every other
+  intermediate tensor, and the scratch an op needs (a zero-padded input, a filter packed at
+  run time), gets an offset in one workspace arena: first-fit over live ranges, 64-byte
+  aligned, so buffers are reused as soon as their last reader ran. Reshapes are free (the
+  result shares its input's buffer).
+* **Constants.** `nn.constant` values are passed in the constants table `consts`, which the
+  runtime builds once at load time; filters are packed at compile time into the layout
+  their kernel reads (`packing`), so the table holds them packed. A constant operand of an
+  elementwise op whose elements are all equal becomes a literal instead.
+* **Kernels.** Heavy ops call the kernel library (`csrc`: convolution as a register-blocked
+  implicit GEMM, depthwise, pooling, softmax, resize); elementwise ops, reductions and data
+  movement become loop nests with literal bounds, their dimensions collapsed where the data
+  is contiguous so that the innermost loop is long and gcc vectorises it.
+
+No text from the model reaches the source: C names are generated (`in0`, `out1`, `K[3]`,
+`irc_fn_0`) and comments hold only op names of the dialect and shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Operation, SSAValue
+
+from irc.dialects import nn
+from irc.dialects.nn.base import ints_of
+from irc.targets.cpu import csrc, packing
+from irc.targets.cpu.support import BINARY_OPS, check_op
+
+ALIGN_FLOATS = 16
+"""Workspace allocations start on 64-byte boundaries."""
+
+Lines = list[str]
+
+
+class LoweringError(Exception):
+    """An op the CPU code generator cannot lower (with the op, for a located diagnostic)."""
+
+    def __init__(self, op: Operation | None, message: str):
+        super().__init__(message)
+        self.op = op
+        self.message = message
+
+
+# ---- Small helpers ------------------------------------------------------------------------------
+
+
+def shape(value: SSAValue) -> tuple[int, ...]:
+    type_ = value.type
+    assert isinstance(type_, TensorType)
+    return tuple(type_.get_shape())
+
+
+def numel(dims: Sequence[int]) -> int:
+    return math.prod(dims)
+
+
+def c_float(value: float) -> str:
+    """A C float literal for `value` rounded to float32 (exact: 9 significant digits)."""
+    f = np.float32(value)
+    if np.isnan(f):
+        return "NAN"
+    if np.isinf(f):
+        return "INFINITY" if f > 0 else "(-INFINITY)"
+    text = f"{float(f):.9g}"
+    if not any(ch in text for ch in ".e"):
+        text += ".0"
+    text += "f"
+    return f"({text})" if text.startswith("-") else text
+
+
+def c_call(function: str, *args: object) -> str:
+    """`function(a, b, ...);` with every argument formatted by `str`."""
+    return f"{function}({', '.join(map(str, args))});"
+
+
+def contiguous_strides(dims: Sequence[int]) -> list[int]:
+    strides = [1] * len(dims)
+    for d in range(len(dims) - 2, -1, -1):
+        strides[d] = strides[d + 1] * dims[d + 1]
+    return strides
+
+
+def broadcast_strides(dims: Sequence[int], out: Sequence[int]) -> list[int]:
+    """Strides of a tensor of shape `dims` read at the indices of its broadcast `out` shape."""
+    own = contiguous_strides(dims)
+    offset = len(out) - len(dims)
+    return [0 if d < offset or dims[d - offset] == 1 else own[d - offset] for d in range(len(out))]
+
+
+def collapse(
+    dims: Sequence[int], strides: Sequence[Sequence[int]]
+) -> tuple[list[int], list[list[int]]]:
+    """Drop unit dimensions and merge neighbours that every array walks contiguously."""
+    keep = [d for d in range(len(dims)) if dims[d] != 1]
+    out_dims: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for d in reversed(keep):
+        if out_dims and all(s[d] == st[0] * out_dims[0] for s, st in zip(strides, out_strides)):
+            out_dims[0] *= dims[d]
+            continue
+        out_dims.insert(0, dims[d])
+        for s, st in zip(strides, out_strides):
+            st.insert(0, s[d])
+    return out_dims, out_strides
+
+
+def index_expr(offset: int, strides: Sequence[int]) -> str:
+    terms = []
+    for k, s in enumerate(strides):
+        if s == 1:
+            terms.append(f"i{k}")
+        elif s != 0:
+            terms.append(f"i{k} * {s}")
+    if offset or not terms:
+        terms.append(str(offset))
+    return " + ".join(terms)
+
+
+def loop_nest(
+    dims: Sequence[int],
+    arrays: Sequence[tuple[int, Sequence[int]]],
+    body: Callable[[list[str]], Lines],
+) -> Lines:
+    """Nested loops over `dims`; `body` gets one index expression per (offset, strides)."""
+    if numel(dims) == 0:
+        return []
+    lines: Lines = [
+        "  " * k + f"for (long i{k} = 0; i{k} < {d}; ++i{k})" for k, d in enumerate(dims)
+    ]
+    indent = "  " * len(dims)
+    inner = body([index_expr(offset, st) for offset, st in arrays])
+    if len(inner) == 1 or not lines:
+        lines.extend(indent + line for line in inner)
+    else:
+        lines[-1] += " {"
+        lines.extend(indent + line for line in inner)
+        lines.append("  " * (len(dims) - 1) + "}")
+    return lines
+
+
+def block(comment: str, decls: Lines, body: Lines) -> Lines:
+    """A `{ ... }` statement block with a comment line (comments never contain model text)."""
+    return [f"/* {comment} */", "{", *("  " + d for d in decls), *("  " + b for b in body), "}"]
+
+
+def describe(op: Operation) -> str:
+    """`nn.add 1x8x8x4, 4 -> 1x8x8x4`: the op's dialect name and its shapes only."""
+
+    def fmt(v: SSAValue) -> str:
+        dims = shape(v)
+        return "x".join(map(str, dims)) if dims else "scalar"
+
+    ins = ", ".join(fmt(v) for v in op.operands)
+    outs = ", ".join(fmt(v) for v in op.results)
+    return f"{op.name} {ins} -> {outs}" if ins else f"{op.name} -> {outs}"
+
+
+def transpose_lines(src: str, dst: str, dims: Sequence[int], perm: Sequence[int]) -> Lines:
+    """dst = transpose(src of shape `dims`, perm) as a collapsed loop nest."""
+    out_dims = [dims[p] for p in perm]
+    in_strides = contiguous_strides(dims)
+    cdims, (so, si) = collapse(
+        out_dims, [contiguous_strides(out_dims), [in_strides[p] for p in perm]]
+    )
+    return loop_nest(cdims, [(0, so), (0, si)], lambda ix: [f"{dst}[{ix[0]}] = {src}[{ix[1]}];"])
+
+
+# ---- Constants ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ConstantTable:
+    """The constants of one `cpu.module`: (packing, float32 array), indexed from 0."""
+
+    entries: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    _index: dict[tuple[SSAValue, str], int] = field(default_factory=dict)
+
+    def add(self, key: SSAValue, packing_name: str, make: Callable[[], np.ndarray]) -> int:
+        """The index of `key`'s constant packed as `packing_name` (packed once)."""
+        ident = (key, packing_name)
+        if ident not in self._index:
+            self._index[ident] = len(self.entries)
+            self.entries.append((packing_name, np.ascontiguousarray(make(), dtype=np.float32)))
+        return self._index[ident]
+
+
+# ---- Per-op lowering ----------------------------------------------------------------------------
+
+
+@dataclass
+class Storage:
+    """Where a value lives during one call: an argument, a result, a constant or the arena."""
+
+    kind: str
+    """"in", "out", "const" or "ws"."""
+    index: int
+    """Argument/result/constant index, or the arena offset in floats."""
+
+    def expr(self) -> str:
+        match self.kind:
+            case "in":
+                return f"in{self.index}"
+            case "out":
+                return f"out{self.index}"
+            case "const":
+                return f"K[{self.index}]"
+        return f"(ws + {self.index})"
+
+
+@dataclass
+class Lowered:
+    """How one op runs: scratch it needs, how to emit it, and whether it is a free alias."""
+
+    emit: Callable[[Emitter, list[str], list[str]], Lines]
+    """(emitter, result pointers, scratch pointers) -> C statements."""
+    temps: list[int] = field(default_factory=list)
+    """Scratch buffers (floats) the op needs while it runs."""
+    snippets: tuple[str, ...] = ()
+    """Kernel-library snippets the emitted code calls."""
+    alias: bool = False
+    """The (single) result shares operand 0's buffer: nothing to run."""
+
+
+class Emitter:
+    """What emitters may ask at emission time: pointers to values and packed constants."""
+
+    def __init__(self, codegen: FunctionCodegen):
+        self._codegen = codegen
+
+    def ptr(self, value: SSAValue) -> str:
+        return self._codegen.pointer(value)
+
+    def packed(
+        self, value: SSAValue, packing_name: str, make: Callable[[np.ndarray], np.ndarray]
+    ) -> str:
+        array = self._codegen.constant_array(value)
+        assert array is not None
+        index = self._codegen.constants.add(value, packing_name, lambda: make(array))
+        return f"K[{index}]"
+
+
+def _activation_code(op: Operation) -> int:
+    attr = op.properties.get("activation")
+    name = "none" if attr is None else attr.data  # type: ignore[attr-defined]
+    if name not in csrc.ACTIVATION_CODES:
+        raise LoweringError(op, f"activation '{name}' is not supported")
+    return csrc.ACTIVATION_CODES[name]
+
+
+def _wrap_activation(expr: str, code: int) -> str:
+    return expr if code == 0 else f"irc_act({expr}, {code})"
+
+
+class OpLowering:
+    """Lowering rules by op class; `lower(op)` returns a `Lowered`."""
+
+    def __init__(self, codegen: FunctionCodegen):
+        self.codegen = codegen
+
+    def lower(self, op: Operation) -> Lowered:
+        support = check_op(op)
+        if not support:
+            raise LoweringError(op, support.reason.removeprefix("cpu: "))
+        if type(op) in BINARY_OPS:
+            return self.binary(op, BINARY_OPS[type(op)])  # type: ignore[arg-type]
+        method = getattr(self, "lower_" + op.name.removeprefix("nn."), None)
+        if method is not None:
+            return method(op)
+        return self.unary(op)
+
+    # ---- Elementwise ----
+
+    def binary(self, op: nn.ElementwiseBinaryOp, expr: str) -> Lowered:
+        out = shape(op.output)
+        # A splat constant operand (one value, any shape) is a literal, not an array.
+        splats = [self.codegen.constant_splat(v) for v in (op.lhs, op.rhs)]
+        dims, (so, sa, sb) = collapse(
+            out,
+            [
+                contiguous_strides(out),
+                broadcast_strides(() if splats[0] is not None else shape(op.lhs), out),
+                broadcast_strides(() if splats[1] is not None else shape(op.rhs), out),
+            ],
+        )
+        act = _activation_code(op)
+        full = _wrap_activation(f"({expr})", act)
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [f"float *restrict po = {res[0]};"]
+            loads = []
+            for name, value, splat, index in (
+                ("a", op.lhs, splats[0], 1),
+                ("b", op.rhs, splats[1], 2),
+            ):
+                if splat is not None:
+                    decls.insert(0, f"const float {name} = {c_float(splat)};")
+                else:
+                    decls.insert(0, f"const float *restrict p{name} = {em.ptr(value)};")
+                    loads.append((name, index))
+
+            def body_of(ix: list[str]) -> Lines:
+                lines = [f"const float {n} = p{n}[{ix[i]}];" for n, i in loads]
+                return [*lines, f"po[{ix[0]}] = {full};"]
+
+            body = loop_nest(dims, [(0, so), (0, sa), (0, sb)], body_of)
+            return block(describe(op), decls, body)
+
+        return Lowered(emit, snippets=("common",))
+
+    def unary_expr(self, op: Operation) -> str:
+        x = "x"
+        match op:
+            case nn.ReluOp():
+                return "x < 0.0f ? 0.0f : x"
+            case nn.Relu6Op():
+                return "irc_clampf(x, 0.0f, 6.0f)"
+            case nn.ClipOp():
+                expr = x
+                if op.min is not None:
+                    low = c_float(op.min.value.data)
+                    expr = f"irc_maxf({expr}, {low})"
+                if op.max is not None:
+                    high = c_float(op.max.value.data)
+                    expr = f"irc_minf({expr}, {high})"
+                return expr
+            case nn.SigmoidOp():
+                return "1.0f / (1.0f + expf(-x))"
+            case nn.TanhOp():
+                return "tanhf(x)"
+            case nn.HardSwishOp():
+                return "x * irc_clampf(x + 3.0f, 0.0f, 6.0f) / 6.0f"
+            case nn.LeakyReluOp():
+                return f"x >= 0.0f ? x : x * {c_float(op.alpha.value.data)}"
+            case nn.HardSigmoidOp():
+                alpha, beta = c_float(op.alpha.value.data), c_float(op.beta.value.data)
+                return f"irc_clampf(x * {alpha} + {beta}, 0.0f, 1.0f)"
+            case nn.ExpOp():
+                return "expf(x)"
+            case nn.LogOp():
+                return "logf(x)"
+            case nn.SqrtOp():
+                return "sqrtf(x)"
+            case nn.RsqrtOp():
+                return "1.0f / sqrtf(x)"
+            case nn.AbsOp():
+                return "fabsf(x)"
+            case nn.NegOp():
+                return "-x"
+            case nn.ErfOp():
+                return "erff(x)"
+            case nn.GeluOp() if op.approximate.data == "tanh":
+                k0, k1 = c_float(math.sqrt(2 / math.pi)), c_float(0.044715)
+                return f"0.5f * x * (1.0f + tanhf({k0} * (x + {k1} * x * x * x)))"
+            case nn.GeluOp():
+                return f"0.5f * x * (1.0f + erff(x * {c_float(1 / math.sqrt(2))}))"
+        raise LoweringError(op, f"no kernel for '{op.name}'")
+
+    def unary(self, op: Operation) -> Lowered:
+        expr = self.unary_expr(op)
+        count = numel(shape(op.results[0]))
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"const float *restrict px = {em.ptr(op.operands[0])};",
+                f"float *restrict po = {res[0]};",
+            ]
+            body = loop_nest(
+                [count],
+                [(0, [1])],
+                lambda ix: [f"const float x = px[{ix[0]}];", f"po[{ix[0]}] = {expr};"],
+            )
+            return block(describe(op), decls, body)
+
+        return Lowered(emit, snippets=("common",))
+
+    # ---- Convolution and matrix products ----
+
+    def _bias(self, em: Emitter, bias: SSAValue | None) -> str:
+        """The bias pointer; NULL when there is none or it is a constant of zeros."""
+        if bias is None or self.codegen.constant_splat(bias) == 0.0:
+            return "NULL"
+        return em.ptr(bias)
+
+    def lower_conv2d(self, op: nn.Conv2DOp) -> Lowered:
+        props = op.all_properties()
+        layout = op.layout.data
+        groups = op.groups.value.data
+        strides = ints_of(props["strides"])  # type: ignore[arg-type]
+        dilations = ints_of(props["dilations"])  # type: ignore[arg-type]
+        pt, pl, pb, pr = ints_of(props["pads"])  # type: ignore[arg-type]
+        act = _activation_code(op)
+        x_shape, w_shape, y_shape = shape(op.input), shape(op.filter), shape(op.output)
+        if layout == "NCHW":
+            n, c, h, w = x_shape
+            oc, cg, kh, kw = w_shape
+            _, _, oh, ow = y_shape
+        else:
+            n, h, w, c = x_shape
+            oc, kh, kw, cg = w_shape
+            _, oh, ow, _ = y_shape
+        ocg = oc // groups
+        hp, wp = h + pt + pb, w + pl + pr
+        depthwise = groups > 1 and groups == c and oc == c
+        pointwise = kh == kw == 1 and tuple(strides) == (1, 1) and not (pt or pl or pb or pr)
+        nv = packing.vectors_per_block(ocg)
+        filter_const = self.codegen.constant_array(op.filter) is not None
+
+        temps: list[int] = []
+        slots: dict[str, int] = {}
+
+        def temp(name: str, size: int) -> None:
+            slots[name] = len(temps)
+            temps.append(size)
+
+        if layout == "NCHW":
+            temp("x_nhwc", numel(x_shape))
+            temp("y_nhwc", numel(y_shape))
+            if not filter_const:
+                temp("w_ohwi", numel(w_shape))
+        if (pt or pl or pb or pr) and not depthwise:  # depthwise pads implicitly
+            temp("padded", n * hp * wp * c)
+        if not filter_const:
+            temp(
+                "w_packed",
+                kh * kw * c
+                if depthwise
+                else packing.packed_filter_size(oc, kh, kw, cg, groups, nv),
+            )
+
+        def ohwi(array: np.ndarray) -> np.ndarray:
+            return array.transpose(0, 2, 3, 1) if layout == "NCHW" else array
+
+        def emit(em: Emitter, res: list[str], tmp: list[str]) -> Lines:
+            body: Lines = []
+            x, y = em.ptr(op.input), res[0]
+            if layout == "NCHW":
+                body += transpose_lines(x, tmp[slots["x_nhwc"]], x_shape, (0, 2, 3, 1))
+                x, y = tmp[slots["x_nhwc"]], tmp[slots["y_nhwc"]]
+            if "padded" in slots:
+                body.append(
+                    c_call("irc_pad_nhwc", tmp[slots["padded"]], x, n, h, w, c, pt, pl, pb, pr)
+                )
+                x = tmp[slots["padded"]]
+            if filter_const:
+                if depthwise:
+                    wk = em.packed(
+                        op.filter,
+                        "depthwise_filter [KH][KW][C]",
+                        lambda a: packing.pack_depthwise(ohwi(a)),
+                    )
+                else:
+                    wk = em.packed(
+                        op.filter,
+                        f"conv2d_filter [G][OCg/{16 * nv}][KH][KW][Cg][{16 * nv}]",
+                        lambda a: packing.pack_filter(ohwi(a), groups, nv),
+                    )
+            else:
+                src = em.ptr(op.filter)
+                if layout == "NCHW":
+                    body += transpose_lines(src, tmp[slots["w_ohwi"]], w_shape, (0, 2, 3, 1))
+                    src = tmp[slots["w_ohwi"]]
+                wk = tmp[slots["w_packed"]]
+                if depthwise:
+                    body += transpose_lines(src, wk, (c, kh, kw), (1, 2, 0))
+                else:
+                    body.append(
+                        c_call("irc_pack_filter", wk, src, groups, ocg, kh, kw, cg, 16 * nv)
+                    )
+            bias = self._bias(em, op.bias)
+            sh, sw = strides
+            dh, dw = dilations
+            if depthwise:
+                body.append(
+                    c_call(
+                        "irc_depthwise",
+                        *(x, n, h, w, c, wk, bias, y, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, act),
+                    )
+                )
+            elif pointwise:
+                m = n * h * w
+                geometry = (1, 1, m, c, wk, bias, y, 1, m, oc, 1, 1, 1, 1, 1, 1)
+                body.append(c_call("irc_conv2d", nv, x, *geometry, groups, cg, ocg, act))
+            else:
+                geometry = (n, hp, wp, c, wk, bias, y, oh, ow, oc, kh, kw, sh, sw, dh, dw)
+                body.append(c_call("irc_conv2d", nv, x, *geometry, groups, cg, ocg, act))
+            if layout == "NCHW":
+                body += transpose_lines(y, res[0], (n, oh, ow, oc), (0, 3, 1, 2))
+            return block(describe(op), [], body)
+
+        snippets = ["depthwise" if depthwise else "conv2d"]
+        if "padded" in slots:
+            snippets.append("pad_nhwc")
+        if not filter_const and not depthwise:
+            snippets.append("pack_filter")
+        return Lowered(emit, temps, tuple(snippets))
+
+    def lower_fully_connected(self, op: nn.FullyConnectedOp) -> Lowered:
+        x_shape, (oc, k) = shape(op.input), shape(op.weights)
+        m = numel(x_shape[:-1])
+        nv = packing.vectors_per_block(oc)
+        weights_const = self.codegen.constant_array(op.weights) is not None
+        act = _activation_code(op)
+        temps = [] if weights_const else [packing.packed_filter_size(oc, 1, 1, k, 1, nv)]
+
+        def emit(em: Emitter, res: list[str], tmp: list[str]) -> Lines:
+            body: Lines = []
+            if weights_const:
+                wk = em.packed(
+                    op.weights,
+                    f"conv2d_filter [1][N/{16 * nv}][1][1][K][{16 * nv}]",
+                    lambda a: packing.pack_filter(a.reshape(oc, 1, 1, k), 1, nv),
+                )
+            else:
+                wk = tmp[0]
+                body.append(
+                    c_call("irc_pack_filter", wk, em.ptr(op.weights), 1, oc, 1, 1, k, 16 * nv)
+                )
+            bias = self._bias(em, op.bias)
+            if m:
+                geometry = (1, 1, m, k, wk, bias, res[0], 1, m, oc, 1, 1, 1, 1, 1, 1)
+                body.append(c_call("irc_conv2d", nv, em.ptr(op.input), *geometry, 1, k, oc, act))
+            return block(describe(op), [], body)
+
+        snippets = ("conv2d",) if weights_const else ("conv2d", "pack_filter")
+        return Lowered(emit, temps, snippets)
+
+    # ---- Pooling ----
+
+    def _pool(self, op: nn.MaxPool2DOp | nn.AvgPool2DOp, is_max: bool) -> Lowered:
+        props = op.all_properties()
+        layout = op.layout.data
+        kh, kw = ints_of(props["kernel"])  # type: ignore[arg-type]
+        sh, sw = ints_of(props["strides"])  # type: ignore[arg-type]
+        dh, dw = ints_of(props["dilations"])  # type: ignore[arg-type]
+        pt, pl, _, _ = ints_of(props["pads"])  # type: ignore[arg-type]
+        include_pad = 0 if is_max else int(bool(op.count_include_pad.value.data))  # type: ignore[union-attr]
+        act = _activation_code(op)
+        x_shape, y_shape = shape(op.input), shape(op.output)
+        nchw = layout == "NCHW"
+        if nchw:
+            n, c, h, w = x_shape
+            _, _, oh, ow = y_shape
+        else:
+            n, h, w, c = x_shape
+            _, oh, ow, _ = y_shape
+        temps = [numel(x_shape), numel(y_shape)] if nchw else []
+
+        def emit(em: Emitter, res: list[str], tmp: list[str]) -> Lines:
+            body: Lines = []
+            x, y = em.ptr(op.input), res[0]
+            if nchw:
+                body += transpose_lines(x, tmp[0], x_shape, (0, 2, 3, 1))
+                x, y = tmp[0], tmp[1]
+            window = (kh, kw, sh, sw, dh, dw, pt, pl)
+            body.append(
+                c_call(
+                    "irc_pool2d", int(is_max), x, n, h, w, c, y, oh, ow, *window, include_pad, act
+                )
+            )
+            if nchw:
+                body += transpose_lines(y, res[0], (n, oh, ow, c), (0, 3, 1, 2))
+            return block(describe(op), [], body)
+
+        return Lowered(emit, temps, ("pool2d",))
+
+    def lower_max_pool2d(self, op: nn.MaxPool2DOp) -> Lowered:
+        return self._pool(op, True)
+
+    def lower_avg_pool2d(self, op: nn.AvgPool2DOp) -> Lowered:
+        return self._pool(op, False)
+
+    # ---- Reductions and softmax ----
+
+    def lower_reduce(self, op: nn.ReduceOp) -> Lowered:
+        dims = shape(op.input)
+        rank = len(dims)
+        axes = {a % rank for a in ints_of(op.axes)}
+        kind = op.kind.data
+        kept = [d for d in range(rank) if d not in axes]
+        out_strides_kept = contiguous_strides([dims[d] for d in kept])
+        out_strides = [0] * rank
+        for d, s in zip(kept, out_strides_kept):
+            out_strides[d] = s
+        cdims, (sx, so) = collapse(dims, [contiguous_strides(dims), out_strides])
+        out_count = numel([dims[d] for d in kept])
+        count = numel([dims[d] for d in axes])
+        init = {
+            "sum": "0.0f",
+            "mean": "0.0f",
+            "prod": "1.0f",
+            "max": "(-INFINITY)",
+            "min": "INFINITY",
+        }[kind]
+        combine = {
+            "sum": "po[{o}] += px[{x}];",
+            "mean": "po[{o}] += px[{x}];",
+            "prod": "po[{o}] *= px[{x}];",
+            "max": "po[{o}] = irc_maxf(po[{o}], px[{x}]);",
+            "min": "po[{o}] = irc_minf(po[{o}], px[{x}]);",
+        }[kind]
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"const float *restrict px = {em.ptr(op.input)};",
+                f"float *restrict po = {res[0]};",
+            ]
+            body = loop_nest([out_count], [(0, [1])], lambda ix: [f"po[{ix[0]}] = {init};"])
+            body += loop_nest(
+                cdims, [(0, sx), (0, so)], lambda ix: [combine.format(x=ix[0], o=ix[1])]
+            )
+            if kind == "mean":
+                body += loop_nest(
+                    [out_count],
+                    [(0, [1])],
+                    lambda ix: [f"po[{ix[0]}] = po[{ix[0]}] / {c_float(count)};"],
+                )
+            return block(describe(op), decls, body)
+
+        return Lowered(emit, snippets=("common",))
+
+    def _softmax(self, op: nn.SoftmaxOp | nn.LogSoftmaxOp, is_log: bool) -> Lowered:
+        dims = shape(op.input)
+        axis = op.axis.value.data % len(dims)
+        outer, n, inner = numel(dims[:axis]), dims[axis], numel(dims[axis + 1 :])
+        beta = 1.0 if is_log else op.beta.value.data  # type: ignore[union-attr]
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            call = c_call(
+                "irc_softmax",
+                *(em.ptr(op.input), res[0], outer, n, inner),
+                *(c_float(beta), int(beta != 1.0), int(is_log)),
+            )
+            return block(describe(op), [], [call])
+
+        return Lowered(emit, snippets=("softmax",))
+
+    def lower_softmax(self, op: nn.SoftmaxOp) -> Lowered:
+        return self._softmax(op, False)
+
+    def lower_log_softmax(self, op: nn.LogSoftmaxOp) -> Lowered:
+        return self._softmax(op, True)
+
+    # ---- Data movement ----
+
+    def lower_reshape(self, op: nn.ReshapeOp) -> Lowered:
+        return Lowered(lambda em, res, tmp: [], alias=True)
+
+    def lower_transpose(self, op: nn.TransposeOp) -> Lowered:
+        dims, perm = shape(op.input), ints_of(op.perm)
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"const float *restrict px = {em.ptr(op.input)};",
+                f"float *restrict po = {res[0]};",
+            ]
+            return block(describe(op), decls, transpose_lines("px", "po", dims, perm))
+
+        return Lowered(emit)
+
+    def lower_broadcast_to(self, op: nn.BroadcastToOp) -> Lowered:
+        out = shape(op.output)
+        cdims, (so, sx) = collapse(
+            out, [contiguous_strides(out), broadcast_strides(shape(op.input), out)]
+        )
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"const float *restrict px = {em.ptr(op.input)};",
+                f"float *restrict po = {res[0]};",
+            ]
+            body = loop_nest(cdims, [(0, so), (0, sx)], lambda ix: [f"po[{ix[0]}] = px[{ix[1]}];"])
+            return block(describe(op), decls, body)
+
+        return Lowered(emit)
+
+    def lower_concat(self, op: nn.ConcatOp) -> Lowered:
+        out = shape(op.output)
+        axis = op.axis.value.data % len(out)
+        outer = numel(out[:axis])
+        out_inner = numel(out[axis:])
+        act = _activation_code(op)
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            body: Lines = []
+            offset = 0
+            for value in op.inputs:
+                inner = numel(shape(value)[axis:])
+                src = em.ptr(value)
+                if inner:
+                    body += _copy_rows(res[0], offset, out_inner, src, 0, inner, outer, inner)
+                offset += inner
+            if act:
+                body += loop_nest(
+                    [numel(out)],
+                    [(0, [1])],
+                    lambda ix: [f"{res[0]}[{ix[0]}] = irc_act({res[0]}[{ix[0]}], {act});"],
+                )
+            return block(describe(op), [], body)
+
+        return Lowered(emit, snippets=("common",))
+
+    def lower_split(self, op: nn.SplitOp) -> Lowered:
+        dims = shape(op.input)
+        axis = op.axis.value.data % len(dims)
+        outer = numel(dims[:axis])
+        in_inner = numel(dims[axis:])
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            body: Lines = []
+            offset = 0
+            src = em.ptr(op.input)
+            for value, dst in zip(op.outputs, res):
+                inner = numel(shape(value)[axis:])
+                if inner:
+                    body += _copy_rows(dst, 0, inner, src, offset, in_inner, outer, inner)
+                offset += inner
+            return block(describe(op), [], body)
+
+        return Lowered(emit)
+
+    def lower_slice(self, op: nn.SliceOp) -> Lowered:
+        dims, out = shape(op.input), shape(op.output)
+        begin, steps = ints_of(op.begin), ints_of(op.strides)
+        in_strides = contiguous_strides(dims)
+        base = sum(b * s for b, s in zip(begin, in_strides))
+        cdims, (so, sx) = collapse(
+            out, [contiguous_strides(out), [s * st for s, st in zip(in_strides, steps)]]
+        )
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"const float *restrict px = {em.ptr(op.input)};",
+                f"float *restrict po = {res[0]};",
+            ]
+            body = loop_nest(
+                cdims, [(0, so), (base, sx)], lambda ix: [f"po[{ix[0]}] = px[{ix[1]}];"]
+            )
+            return block(describe(op), decls, body)
+
+        return Lowered(emit)
+
+    def lower_pad(self, op: nn.PadOp) -> Lowered:
+        dims, out = shape(op.input), shape(op.output)
+        pads = ints_of(op.pads)
+        out_strides = contiguous_strides(out)
+        base = sum(pads[2 * d] * out_strides[d] for d in range(len(dims)))
+        cdims, (sx, so) = collapse(dims, [contiguous_strides(dims), out_strides])
+        value = c_float(op.value.value.data)
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"const float *restrict px = {em.ptr(op.input)};",
+                f"float *restrict po = {res[0]};",
+            ]
+            body = loop_nest([numel(out)], [(0, [1])], lambda ix: [f"po[{ix[0]}] = {value};"])
+            body += loop_nest(
+                cdims, [(0, sx), (base, so)], lambda ix: [f"po[{ix[1]}] = px[{ix[0]}];"]
+            )
+            return block(describe(op), decls, body)
+
+        return Lowered(emit)
+
+    def lower_resize(self, op: nn.ResizeOp) -> Lowered:
+        from irc.targets.cpu.resize_tables import resize_tables
+
+        layout = op.layout.data
+        x_shape, y_shape = shape(op.input), shape(op.output)
+        nchw = layout == "NCHW"
+        if nchw:
+            n, c, h, w = x_shape
+            _, _, oh, ow = y_shape
+        else:
+            n, h, w, c = x_shape
+            _, oh, ow, _ = y_shape
+        tables = resize_tables(op, h, w)
+        temps = [numel(x_shape), numel(y_shape)] if nchw else []
+
+        def ints(name: str, values: np.ndarray) -> str:
+            return f"static const int {name}[] = {{{', '.join(str(int(v)) for v in values)}}};"
+
+        def floats(name: str, values: np.ndarray) -> str:
+            return f"static const float {name}[] = {{{', '.join(c_float(v) for v in values)}}};"
+
+        def emit(em: Emitter, res: list[str], tmp: list[str]) -> Lines:
+            body: Lines = []
+            x, y = em.ptr(op.input), res[0]
+            if nchw:
+                body += transpose_lines(x, tmp[0], x_shape, (0, 2, 3, 1))
+                x, y = tmp[0], tmp[1]
+            if op.mode.data == "nearest":
+                hi, wi = tables
+                decls = [ints("hi", hi), ints("wi", wi)]
+                body.append(c_call("irc_resize_nearest", x, n, h, w, c, y, oh, ow, "hi", "wi"))
+            else:
+                (hl, hh, hw), (wl, wh, ww) = tables
+                tables_names = ("hl", "hh", "hw", "wl", "wh", "ww")
+                decls = [ints("hl", hl), ints("hh", hh), floats("hw", hw)]
+                decls += [ints("wl", wl), ints("wh", wh), floats("ww", ww)]
+                body.append(c_call("irc_resize_bilinear", x, n, h, w, c, y, oh, ow, *tables_names))
+            if nchw:
+                body += transpose_lines(y, res[0], (n, oh, ow, c), (0, 3, 1, 2))
+            return block(describe(op), decls, body)
+
+        return Lowered(emit, temps, ("resize",))
+
+
+def _copy_rows(
+    dst: str,
+    dst_offset: int,
+    dst_row: int,
+    src: str,
+    src_offset: int,
+    src_row: int,
+    rows: int,
+    count: int,
+) -> Lines:
+    """`rows` copies of `count` floats between row-strided buffers (memcpy per row)."""
+    if rows == 1 or (dst_row == count and src_row == count):
+        return [
+            f"memcpy({dst} + {dst_offset}, {src} + {src_offset}, sizeof(float) * {rows * count});"
+        ]
+    return [
+        f"for (long r = 0; r < {rows}; ++r)",
+        f"  memcpy({dst} + {dst_offset} + r * {dst_row}, {src} + {src_offset} + r * {src_row}, "
+        f"sizeof(float) * {count});",
+    ]
+
+
+# ---- The function -------------------------------------------------------------------------------
+
+
+@dataclass
+class GeneratedFunction:
+    """One entry lowered to C."""
+
+    name: str
+    """The C function's name (generated, never taken from the model)."""
+    source: str
+    """Its C definition."""
+    workspace_bytes: int
+    snippets: frozenset[str]
+    num_inputs: int
+    num_outputs: int
+
+
+class _Arena:
+    """First-fit allocation of aligned blocks in the workspace; tracks the peak."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, tuple[int, int]] = {}
+        self.peak = 0
+        self._next_id = 0
+
+    def alloc(self, size: int) -> tuple[int, int]:
+        size = max(ALIGN_FLOATS, -(-size // ALIGN_FLOATS) * ALIGN_FLOATS)
+        offset = 0
+        for start, length in sorted(self.live.values()):
+            if start - offset >= size:
+                break
+            offset = max(offset, start + length)
+        ident = self._next_id
+        self._next_id += 1
+        self.live[ident] = (offset, size)
+        self.peak = max(self.peak, offset + size)
+        return ident, offset
+
+    def free(self, ident: int) -> None:
+        del self.live[ident]
+
+
+class FunctionCodegen:
+    """Generates the C function of one entry (see the module docstring)."""
+
+    def __init__(self, func: FuncOp, c_name: str, constants: ConstantTable):
+        self.func = func
+        self.c_name = c_name
+        self.constants = constants
+        self._storage: dict[SSAValue, Storage] = {}
+        self._constant_values: dict[SSAValue, np.ndarray] = {}
+        self._base: dict[SSAValue, SSAValue] = {}
+
+    def constant_array(self, value: SSAValue) -> np.ndarray | None:
+        return self._constant_values.get(value)
+
+    def constant_splat(self, value: SSAValue) -> float | None:
+        """The value of a constant all of whose elements are equal (None otherwise)."""
+        array = self._constant_values.get(self.base(value))
+        if array is None or array.size == 0:
+            return None
+        first = array.reshape(-1)[0]
+        if np.isnan(first) or not np.all(array == first):
+            return None
+        return float(first)
+
+    def base(self, value: SSAValue) -> SSAValue:
+        while value in self._base:
+            value = self._base[value]
+        return value
+
+    def pointer(self, value: SSAValue) -> str:
+        base = self.base(value)
+        if base in self._constant_values and base not in self._storage:
+            array = self._constant_values[base]
+            self._storage[base] = Storage("const", self.constants.add(base, "raw", lambda: array))
+        return self._storage[base].expr()
+
+    def generate(self) -> GeneratedFunction:
+        block = self.func.body.block
+        ops = list(block.ops)
+        if not ops or not isinstance(ops[-1], ReturnOp):
+            raise LoweringError(self.func, "the entry must end with func.return")
+        returned = list(ops[-1].operands)
+        for i, arg in enumerate(block.args):
+            self._storage[arg] = Storage("in", i)
+
+        lowering = OpLowering(self)
+        plans: list[tuple[Operation, Lowered]] = []
+        for op in ops[:-1]:
+            if isinstance(op, nn.ConstantOp):
+                support = check_op(op)
+                if not support:
+                    raise LoweringError(op, support.reason.removeprefix("cpu: "))
+                self._constant_values[op.output] = np.ascontiguousarray(
+                    op.to_array(), dtype=np.float32
+                )
+                continue
+            if not isinstance(op, nn.NNOp):
+                raise LoweringError(op, f"no kernel for '{op.name}'")
+            lowered = lowering.lower(op)
+            if lowered.alias:
+                self._base[op.results[0]] = op.operands[0]
+            plans.append((op, lowered))
+
+        # Ops first (their refusals say most), then what crosses the boundary.
+        for arg in block.args:
+            self._check_tensor(arg, self.func)
+        for value in returned:
+            self._check_tensor(value, ops[-1])
+        temps_of = self._plan_buffers(plans, returned)
+        emitter = Emitter(self)
+        body: Lines = []
+        snippets: set[str] = {"common"}
+        for op, lowered in plans:
+            if lowered.alias:
+                continue
+            results = [self.pointer(r) for r in op.results]
+            body += lowered.emit(emitter, results, temps_of[op])
+            snippets.update(lowered.snippets)
+        for j, value in enumerate(returned):
+            src = self.pointer(value)
+            if src != f"out{j}":
+                count = numel(shape(value))
+                body.append(f"memcpy(out{j}, {src}, sizeof(float) * {count}); /* result {j} */")
+
+        params = [f"const float *in{i}" for i in range(len(block.args))]
+        params += [f"float *out{j}" for j in range(len(returned))]
+        params += ["const void *const *consts", "float *ws"]
+        header = [
+            f"/* {self.c_name}: {len(plans)} ops, workspace {self._workspace_floats * 4} bytes. */",
+            *self._plan_comment,
+            f"void {self.c_name}({', '.join(params)}) {{",
+            "  const float *const *K = (const float *const *)consts;",
+            "  (void)K;",
+            "  (void)ws;",
+        ]
+        source = "\n".join([*header, *("  " + line for line in body), "}"]) + "\n"
+        return GeneratedFunction(
+            self.c_name,
+            source,
+            self._workspace_floats * 4,
+            frozenset(snippets),
+            len(block.args),
+            len(returned),
+        )
+
+    def _check_tensor(self, value: SSAValue, op: Operation) -> None:
+        type_ = value.type
+        if not isinstance(type_, TensorType) or any(d < 0 for d in type_.get_shape()):
+            raise LoweringError(op, f"expected a tensor of static shape, got {type_}")
+        if not isinstance(type_.element_type, Float32Type):
+            raise LoweringError(
+                op, f"entry arguments and results must be float32 tensors, got {type_}"
+            )
+
+    def _plan_buffers(
+        self, plans: list[tuple[Operation, Lowered]], returned: list[SSAValue]
+    ) -> dict[Operation, list[str]]:
+        """Give every produced value a storage; returns each op's scratch pointers."""
+        # Returned values produced here are written straight into the output buffers.
+        produced = {r for op, lowered in plans if not lowered.alias for r in op.results}
+        for j, value in enumerate(returned):
+            base = self.base(value)
+            if base in produced and base not in self._storage:
+                self._storage[base] = Storage("out", j)
+        # Last use of every buffer (through aliases), in op positions.
+        last_use: dict[SSAValue, int] = {}
+        for i, (op, _) in enumerate(plans):
+            for value in (*op.operands, *op.results):
+                last_use[self.base(value)] = i
+        arena = _Arena()
+        live: dict[SSAValue, int] = {}
+        temps_of: dict[Operation, list[str]] = {}
+        lines: Lines = []
+        for i, (op, lowered) in enumerate(plans):
+            if not lowered.alias:
+                for result in op.results:
+                    if result not in self._storage:
+                        ident, offset = arena.alloc(numel(shape(result)))
+                        live[result] = ident
+                        self._storage[result] = Storage("ws", offset)
+                        lines.append(f" *   op {i} result: ws[{offset}..+{numel(shape(result))}]")
+                    else:
+                        lines.append(f" *   op {i} result: {self._storage[result].expr()}")
+            scratch = [arena.alloc(size) for size in lowered.temps]
+            temps_of[op] = [f"(ws + {offset})" for _, offset in scratch]
+            for (ident, offset), size in zip(scratch, lowered.temps):
+                lines.append(f" *   op {i} scratch: ws[{offset}..+{size}]")
+                arena.free(ident)
+            for value, ident in list(live.items()):
+                if last_use.get(value, i) <= i:
+                    arena.free(ident)
+                    del live[value]
+        self._workspace_floats = arena.peak
+        self._plan_comment = [" * Buffer plan (offsets in floats):", *lines, " */"] if lines else []
+        if self._plan_comment:
+            self._plan_comment.insert(0, "/*")
+        return temps_of
+
+
+def generate_function(func: FuncOp, c_name: str, constants: ConstantTable) -> GeneratedFunction:
+    """Lower one entry function to C (raises LoweringError on an op it cannot run)."""
+    return FunctionCodegen(func, c_name, constants).generate()
+
+
+def assemble_source(functions: Sequence[GeneratedFunction]) -> str:
+    """The translation unit: a banner, the kernel snippets used, then the functions."""
+    snippets = set().union(*(f.snippets for f in functions)) if functions else {"common"}
+    banner = "/* Generated by irc's CPU target (lower-cpu); do not edit. */\n"
+    return banner + csrc.source_for(snippets) + "\n" + "\n".join(f.source for f in functions)

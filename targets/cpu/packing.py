@@ -1,0 +1,44 @@
+"""Weight packing of the CPU target: constant filters in the layouts its kernels read.
+
+The packed layouts are the ones the C kernels of `csrc` read (and `irc_pack_filter` produces
+at run time when a filter is not a constant): `lower-cpu` packs constant weights once, at
+compile time, and stores them packed in `cpu.constant` ops, so loading only copies bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LANES = 16
+"""float32 lanes of one 512-bit vector: the unit of output-channel blocks."""
+
+
+def vectors_per_block(out_channels_per_group: int) -> int:
+    """Vectors (NV) per output-channel block: two (32 channels) unless one is enough."""
+    return 2 if out_channels_per_group > LANES else 1
+
+
+def pack_filter(ohwi: np.ndarray, groups: int, nv: int) -> np.ndarray:
+    """OHWI `[G*OCg, KH, KW, Cg]` -> `[G, ceil(OCg/NB), KH, KW, Cg, NB]` (NB = 16 * nv),
+    output channels beyond OCg zero: the GEMM micro-kernel's B panels."""
+    oc, kh, kw, cg = ohwi.shape
+    ocg = oc // groups
+    nb = LANES * nv
+    blocks = -(-ocg // nb)
+    padded = np.zeros((groups, blocks * nb, kh, kw, cg), dtype=np.float32)
+    padded[:, :ocg] = ohwi.reshape(groups, ocg, kh, kw, cg)
+    packed = padded.reshape(groups, blocks, nb, kh, kw, cg).transpose(0, 1, 3, 4, 5, 2)
+    return np.ascontiguousarray(packed)
+
+
+def pack_depthwise(ohwi: np.ndarray) -> np.ndarray:
+    """Depthwise OHWI `[C, KH, KW, 1]` -> `[KH, KW, C]`: channels innermost."""
+    c, kh, kw, _ = ohwi.shape
+    return np.ascontiguousarray(ohwi.reshape(c, kh, kw).transpose(1, 2, 0)).astype(np.float32)
+
+
+def packed_filter_size(out_channels: int, kh: int, kw: int, cg: int, groups: int, nv: int) -> int:
+    """Floats of a filter packed by `pack_filter` (or by `irc_pack_filter` at run time)."""
+    ocg = out_channels // groups
+    nb = LANES * nv
+    return groups * (-(-ocg // nb)) * kh * kw * cg * nb

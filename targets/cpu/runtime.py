@@ -1,0 +1,193 @@
+"""The CPU target's runtime: build (or fetch from the cache) and load an executable's library.
+
+`CpuRuntime().load(executable)` lowers the executable first if `lower-cpu` has not run,
+builds its translation unit through the cache (`toolchain.build`), loads it with ctypes and
+prepares everything a call needs, once: the C function of every entry with its `argtypes`,
+the constants copied into 64-byte aligned buffers and their pointer table, and the expected
+shapes. `execute(entry, args)` then checks the arguments (count, numpy array, float32, exact
+shape; non-contiguous arrays are copied), allocates the results and makes one ctypes call.
+
+The workspace arena is per thread (kept between calls), and results are fresh arrays, so one
+loaded executable can serve several threads at once; ctypes releases the GIL during the call.
+
+OpenMP threads are bound to cores (`toolchain.prepare_openmp`) before the first library
+using OpenMP loads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
+
+from irc.dialects import cpu, delegate
+from irc.dialects.nn import array_from_dense
+from irc.runtime.errors import InputError
+from irc.targets.base import DeviceValue, LoadedExecutable, TargetRuntime
+from irc.targets.cpu import toolchain
+from irc.targets.cpu.lower import TARGET, is_lowered, lower_executable
+
+ALIGNMENT = 64
+_C_NAME = re.compile(r"irc_fn_[0-9]+")
+
+
+class CpuLoadError(RuntimeError):
+    """An executable that the CPU runtime cannot load (not a cpu executable, no compiler, ...)."""
+
+
+def _aligned_empty(nbytes: int) -> tuple[np.ndarray, int]:
+    """A byte buffer with a 64-byte aligned region of `nbytes` (the array keeps it alive)."""
+    raw = np.empty(max(nbytes, 1) + ALIGNMENT, dtype=np.uint8)
+    address = raw.ctypes.data
+    offset = (-address) % ALIGNMENT
+    return raw, address + offset
+
+
+@dataclass(frozen=True)
+class _Entry:
+    fn: Any
+    """The ctypes function."""
+    inputs: tuple[tuple[int, ...], ...]
+    outputs: tuple[tuple[int, ...], ...]
+    workspace: int
+    """Bytes of scratch the function needs."""
+
+
+class LoadedCpuExecutable(LoadedExecutable):
+    """A loaded CPU executable: one C function per entry, constants uploaded once."""
+
+    def __init__(
+        self,
+        library: toolchain.Library,
+        handle: ctypes.CDLL,
+        entries: dict[str, _Entry],
+        constants: list[np.ndarray],
+        table: ctypes.Array[ctypes.c_void_p],
+    ):
+        self.library = library
+        self._handle = handle  # keeps the library loaded
+        self._entries = entries
+        self._constants = constants  # keeps the buffers the table points at alive
+        self._table = table
+        self._table_ptr = ctypes.addressof(table)
+        self._local = threading.local()
+
+    @property
+    def from_cache(self) -> bool:
+        """Whether the library came from the build cache (no compiler run at load)."""
+        return self.library.from_cache
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        return tuple(self._entries)
+
+    def _workspace(self, nbytes: int) -> int:
+        local = self._local
+        if getattr(local, "size", -1) < nbytes:
+            local.buffer, local.address = _aligned_empty(nbytes)
+            local.size = nbytes
+        return local.address
+
+    def execute(self, entry: str, args: Sequence[Any]) -> Sequence[Any]:
+        spec = self._entries.get(entry)
+        if spec is None:
+            known = ", ".join(f"@{name}" for name in self._entries)
+            raise InputError(f"cpu: no entry @{entry} in this executable (entries: {known})")
+        if len(args) != len(spec.inputs):
+            raise InputError(f"cpu: @{entry} takes {len(spec.inputs)} arguments, got {len(args)}")
+        keep: list[np.ndarray] = []
+        pointers: list[int] = []
+        for i, (arg, expected) in enumerate(zip(args, spec.inputs)):
+            if not isinstance(arg, np.ndarray) and isinstance(arg, DeviceValue):
+                arg = arg.to_host()
+            if not isinstance(arg, np.ndarray):
+                raise InputError(
+                    f"cpu: argument #{i} of @{entry} must be a numpy array, got "
+                    f"{type(arg).__name__}"
+                )
+            if arg.dtype != np.float32:
+                raise InputError(f"cpu: argument #{i} of @{entry} must be float32, got {arg.dtype}")
+            if arg.shape != expected:
+                raise InputError(
+                    f"cpu: argument #{i} of @{entry} must have shape {expected}, got {arg.shape}"
+                )
+            if not arg.flags.c_contiguous:
+                arg = np.ascontiguousarray(arg)
+            keep.append(arg)
+            pointers.append(arg.ctypes.data)
+        results = [np.empty(shape, dtype=np.float32) for shape in spec.outputs]
+        pointers += [r.ctypes.data for r in results]
+        spec.fn(*pointers, self._table_ptr, self._workspace(spec.workspace))
+        return results
+
+
+class CpuRuntime(TargetRuntime):
+    """Loads CPU executables: build through the cache, ctypes frames prepared once."""
+
+    def load(self, executable: Operation) -> LoadedCpuExecutable:
+        if not isinstance(executable, delegate.ExecutableOp) or executable.target.data != TARGET:
+            raise CpuLoadError('cpu: expected a delegate.executable of target "cpu"')
+        if not is_lowered(executable):
+            executable = executable.clone()
+            lower_executable(executable)
+        probe = toolchain.probe()
+        if probe.toolchain is None:
+            raise CpuLoadError(f"cpu: target not available: {probe.reason}")
+        modules = [op for op in executable.body.block.ops if isinstance(op, cpu.CModuleOp)]
+        if len(modules) != 1:
+            raise CpuLoadError(
+                f"cpu: expected one cpu.module in the executable, got {len(modules)}"
+            )
+        module = modules[0]
+        library = toolchain.build(module.source.data, probe.toolchain)
+        if probe.toolchain.openmp:
+            toolchain.prepare_openmp()
+        handle = ctypes.CDLL(str(library.path))
+        constants: list[np.ndarray] = []
+        addresses: list[int] = []
+        for const in module.constants:
+            data = np.ascontiguousarray(array_from_dense(const.value), dtype=np.float32)
+            raw, address = _aligned_empty(data.nbytes)
+            ctypes.memmove(address, data.ctypes.data, data.nbytes)
+            constants.append(raw)
+            addresses.append(address)
+        table = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
+        entries = {
+            func.sym_name.data: self._entry(handle, func)
+            for func in executable.body.block.ops
+            if isinstance(func, FuncOp)
+        }
+        return LoadedCpuExecutable(library, handle, entries, constants, table)
+
+    @staticmethod
+    def _entry(handle: ctypes.CDLL, func: FuncOp) -> _Entry:
+        ops = list(func.body.block.ops)
+        call = ops[0] if ops else None
+        if not isinstance(call, cpu.CallOp):
+            raise CpuLoadError(f"cpu: entry @{func.sym_name.data} is not lowered to a cpu.call")
+        name = call.function.data
+        if not _C_NAME.fullmatch(name):
+            raise CpuLoadError(f"cpu: unexpected C function name in @{func.sym_name.data}")
+
+        def shapes(types: Sequence[Any]) -> tuple[tuple[int, ...], ...]:
+            out = []
+            for t in types:
+                if not isinstance(t, TensorType):
+                    raise CpuLoadError(f"cpu: @{func.sym_name.data} has a non-tensor signature")
+                out.append(tuple(t.get_shape()))
+            return tuple(out)
+
+        inputs = shapes(func.function_type.inputs.data)
+        outputs = shapes(func.function_type.outputs.data)
+        fn = handle[name]  # a fresh function object: argtypes belong to this load only
+        fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs) + 2)
+        fn.restype = None
+        return _Entry(fn, inputs, outputs, call.workspace.value.data)

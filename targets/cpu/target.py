@@ -1,0 +1,42 @@
+"""The CPU target: generated C, compiled by the system compiler, called through ctypes.
+
+`available()` is false (with the reason) when no working C compiler is found;
+`supports(op)` answers from `support.check_op`; `lowering_passes()` is `lower-cpu`; the
+runtime builds each executable's C through a hash-keyed cache and calls one C function per
+dispatch.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.ir import Operation
+
+from irc.targets.base import Availability, Layout, Support, Target, TargetRuntime
+from irc.targets.cpu import toolchain
+from irc.targets.cpu.support import check_op
+
+
+class CpuTarget(Target):
+    """C99 (+ OpenMP) kernels for float32 NHWC tensors."""
+
+    name: ClassVar[str] = "cpu"
+    preferred_layout: ClassVar[Layout | None] = "NHWC"
+    runs_quantized: ClassVar[bool] = False
+
+    def available(self) -> Availability:
+        probe = toolchain.probe()
+        if probe.toolchain is None:
+            return Availability(False, f"cpu: {probe.reason}")
+        return Availability(True)
+
+    def supports(self, op: Operation) -> Support:
+        return check_op(op)
+
+    def lowering_passes(self) -> str:
+        return "lower-cpu"
+
+    def runtime(self) -> TargetRuntime:
+        from irc.targets.cpu.runtime import CpuRuntime
+
+        return CpuRuntime()

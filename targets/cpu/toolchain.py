@@ -1,0 +1,262 @@
+"""The system C compiler: probing it, and building shared libraries through a disk cache.
+
+* **Probing.** The compiler is `$IRC_CC`, else `$CC`, else the first of `cc`, `gcc`, `clang`
+  on the PATH. It must build and load a shared library using GNU vector extensions. Optional
+  flags are kept when they work here: `-march=native`, `-mprefer-vector-width=512` (gcc
+  defaults to 256-bit vectors on AVX-512 machines, PERF_NOTES.md) and `-fopenmp` (the
+  library must also load). Results are cached per compiler for the process.
+* **Cache.** A library is keyed by the SHA-256 of its source, the flags and the compiler's
+  identity (path and `--version` text), and lives in `$IRC_CACHE_DIR/cpu/` (default
+  `~/.cache/irc`, or `$XDG_CACHE_HOME/irc`) as `<key>.so` plus `<key>.json`, which records
+  the SHA-256 of the library file. Both are written to a temporary name and renamed into
+  place (atomic); before loading, the library's hash is checked against the record, and a
+  missing, truncated or tampered entry is rebuilt.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE_ENV = "IRC_CACHE_DIR"
+COMPILER_ENV = "IRC_CC"
+BASE_FLAGS = ("-O3", "-std=gnu99", "-fPIC", "-shared", "-ffp-contract=fast", "-fno-math-errno")
+OPTIONAL_FLAGS = (("-march=native",), ("-mprefer-vector-width=512",), ("-fopenmp",))
+LIBS = ("-lm",)
+COMPILE_TIMEOUT_S = 600
+
+_PROBE_SOURCE = r"""
+#include <math.h>
+typedef float v16 __attribute__((vector_size(64)));
+float irc_probe(float x) {
+  v16 a = {0.0f};
+  v16 b = a + 1.0f;
+  float s = 0.0f;
+  a += x * b;
+#if defined(_OPENMP)
+#pragma omp parallel for reduction(+ : s)
+#endif
+  for (int i = 0; i < 16; ++i) s += a[i];
+  return s + expf(0.0f);
+}
+"""
+
+
+def prepare_openmp() -> None:
+    """Set `OMP_PROC_BIND=true` (unless the user set it) before the OpenMP runtime loads.
+
+    libgomp reads its settings once, when the first library linking it loads. Unbound, on
+    this kind of 2-vCPU machine a parallel loop regularly stalls for a whole scheduler time
+    slice (~8 ms instead of 0.1-1 ms, PERF_NOTES.md): the worker spins on the master's core.
+    """
+    if "OMP_PROC_BIND" in os.environ:
+        return
+    try:
+        with open("/proc/self/maps") as maps:
+            if "libgomp" in maps.read():
+                return  # initialised by someone else already: too late to matter
+    except OSError:
+        pass
+    os.environ["OMP_PROC_BIND"] = "true"
+
+
+class CompilerError(Exception):
+    """The C compiler failed on generated code (an irc bug) or could not be run."""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A working C compiler and the flags that work with it here."""
+
+    compiler: str
+    """Absolute path of the compiler."""
+    version: str
+    """Its `--version` text (part of the cache key)."""
+    flags: tuple[str, ...]
+    """Every flag passed when building a library (base + accepted optional flags)."""
+
+    @property
+    def openmp(self) -> bool:
+        return "-fopenmp" in self.flags
+
+    def cache_key(self, source: str) -> str:
+        digest = hashlib.sha256()
+        for part in (self.compiler, self.version, " ".join(self.flags), source):
+            digest.update(part.encode())
+            digest.update(b"\0")
+        return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """A toolchain, or why there is none."""
+
+    toolchain: Toolchain | None
+    reason: str = ""
+
+
+def compiler_candidates() -> list[str]:
+    """The compiler names to try, in order (an explicit choice is the only candidate)."""
+    for env in (COMPILER_ENV, "CC"):
+        if value := os.environ.get(env, "").strip():
+            return [value]
+    return ["cc", "gcc", "clang"]
+
+
+def probe() -> ProbeResult:
+    """The toolchain of the current environment (cached per compiler choice)."""
+    return _probe(tuple(compiler_candidates()))
+
+
+@functools.cache
+def _probe(candidates: tuple[str, ...]) -> ProbeResult:
+    reasons = []
+    for name in candidates:
+        path = shutil.which(name)
+        if path is None:
+            reasons.append(f"'{name}' not found")
+            continue
+        result = _probe_compiler(path)
+        if result.toolchain is not None:
+            return result
+        reasons.append(result.reason)
+    return ProbeResult(None, "no working C compiler: " + "; ".join(reasons))
+
+
+def _run(cmd: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _probe_compiler(path: str) -> ProbeResult:
+    try:
+        version = _run([path, "--version"]).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return ProbeResult(None, f"'{path}' cannot be run: {exc}")
+    with tempfile.TemporaryDirectory(prefix="irc-cc-probe-") as tmp:
+        src = Path(tmp) / "probe.c"
+        src.write_text(_PROBE_SOURCE)
+
+        def works(flags: tuple[str, ...], name: str) -> tuple[bool, str]:
+            out = Path(tmp) / name
+            try:
+                proc = _run([path, *flags, "-o", str(out), str(src), *LIBS])
+            except (OSError, subprocess.SubprocessError) as exc:
+                return False, str(exc)
+            if proc.returncode != 0:
+                lines = (proc.stderr or proc.stdout).strip().splitlines()
+                return False, lines[-1] if lines else f"exit status {proc.returncode}"
+            try:
+                lib = ctypes.CDLL(str(out))
+                lib.irc_probe.restype = ctypes.c_float
+                lib.irc_probe.argtypes = [ctypes.c_float]
+                if abs(lib.irc_probe(1.0) - 17.0) > 1e-3:
+                    return False, "the probe library computed a wrong result"
+            except OSError as exc:
+                return False, f"the probe library does not load: {exc}"
+            return True, ""
+
+        flags = BASE_FLAGS
+        ok, why = works(flags, "base.so")
+        if not ok:
+            return ProbeResult(None, f"'{path}' cannot build a shared library: {why}")
+        for i, extra in enumerate(OPTIONAL_FLAGS):
+            if "-fopenmp" in extra:
+                prepare_openmp()  # the probe loads the OpenMP runtime
+            if works((*flags, *extra), f"opt{i}.so")[0]:
+                flags = (*flags, *extra)
+    return ProbeResult(Toolchain(path, version, flags))
+
+
+# ---- The build cache ----------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """`$IRC_CACHE_DIR`, else `$XDG_CACHE_HOME/irc`, else `~/.cache/irc`."""
+    if value := os.environ.get(CACHE_ENV, "").strip():
+        return Path(value)
+    if xdg := os.environ.get("XDG_CACHE_HOME", "").strip():
+        return Path(xdg) / "irc"
+    return Path.home() / ".cache" / "irc"
+
+
+@dataclass(frozen=True)
+class Library:
+    """A built (or cached) shared library."""
+
+    path: Path
+    key: str
+    from_cache: bool
+    """True when the library came from the cache (no compiler run)."""
+    compile_seconds: float = 0.0
+
+
+_build_lock = threading.Lock()
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _cached(so_path: Path, meta_path: Path, key: str) -> bool:
+    """Whether a cache entry exists, belongs to `key` and its library has the recorded hash."""
+    try:
+        meta = json.loads(meta_path.read_text())
+        return meta.get("key") == key and meta.get("sha256") == _file_sha256(so_path)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def build(source: str, toolchain: Toolchain) -> Library:
+    """The shared library of `source`, from the cache or freshly compiled into it."""
+    key = toolchain.cache_key(source)
+    directory = cache_dir() / "cpu"
+    so_path, meta_path = directory / f"{key}.so", directory / f"{key}.json"
+    with _build_lock:
+        if _cached(so_path, meta_path, key):
+            return Library(so_path, key, True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CompilerError(f"cannot create the cache directory {directory}: {exc}") from None
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix=".build-", dir=directory) as tmp:
+            src = Path(tmp) / "kernels.c"
+            out = Path(tmp) / "kernels.so"
+            src.write_text(source)
+            cmd = [toolchain.compiler, *toolchain.flags, "-o", str(out), str(src), *LIBS]
+            try:
+                proc = _run(cmd, timeout=COMPILE_TIMEOUT_S)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise CompilerError(f"cannot run {toolchain.compiler}: {exc}") from None
+            if proc.returncode != 0:
+                tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
+                raise CompilerError(
+                    f"{toolchain.compiler} failed on generated code "
+                    f"(exit {proc.returncode}):\n{tail}"
+                )
+            seconds = time.perf_counter() - start
+            digest = _file_sha256(out)
+            os.replace(out, so_path)
+            meta = {
+                "key": key,
+                "sha256": digest,
+                "compiler": toolchain.compiler,
+                "version": toolchain.version.splitlines()[0] if toolchain.version else "",
+                "flags": list(toolchain.flags),
+            }
+            meta_tmp = Path(tmp) / "meta.json"
+            meta_tmp.write_text(json.dumps(meta, indent=1))
+            os.replace(meta_tmp, meta_path)
+        if not _cached(so_path, meta_path, key):
+            raise CompilerError(f"the library written to {so_path} does not match its hash")
+        return Library(so_path, key, False, seconds)

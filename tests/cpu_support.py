@@ -1,0 +1,141 @@
+"""Helpers of the CPU target tests: build executables from op builders, run them, compare.
+
+A `Case` is one op (or a small graph) built on values typed like its input arrays: an array
+becomes an entry argument, or an `nn.constant` inside the entry when its index is in
+`constants`. `build_executable(cases)` puts many independent cases into ONE executable (one
+argument list, one result list), so a family of kernels compiles once; `reference_outputs`
+runs the reference kernels on the same ops before `lower-cpu` erases them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from irc.context import make_context
+from irc.dialects import delegate, nn
+from irc.dtypes import element_type
+from irc.targets.cpu.lower import LowerCpuPass
+from irc.targets.reference import kernel_for
+
+Builder = Callable[..., Operation | Sequence[Operation]]
+"""Takes the case's values (arguments or constant results) and returns the op(s) to run;
+the results of the last op are the case's outputs."""
+
+
+@dataclass
+class Case:
+    id: str
+    build: Builder
+    arrays: Sequence[np.ndarray]
+    constants: frozenset[int] = field(default_factory=frozenset)
+    """Indices of `arrays` that become `nn.constant` ops instead of entry arguments."""
+
+
+def op_case(
+    case_id: str,
+    op_type: type[nn.NNOp],
+    arrays: Sequence[np.ndarray | Sequence[np.ndarray] | None],
+    constants: Sequence[int] = (),
+    **props: object,
+) -> Case:
+    """A case running one `op_type` built with `make`: one entry per operand definition
+    (None: an absent optional operand; a list: a variadic one). `constants` index the
+    flattened arrays."""
+    flat: list[np.ndarray] = []
+    groups: list[list[int] | int | None] = []
+    for item in arrays:
+        if item is None:
+            groups.append(None)
+        elif isinstance(item, np.ndarray):
+            groups.append(len(flat))
+            flat.append(item)
+        else:
+            groups.append(list(range(len(flat), len(flat) + len(item))))
+            flat.extend(item)
+
+    def build(*values: SSAValue) -> Operation:
+        operands = [
+            None if g is None else values[g] if isinstance(g, int) else [values[i] for i in g]
+            for g in groups
+        ]
+        return op_type.make(*operands, **props)
+
+    return Case(case_id, build, flat, frozenset(constants))
+
+
+@dataclass
+class BuiltCase:
+    case: Case
+    ops: list[Operation]
+    args: list[np.ndarray]
+    """The case's entry arguments, in order."""
+    bindings: dict[SSAValue, np.ndarray]
+    """Block argument -> its array."""
+    outputs: list[SSAValue]
+
+
+def tensor_type(array: np.ndarray) -> TensorType:
+    return TensorType(element_type(array.dtype), array.shape)
+
+
+def build_executable(
+    cases: Sequence[Case], name: str = "test_cpu_0"
+) -> tuple[ModuleOp, delegate.ExecutableOp, list[BuiltCase]]:
+    """One executable whose entry runs every case; args and results concatenated in order."""
+    arg_arrays = [a for c in cases for i, a in enumerate(c.arrays) if i not in c.constants]
+    block = Block(arg_types=[tensor_type(a) for a in arg_arrays])
+    args = iter(block.args)
+    built: list[BuiltCase] = []
+    for case in cases:
+        values: list[SSAValue] = []
+        ops: list[Operation] = []
+        case_args: list[np.ndarray] = []
+        bindings: dict[SSAValue, np.ndarray] = {}
+        for i, array in enumerate(case.arrays):
+            if i in case.constants:
+                const = nn.ConstantOp.from_array(np.ascontiguousarray(array))
+                ops.append(const)
+                values.append(const.output)
+            else:
+                arg = next(args)
+                values.append(arg)
+                bindings[arg] = array
+                case_args.append(array)
+        made = case.build(*values)
+        made_ops = [made] if isinstance(made, Operation) else list(made)
+        ops += made_ops
+        built.append(BuiltCase(case, ops, case_args, bindings, list(made_ops[-1].results)))
+        block.add_ops(ops)
+    outputs = [v for b in built for v in b.outputs]
+    block.add_op(ReturnOp(*outputs))
+    func = FuncOp(
+        "entry",
+        FunctionType.from_lists([a.type for a in block.args], [v.type for v in outputs]),
+        Region(block),
+    )
+    executable = delegate.ExecutableOp(name, "cpu", [func])
+    module = ModuleOp([executable])
+    module.verify()
+    return module, executable, built
+
+
+def reference_outputs(built: BuiltCase) -> list[np.ndarray]:
+    """Run a built case's ops on the reference kernels (before lowering erases them)."""
+    env: dict[SSAValue, np.ndarray] = dict(built.bindings)
+    for op in built.ops:
+        results = kernel_for(op)(*[env[v] for v in op.operands])
+        for result, value in zip(op.results, results, strict=True):
+            env[result] = value
+    return [env[v] for v in built.outputs]
+
+
+def lower(module: ModuleOp) -> ModuleOp:
+    LowerCpuPass().apply(make_context(), module)
+    module.verify()
+    return module
