@@ -131,8 +131,9 @@ def run(
 
     A `.tflite` / `.onnx` path is imported with `import_model`, another path is read with
     `read_module`; a module is cloned first (the caller's module is
-    never modified). The passes the reference target needs run first
-    (`irc.pipelines.prepare_for_reference`), then the function is compiled into a
+    never modified). The passes the reference target needs run first on the host program
+    (`irc.pipelines.lower_host`; a compiled module's executables are left to their
+    targets, which run its dispatches), then the function is compiled into a
     `Program` and run. `inputs` and the result are keyed by the function's input and
     output names (`irc.input_names` / `irc.output_names`, else `arg0..` / `result0..`).
     `check=True` verifies every kernel's results against its op's types.
@@ -143,7 +144,7 @@ def run(
     """
     from xdsl.dialects.builtin import ModuleOp
 
-    from irc.pipelines import prepare_for_reference
+    from irc.pipelines import lower_host
     from irc.runtime import compile_function
 
     if isinstance(module_or_path, ModuleOp):
@@ -162,5 +163,5 @@ def run(
             f"expected a ModuleOp or a path, got {type(module_or_path).__name__}; "
             "parse IR text with irc.parse_module first"
         )
-    prepare_for_reference(module)
+    lower_host(module)
     return compile_function(module, entry, check=check).run(inputs)
