@@ -67,6 +67,11 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return CPU
 
+    def get_ocl() -> Dialect:
+        from irc.dialects.ocl import OCL
+
+        return OCL
+
     return {
         "builtin": get_builtin,
         "func": get_func,
@@ -78,6 +83,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         "quant": get_quant,
         "delegate": get_delegate,
         "cpu": get_cpu,
+        "ocl": get_ocl,
     }
 
 
@@ -134,6 +140,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LowerCpuPass
 
+    def get_lower_opencl() -> type[ModulePass]:
+        from irc.targets.opencl.lower import LowerOpenCLPass
+
+        return LowerOpenCLPass
+
     return {
         "canonicalize": get_canonicalize,
         "infer-shapes": get_infer_shapes,
@@ -145,6 +156,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "partition": get_partition,
         "outline-delegates": get_outline_delegates,
         "lower-cpu": get_lower_cpu,
+        "lower-opencl": get_lower_opencl,
     }
 
 

@@ -1,0 +1,619 @@
+"""OpenCL C generation for one entry: shape-specialised kernels, buffer plan, launch list.
+
+Every kernel is generated from a template with the shapes baked in as literals and named
+`k<n>` (identical kernels are shared); nothing taken from the model reaches the source. One
+work-item computes one output element (softmax: one row; global size = element count, local
+size left to the runtime), except convs with a constant filter and 8- or 16-divisible output
+channels (groups 1 or depthwise): those are register-tiled, one work-item computing a
+`float8`/`float16` vector of output channels from a filter packed at lowering
+(PERF_NOTES.md's PoCL style: vector pointers, plain `a * b + c`, no vload/fma builtins).
+
+Tensors are float32 NHWC (the target's preferred layout). Conv2d and fully_connected fuse
+their bias and any activation chain that follows them (the fused `activation` attribute, then
+single-use unary activation ops) into the kernel's epilogue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Operation, SSAValue
+
+from irc.dialects import nn
+from irc.dialects.nn import array_from_dense
+from irc.dialects.nn.base import get_bool, get_float, get_int, get_ints, get_str
+
+
+class LoweringError(Exception):
+    def __init__(self, op: Operation, message: str):
+        super().__init__(message)
+        self.op = op
+        self.message = message
+
+
+BINARY_EXPR: dict[type[Operation], str] = {
+    nn.AddOp: "a + b",
+    nn.SubOp: "a - b",
+    nn.MulOp: "a * b",
+    nn.DivOp: "a / b",
+    nn.MaximumOp: "fmax(a, b)",
+    nn.MinimumOp: "fmin(a, b)",
+}
+
+FUSED_ACTIVATION: dict[str, str] = {
+    "none": "v",
+    "relu": "fmax(v, 0.0f)",
+    "relu6": "fmin(fmax(v, 0.0f), 6.0f)",
+    "relu_n1_to_1": "fmin(fmax(v, -1.0f), 1.0f)",
+    "tanh": "tanh(v)",
+}
+
+UNARY_OPS: tuple[type[Operation], ...] = (
+    nn.ReluOp,
+    nn.Relu6Op,
+    nn.ClipOp,
+    nn.SigmoidOp,
+    nn.TanhOp,
+    nn.HardSwishOp,
+    nn.LeakyReluOp,
+    nn.HardSigmoidOp,
+)
+
+
+def _f(x: float) -> str:
+    """A float literal (exact for float32 values)."""
+    if np.isinf(x):
+        return "INFINITY" if x > 0 else "(-INFINITY)"
+    return f"{np.float32(x)!r}".replace("np.float32(", "").rstrip(")") + "f"
+
+
+def unary_expr(op: Operation) -> str:
+    """The activation of a unary op as an expression of `v`."""
+    if isinstance(op, nn.ReluOp):
+        return "fmax(v, 0.0f)"
+    if isinstance(op, nn.Relu6Op):
+        return "fmin(fmax(v, 0.0f), 6.0f)"
+    if isinstance(op, nn.ClipOp):
+        e = "v"
+        low = get_float(op.all_properties(), "min")
+        high = get_float(op.all_properties(), "max")
+        if low is not None:
+            e = f"fmax({e}, {_f(low)})"
+        if high is not None:
+            e = f"fmin({e}, {_f(high)})"
+        return e
+    if isinstance(op, nn.SigmoidOp):
+        return "(1.0f / (1.0f + exp(-v)))"
+    if isinstance(op, nn.TanhOp):
+        return "tanh(v)"
+    if isinstance(op, nn.HardSwishOp):
+        return "(v * fmin(fmax(v + 3.0f, 0.0f), 6.0f) / 6.0f)"
+    if isinstance(op, nn.LeakyReluOp):
+        return f"(v >= 0.0f ? v : v * {_f(get_float(op.all_properties(), 'alpha') or 0.0)})"
+    if isinstance(op, nn.HardSigmoidOp):
+        props = op.all_properties()
+        alpha, beta = _f(get_float(props, "alpha") or 0.0), _f(get_float(props, "beta") or 0.0)
+        return f"fmin(fmax(v * {alpha} + {beta}, 0.0f), 1.0f)"
+    raise LoweringError(op, f"no OpenCL activation for '{op.name}'")
+
+
+def compose(exprs: list[str]) -> str:
+    """Nest activation expressions of `v` (applied in order) into one expression."""
+    lines = "".join(f"    v = {e};\n" for e in exprs if e != "v")
+    return lines
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    t = value.type
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
+def _strides(shape: tuple[int, ...]) -> list[int]:
+    out = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        out[d] = out[d + 1] * shape[d + 1]
+    return out
+
+
+def _decompose(shape: tuple[int, ...], names: list[str]) -> str:
+    """C statements splitting `gid` into coordinates `names` of `shape` (row-major)."""
+    lines = ["    int t = gid;\n"]
+    for d in range(len(shape) - 1, -1, -1):
+        lines.append(f"    const int {names[d]} = t % {shape[d]}; t /= {shape[d]};\n")
+    return "".join(lines)
+
+
+@dataclass
+class Launch:
+    kernel: str
+    args: list[str]
+    global_size: list[int]
+
+
+@dataclass
+class GeneratedEntry:
+    source_kernels: dict[str, str]
+    """Kernel body -> name (shared across the executable's entries)."""
+    launches: list[Launch] = field(default_factory=list)
+    allocs: list[int] = field(default_factory=list)
+    """Bytes of each planned buffer b<i>."""
+
+
+class Program:
+    """The kernels and constants of one executable, shared by its entries."""
+
+    def __init__(self) -> None:
+        self.kernels: dict[str, str] = {}
+        self.comments: dict[str, str] = {}
+        self.constants: list[np.ndarray] = []
+
+    def kernel(self, signature_and_body: str, comment: str) -> str:
+        name = self.kernels.get(signature_and_body)
+        if name is None:
+            name = f"k{len(self.kernels)}"
+            self.kernels[signature_and_body] = name
+            self.comments[name] = comment
+        return name
+
+    def constant(self, array: np.ndarray) -> str:
+        self.constants.append(np.ascontiguousarray(array, dtype=np.float32))
+        return f"c{len(self.constants) - 1}"
+
+    def source(self) -> str:
+        parts = ["/* Generated by irc's OpenCL target (lower-opencl); do not edit. */\n"]
+        for body, name in self.kernels.items():
+            parts.append(f"/* {self.comments[name]} */\n")
+            parts.append(body.replace("KERNEL_NAME", name))
+        return "\n".join(parts)
+
+
+def _params(n_in: int) -> str:
+    ins = "".join(f"__global const float* restrict x{i}, " for i in range(n_in))
+    return f"({ins}__global float* restrict y)"
+
+
+def _kernel(n_in: int, body: str) -> str:
+    return (
+        f"__kernel void KERNEL_NAME{_params(n_in)} {{\n    const int gid = get_global_id(0);\n"
+        f"{body}}}\n"
+    )
+
+
+def _describe(op: Operation) -> str:
+    ins = ", ".join("x".join(map(str, _shape(v))) or "scalar" for v in op.operands)
+    outs = ", ".join("x".join(map(str, _shape(v))) or "scalar" for v in op.results)
+    return f"{op.name} {ins} -> {outs}"
+
+
+def _check_layout(op: Operation) -> None:
+    props = op.all_properties()
+    if "layout" in props and get_str(props, "layout") != "NHWC":
+        layout = get_str(props, "layout")
+        raise LoweringError(op, f"'{op.name}' in layout {layout} (NHWC only; run convert-layout)")
+
+
+class _Planner:
+    """Buffer plan: planned buffers reused once their last reader has run."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+        self.free: list[int] = []
+
+    def take(self, nbytes: int) -> int:
+        fitting = [b for b in self.free if self.sizes[b] >= nbytes]
+        if fitting:
+            b = min(fitting, key=lambda i: self.sizes[i])
+        elif self.free:
+            b = max(self.free, key=lambda i: self.sizes[i])
+            self.sizes[b] = nbytes
+        else:
+            self.sizes.append(nbytes)
+            return len(self.sizes) - 1
+        self.free.remove(b)
+        return b
+
+    def release(self, b: int) -> None:
+        self.free.append(b)
+
+
+def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[int]]:
+    """Kernels (added to `program`), launches and planned buffer sizes for one entry."""
+    ops = list(func.body.block.ops)
+    ret = ops[-1]
+    if not isinstance(ret, ReturnOp):
+        raise LoweringError(func, "entry does not end in func.return")
+    body_ops = ops[:-1]
+    index = {op: i for i, op in enumerate(body_ops)}
+
+    # Epilogue fusion: conv/FC followed by single-use unary activations.
+    fused_into: dict[Operation, Operation] = {}
+    epilogues: dict[Operation, list[Operation]] = {}
+    for op in body_ops:
+        if isinstance(op, nn.Conv2DOp | nn.FullyConnectedOp):
+            chain: list[Operation] = []
+            cur: Operation = op
+            while True:
+                uses = list(cur.results[0].uses)
+                if len(uses) != 1:
+                    break
+                user = uses[0].operation
+                if not isinstance(user, UNARY_OPS) or user in fused_into:
+                    break
+                chain.append(user)
+                fused_into[user] = op
+                cur = user
+            epilogues[op] = chain
+
+    names: dict[SSAValue, str] = {arg: f"in{i}" for i, arg in enumerate(func.body.block.args)}
+    outputs: dict[SSAValue, str] = {}
+    for j, v in enumerate(ret.operands):
+        if v not in outputs and v not in names:
+            outputs[v] = f"out{j}"
+
+    last_use: dict[SSAValue, int] = {}
+    for op in body_ops:
+        reader = fused_into.get(op, op)
+        for v in op.operands:
+            last_use[v] = max(last_use.get(v, -1), index[reader])
+    planner = _Planner()
+    launches: list[Launch] = []
+    slot_of: dict[SSAValue, int] = {}
+    lazy: dict[SSAValue, nn.ConstantOp] = {}
+    """Constants are uploaded only when a launch reads them (a packed filter replaces its
+    raw constant)."""
+
+    def ref(v: SSAValue | str) -> str:
+        if isinstance(v, str):
+            return v
+        if v not in names and v in lazy:
+            names[v] = program.constant(array_from_dense(lazy[v].value))
+        return names[v]
+
+    for op in body_ops:
+        if op in fused_into:
+            continue
+        if isinstance(op, nn.ConstantOp):
+            lazy[op.output] = op
+            continue
+        _check_layout(op)
+        final = epilogues[op][-1].results[0] if epilogues.get(op) else op.results[0]
+        if final in outputs:
+            names[final] = outputs[final]
+        else:
+            nbytes = 4 * _numel(_shape(final))
+            b = planner.take(nbytes)
+            slot_of[final] = b
+            names[final] = f"b{b}"
+        for kernel, inputs, gsize in _emit(op, epilogues.get(op, []), program):
+            if min(gsize) == 0:
+                continue
+            launches.append(Launch(kernel, [ref(v) for v in inputs] + [names[final]], gsize))
+        # release buffers whose last reader was this op
+        for v in {*op.operands, *(o for e in epilogues.get(op, []) for o in e.operands)}:
+            if v in slot_of and last_use.get(v) == index[op] and v is not final:
+                planner.release(slot_of.pop(v))
+        if final in slot_of and final not in last_use:
+            planner.release(slot_of.pop(final))
+
+    # results that are entry arguments, constants or repeated: copy into the output buffer
+    for j, v in enumerate(ret.operands):
+        out = f"out{j}"
+        if names.get(v) == out:
+            continue
+        n = _numel(_shape(v))
+        if n == 0:
+            continue
+        k = program.kernel(_kernel(1, "    y[gid] = x0[gid];\n"), "copy")
+        launches.append(Launch(k, [ref(v), out], [n]))
+    return launches, list(planner.sizes)
+
+
+def _emit(
+    op: Operation, epilogue: list[Operation], program: Program
+) -> list[tuple[str, list[SSAValue | str], list[int]]]:
+    """[(kernel name, input values, global size)] for one op (output appended by the caller)."""
+    desc = _describe(op)
+    props = op.all_properties()
+    fused = props.get("activation")
+    act = [FUSED_ACTIVATION[get_str(props, "activation")]] if fused is not None else []
+    act += [unary_expr(e) for e in epilogue]
+    out_shape = _shape(epilogue[-1].results[0] if epilogue else op.results[0])
+    n_out = _numel(out_shape)
+
+    if isinstance(op, nn.Conv2DOp):
+        n, h, w, c = _shape(op.input)
+        oc, kh, kw, icg = _shape(op.filter)
+        _, oh, ow, _ = out_shape
+        sh, sw = get_ints(props, "strides")
+        dh, dw = get_ints(props, "dilations")
+        pt, pl = get_ints(props, "pads")[:2]
+        groups = get_int(props, "groups")
+        ocg = oc // groups
+        has_bias = op.bias is not None
+        tiled = _tiled_conv(op, program, act, (n, h, w, c), (oc, kh, kw, icg), out_shape, props)
+        if tiled is not None:
+            return [tiled]
+        body = (
+            _decompose((n, oh, ow, oc), ["n", "oh", "ow", "oc"])
+            + f"    const int g = oc / {ocg};\n"
+            + ("    float acc = x2[oc];\n" if has_bias else "    float acc = 0.0f;\n")
+            + f"    for (int kh = 0; kh < {kh}; ++kh) {{\n"
+            f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n"
+            f"        if (ih < 0 || ih >= {h}) continue;\n"
+            f"        for (int kw = 0; kw < {kw}; ++kw) {{\n"
+            f"            const int iw = ow * {sw} - {pl} + kw * {dw};\n"
+            f"            if (iw < 0 || iw >= {w}) continue;\n"
+            f"            __global const float* xp = x0 + ((n * {h} + ih) * {w} + iw) * {c}"
+            f" + g * {icg};\n"
+            f"            __global const float* wp = x1 + ((oc * {kh} + kh) * {kw} + kw) * {icg};\n"
+            f"            for (int ic = 0; ic < {icg}; ++ic) acc += xp[ic] * wp[ic];\n"
+            "        }\n    }\n    float v = acc;\n" + compose(act) + "    y[gid] = v;\n"
+        )
+        inputs = [op.input, op.filter] + ([op.bias] if op.bias is not None else [])
+        return [(program.kernel(_kernel(len(inputs), body), desc), inputs, [n_out])]
+
+    if isinstance(op, nn.FullyConnectedOp):
+        nout, k = _shape(op.weights)
+        body = (
+            f"    const int m = gid / {nout}; const int o = gid % {nout};\n"
+            + ("    float acc = x2[o];\n" if op.bias is not None else "    float acc = 0.0f;\n")
+            + f"    __global const float* xp = x0 + m * {k};\n"
+            f"    __global const float* wp = x1 + o * {k};\n"
+            f"    for (int i = 0; i < {k}; ++i) acc += xp[i] * wp[i];\n"
+            "    float v = acc;\n" + compose(act) + "    y[gid] = v;\n"
+        )
+        inputs = [op.input, op.weights] + ([op.bias] if op.bias is not None else [])
+        return [(program.kernel(_kernel(len(inputs), body), desc), inputs, [n_out])]
+
+    if type(op) in BINARY_EXPR:
+        a_v, b_v = op.operands
+        index_code = ""
+        idx = []
+        rank = len(out_shape)
+        for v in (a_v, b_v):
+            s = _shape(v)
+            if s == out_shape:
+                idx.append("gid")
+                continue
+            padded = (1,) * (rank - len(s)) + s
+            st = _strides(padded)
+            terms = []
+            for d in range(rank):
+                if padded[d] != 1:
+                    terms.append(f"c{d} * {st[d]}")
+            idx.append(" + ".join(terms) or "0")
+            index_code = "x"
+        coords = _decompose(out_shape, [f"c{d}" for d in range(rank)]) if index_code else ""
+        expr = BINARY_EXPR[type(op)]
+        body = (
+            coords
+            + f"    const float a = x0[{idx[0]}]; const float b = x1[{idx[1]}];\n"
+            + f"    float v = {expr};\n"
+            + compose(act)
+            + "    y[gid] = v;\n"
+        )
+        return [(program.kernel(_kernel(2, body), desc), [a_v, b_v], [n_out])]
+
+    if isinstance(op, UNARY_OPS):
+        body = "    float v = x0[gid];\n" + compose([unary_expr(op), *act]) + "    y[gid] = v;\n"
+        return [(program.kernel(_kernel(1, body), desc), [op.operands[0]], [n_out])]
+
+    if isinstance(op, nn.MaxPool2DOp | nn.AvgPool2DOp):
+        n, h, w, c = _shape(op.input)
+        _, oh, ow, _ = out_shape
+        kh, kw = get_ints(props, "kernel")
+        sh, sw = get_ints(props, "strides")
+        dh, dw = get_ints(props, "dilations")
+        pt, pl = get_ints(props, "pads")[:2]
+        is_max = isinstance(op, nn.MaxPool2DOp)
+        include_pad = not is_max and get_bool(props, "count_include_pad")
+        init = "float acc = -INFINITY; int cnt = 0;" if is_max else "float acc = 0.0f; int cnt = 0;"
+        update = "acc = fmax(acc, xv);" if is_max else "acc += xv;"
+        if is_max:
+            result = "acc"
+        elif include_pad:
+            result = f"acc / {_f(kh * kw)}"
+        else:
+            result = "acc / (float)cnt"
+        body = (
+            _decompose((n, oh, ow, c), ["n", "oh", "ow", "ch"]) + f"    {init}\n"
+            f"    for (int kh = 0; kh < {kh}; ++kh) {{\n"
+            f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n"
+            f"        if (ih < 0 || ih >= {h}) continue;\n"
+            f"        for (int kw = 0; kw < {kw}; ++kw) {{\n"
+            f"            const int iw = ow * {sw} - {pl} + kw * {dw};\n"
+            f"            if (iw < 0 || iw >= {w}) continue;\n"
+            f"            const float xv = x0[((n * {h} + ih) * {w} + iw) * {c} + ch];\n"
+            f"            {update} ++cnt;\n"
+            "        }\n    }\n"
+            f"    float v = {result};\n" + compose(act) + "    y[gid] = v;\n"
+        )
+        return [(program.kernel(_kernel(1, body), desc), [op.input], [n_out])]
+
+    if isinstance(op, nn.ReduceOp):
+        in_shape = _shape(op.input)
+        rank = len(in_shape)
+        axes = sorted(a % rank for a in get_ints(props, "axes")) if rank else []
+        kept = [d for d in range(rank) if d not in axes]
+        st = _strides(in_shape)
+        kind = get_str(props, "kind")
+        init = {"mean": "0.0f", "sum": "0.0f", "max": "-INFINITY", "min": "INFINITY"}
+        upd = {"mean": "acc += xv;", "sum": "acc += xv;", "max": "acc = fmax(acc, xv);"}
+        upd["min"] = "acc = fmin(acc, xv);"
+        kept_shape = tuple(in_shape[d] for d in kept)
+        coords = _decompose(kept_shape, [f"c{d}" for d in kept]) if kept else ""
+        base = " + ".join(f"c{d} * {st[d]}" for d in kept) or "0"
+        loops = ""
+        for depth, d in enumerate(axes):
+            loops += "    " * (depth + 1) + f"for (int r{d} = 0; r{d} < {in_shape[d]}; ++r{d})\n"
+        off = " + ".join(f"r{d} * {st[d]}" for d in axes) or "0"
+        count = _numel(tuple(in_shape[d] for d in axes))
+        body = (
+            coords
+            + f"    const int base = {base};\n    float acc = {init[kind]};\n"
+            + loops
+            + "    " * (len(axes) + 1)
+            + f"{{ const float xv = x0[base + {off}]; {upd[kind]} }}\n"
+            + (f"    float v = acc / {_f(count)};\n" if kind == "mean" else "    float v = acc;\n")
+            + "    y[gid] = v;\n"
+        )
+        return [(program.kernel(_kernel(1, body), desc), [op.input], [n_out])]
+
+    if isinstance(op, nn.SoftmaxOp):
+        shape = _shape(op.input)
+        cols = shape[-1]
+        rows = _numel(shape) // cols
+        beta = _f(get_float(props, "beta") or 0.0)
+        body = (
+            f"    __global const float* xp = x0 + gid * {cols};\n"
+            f"    __global float* yp = y + gid * {cols};\n"
+            "    float m = -INFINITY;\n"
+            f"    for (int i = 0; i < {cols}; ++i) m = fmax(m, xp[i]);\n"
+            "    float s = 0.0f;\n"
+            f"    for (int i = 0; i < {cols}; ++i) {{ const float e = exp({beta} * (xp[i] - m));"
+            " yp[i] = e; s += e; }\n"
+            "    const float inv = 1.0f / s;\n"
+            f"    for (int i = 0; i < {cols}; ++i) yp[i] *= inv;\n"
+        )
+        return [(program.kernel(_kernel(1, body), desc), [op.input], [rows])]
+
+    if isinstance(op, nn.ReshapeOp):
+        k = program.kernel(_kernel(1, "    y[gid] = x0[gid];\n"), "copy")
+        return [(k, [op.input], [n_out])]
+
+    if isinstance(op, nn.TransposeOp):
+        in_shape = _shape(op.input)
+        perm = list(get_ints(props, "perm"))
+        st = _strides(in_shape)
+        rank = len(out_shape)
+        src = " + ".join(f"c{d} * {st[perm[d]]}" for d in range(rank)) or "0"
+        body = _decompose(out_shape, [f"c{d}" for d in range(rank)]) + f"    y[gid] = x0[{src}];\n"
+        return [(program.kernel(_kernel(1, body), desc), [op.input], [n_out])]
+
+    if isinstance(op, nn.PadOp):
+        in_shape = _shape(op.input)
+        pads = list(get_ints(props, "pads"))
+        rank = len(in_shape)
+        st = _strides(in_shape)
+        conds = []
+        terms = []
+        for d in range(rank):
+            before = pads[2 * d]
+            conds.append(f"(unsigned)(c{d} - {before}) < {in_shape[d]}u")
+            terms.append(f"(c{d} - {before}) * {st[d]}")
+        inside = " && ".join(conds) or "1"
+        body = (
+            _decompose(out_shape, [f"c{d}" for d in range(rank)])
+            + f"    y[gid] = ({inside}) ? x0[{' + '.join(terms) or '0'}] : "
+            + f"{_f(get_float(props, 'value') or 0.0)};\n"
+        )
+        return [(program.kernel(_kernel(1, body), desc), [op.input], [n_out])]
+
+    if isinstance(op, nn.ConcatOp):
+        rank = len(out_shape)
+        axis = get_int(props, "axis") % rank
+        inner = _numel(out_shape[axis + 1 :])
+        total = out_shape[axis]
+        result: list[tuple[str, list[SSAValue | str], list[int]]] = []
+        offset = 0
+        for v in op.inputs:
+            a = _shape(v)[axis]
+            chunk = a * inner
+            n = _numel(_shape(v))
+            if n:
+                body = (
+                    f"    const int o = gid / {chunk}; const int r = gid % {chunk};\n"
+                    "    float v = x0[gid];\n"
+                    + compose(act)
+                    + f"    y[o * {total * inner} + {offset * inner} + r] = v;\n"
+                )
+                result.append((program.kernel(_kernel(1, body), desc), [v], [n]))
+            offset += a
+        return result
+
+    raise LoweringError(op, f"no OpenCL kernel for '{op.name}'")
+
+
+def _vector_width(channels: int) -> int:
+    return 16 if channels % 16 == 0 else 8 if channels % 8 == 0 else 0
+
+
+def _tiled_conv(
+    op: nn.Conv2DOp,
+    program: Program,
+    act: list[str],
+    in_shape: tuple[int, ...],
+    filter_shape: tuple[int, ...],
+    out_shape: tuple[int, ...],
+    props: dict,
+) -> tuple[str, list[SSAValue | str], list[int]] | None:
+    """Register-tiled conv: one work-item computes VW (8 or 16) output channels of one pixel
+    in a `floatVW` accumulator, reading a filter packed at lowering as
+    `[OC/VW][KH][KW][C][VW]` (groups 1) or `[C/VW][KH][KW][VW]` (depthwise). Only for
+    constant filters and channel counts divisible by 8; None otherwise."""
+    n, h, w, c = in_shape
+    oc, kh, kw, icg = filter_shape
+    groups = get_int(props, "groups")
+    depthwise = groups == c and icg == 1 and oc == c
+    if groups != 1 and not depthwise:
+        return None
+    filt = op.filter.owner
+    vw = _vector_width(oc)
+    if not isinstance(filt, nn.ConstantOp) or not vw:
+        return None
+    weights = array_from_dense(filt.value).astype(np.float32)
+    _, oh, ow, _ = out_shape
+    sh, sw = get_ints(props, "strides")
+    dh, dw = get_ints(props, "dilations")
+    pt, pl = get_ints(props, "pads")[:2]
+    blocks = oc // vw
+    vec = f"float{vw}"
+    if depthwise:  # [C, KH, KW, 1] -> [C/VW, KH, KW, VW]
+        packed = weights.reshape(blocks, vw, kh, kw).transpose(0, 2, 3, 1)
+        inner = (
+            f"            const {vec} xv = ((__global const {vec}*)(x0 + "
+            f"((n * {h} + ih) * {w} + iw) * {c}))[cb];\n"
+            f"            acc += xv * wp[(cb * {kh} + kh) * {kw} + kw];\n"
+        )
+    else:  # [OC, KH, KW, C] -> [OC/VW, KH, KW, C, VW]
+        packed = weights.reshape(blocks, vw, kh, kw, c).transpose(0, 2, 3, 4, 1)
+        inner = (
+            f"            __global const float* xp = x0 + ((n * {h} + ih) * {w} + iw) * {c};\n"
+            f"            __global const {vec}* wq = wp + ((cb * {kh} + kh) * {kw} + kw) * {c};\n"
+            f"            for (int ic = 0; ic < {c}; ++ic) acc += xp[ic] * wq[ic];\n"
+        )
+    bias = (
+        f"    {vec} acc = ((__global const {vec}*)x2)[cb];\n"
+        if op.bias is not None
+        else f"    {vec} acc = ({vec})(0.0f);\n"
+    )
+    body = (
+        _decompose((n, oh, ow, blocks), ["n", "oh", "ow", "cb"])
+        + f"    __global const {vec}* wp = (__global const {vec}*)x1;\n"
+        + bias
+        + f"    for (int kh = 0; kh < {kh}; ++kh) {{\n"
+        f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n"
+        f"        if (ih < 0 || ih >= {h}) continue;\n"
+        f"        for (int kw = 0; kw < {kw}; ++kw) {{\n"
+        f"            const int iw = ow * {sw} - {pl} + kw * {dw};\n"
+        f"            if (iw < 0 || iw >= {w}) continue;\n"
+        + inner
+        + "        }\n    }\n"
+        + f"    {vec} v = acc;\n"
+        + compose(act)
+        + f"    ((__global {vec}*)y)[gid] = v;\n"
+    )
+    inputs: list[SSAValue | str] = [op.input, program.constant(packed)]
+    if op.bias is not None:
+        inputs.append(op.bias)
+    total = n * oh * ow * blocks
+    desc = _describe(op) + f" (tiled x{vw})"
+    return program.kernel(_kernel(len(inputs), body), desc), inputs, [total]

@@ -1,0 +1,588 @@
+"""The OpenCL target: availability, `supports()`, the `lower-opencl` IR, per-op-family numerics
+against the reference kernels, the program cache, and device values kept between dispatches.
+
+Every family's cases share ONE executable (one program build); programs stay cached in memory
+for the whole session. Tolerances: rtol 1e-4 / atol 1e-5 everywhere (float32 accumulation in
+a different order from numpy's).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cpu_support import Case, build_executable, op_case, reference_outputs
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import SSAValue
+from xdsl.parser import Parser
+
+from irc.context import make_context
+from irc.diagnostics import IrcDiagnosticError
+from irc.dialects import delegate, nn, ocl
+from irc.targets import get_target
+from irc.targets.opencl import runtime as ocl_runtime
+from irc.targets.opencl.lower import LowerOpenCLPass
+from irc.targets.opencl.runtime import OpenCLRuntime, OpenCLValue
+from irc.targets.opencl.target import OpenCLTarget
+
+AVAILABLE = OpenCLTarget().available()
+needs_device = pytest.mark.skipif(not AVAILABLE, reason=AVAILABLE.reason or "available")
+RNG = np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("irc-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IRC_CACHE_DIR", str(path))
+        yield path
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def lower(module: ModuleOp) -> ModuleOp:
+    LowerOpenCLPass().apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def run_cases(cases: Sequence[Case], rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    module, executable, built = build_executable(cases, "test_opencl_0")
+    executable.properties["target"] = StringAttr("opencl")
+    expected = [reference_outputs(b) for b in built]
+    lower(module)
+    loaded = OpenCLRuntime().load(executable)
+    outs = iter(loaded.execute("entry", [a for b in built for a in b.args]))
+    for b, refs in zip(built, expected, strict=True):
+        for ref in refs:
+            got = next(outs)
+            assert isinstance(got, OpenCLValue)
+            np.testing.assert_allclose(got.to_host(), ref, rtol=rtol, atol=atol, err_msg=b.case.id)
+
+
+# ---- Registration, availability, supports -------------------------------------------------------
+
+
+def test_registered_through_entry_point() -> None:
+    target = get_target("opencl")
+    assert isinstance(target, OpenCLTarget)
+    assert target.preferred_layout == "NHWC"
+    assert not target.runs_quantized
+    assert target.lowering_passes() == "lower-opencl"
+
+
+@pytest.mark.parametrize("spec", ["no-such-platform:nothing", "7:9", "justonepart"])
+def test_bogus_device_makes_target_unavailable(monkeypatch: pytest.MonkeyPatch, spec: str) -> None:
+    monkeypatch.setenv("IRC_OPENCL_DEVICE", spec)
+    answer = OpenCLTarget().available()
+    assert not answer
+    assert answer.reason.startswith("opencl: ")
+    assert "IRC_OPENCL_DEVICE" in answer.reason or "no OpenCL" in answer.reason
+
+
+def _op(text: str) -> nn.NNOp:
+    module = Parser(make_context(), text, "t.mlir").parse_module()
+    func = next(iter(module.ops))
+    return next(op for op in func.walk() if isinstance(op, nn.NNOp))  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ("%y = nn.relu %x : tensor<4xf32> -> tensor<4xf32>", ""),
+        ("%y = nn.exp %x : tensor<4xf32> -> tensor<4xf32>", "op"),
+        ("%y = nn.relu %x : tensor<?xf32> -> tensor<?xf32>", "dynamic"),
+        ("%y = nn.softmax %x axis = 0 : tensor<4xf32> -> tensor<4xf32>", ""),
+        (
+            '%y = nn.pad %x pads = [1, 1] mode = "edge" : tensor<4xf32> -> tensor<6xf32>',
+            "attribute",
+        ),
+        ('%y = nn.reduce %x kind = "prod" axes = [0] : tensor<4xf32> -> tensor<f32>', "attribute"),
+    ],
+)
+def test_supports_answers_with_reason_codes(body: str, code: str) -> None:
+    arg = "tensor<?xf32>" if "?" in body else "tensor<4xf32>"
+    answer = OpenCLTarget().supports(_op(f"func.func @f(%x: {arg}) {{\n {body}\n func.return\n}}"))
+    assert answer.code == code
+    assert bool(answer) == (code == "")
+
+
+def test_softmax_over_another_axis_is_refused() -> None:
+    op = _op(
+        "func.func @f(%x: tensor<2x4xf32>) {\n"
+        "%y = nn.softmax %x axis = 0 : tensor<2x4xf32> -> tensor<2x4xf32>\nfunc.return\n}"
+    )
+    answer = OpenCLTarget().supports(op)
+    assert answer.code == "attribute"
+
+
+# ---- Lowering (no device needed) ----------------------------------------------------------------
+
+CONV_RELU = """
+delegate.executable private @main_opencl_0 target("opencl") {
+  func.func @entry(%x: tensor<1x6x6x3xf32>) -> tensor<1x6x6x4xf32> {
+    %w = nn.constant dense<0.5> : tensor<4x3x3x3xf32>
+    %b = nn.constant dense<0.25> : tensor<4xf32>
+    %c = nn.conv2d %x, %w, %b pads = [1, 1, 1, 1] layout = "NHWC"
+        : tensor<1x6x6x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<1x6x6x4xf32>
+    %r = nn.relu %c : tensor<1x6x6x4xf32> -> tensor<1x6x6x4xf32>
+    %s = nn.sigmoid %r : tensor<1x6x6x4xf32> -> tensor<1x6x6x4xf32>
+    %t = nn.transpose %s perm = [0, 3, 1, 2] : tensor<1x6x6x4xf32> -> tensor<1x4x6x6xf32>
+    %u = nn.transpose %t perm = [0, 2, 3, 1] : tensor<1x4x6x6xf32> -> tensor<1x6x6x4xf32>
+    func.return %u : tensor<1x6x6x4xf32>
+  }
+}
+"""
+
+
+def parse(text: str) -> ModuleOp:
+    module = Parser(make_context(), text, "test.mlir").parse_module()
+    module.verify()
+    return module
+
+
+def test_lowering_fuses_epilogues_and_plans_buffers() -> None:
+    module = lower(parse(CONV_RELU))
+    (program,) = [op for op in module.walk() if isinstance(op, ocl.ProgramOp)]
+    (execute,) = [op for op in module.walk() if isinstance(op, ocl.ExecuteOp)]
+    launches = [op for op in execute.body.block.ops if isinstance(op, ocl.LaunchOp)]
+    allocs = [op for op in execute.body.block.ops if isinstance(op, ocl.AllocOp)]
+    # conv + relu + sigmoid fused: one conv launch, then the two transposes
+    assert len(launches) == 3
+    assert [a.data for a in launches[0].args.data] == ["in0", "c0", "c1", "b0"]
+    assert [a.data for a in launches[1].args.data] == ["b0", "b1"]
+    assert [a.data for a in launches[2].args.data] == ["b1", "out0"]
+    assert len(allocs) == 2
+    assert execute.peak_bytes.value.data == 2 * 4 * 144
+    assert "1.0f / (1.0f + exp(-v))" in program.source.data
+    assert len(program.uploads) == 2
+
+
+def test_lowering_refuses_unsupported_op_at_the_op() -> None:
+    module = parse(
+        'delegate.executable private @e target("opencl") {\n'
+        "  func.func @entry(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "    %y = nn.exp %x : tensor<4xf32> -> tensor<4xf32>\n"
+        "    func.return %y : tensor<4xf32>\n  }\n}\n"
+    )
+    with pytest.raises(IrcDiagnosticError, match=r"lower-opencl: opencl: no kernel for 'nn\.exp'"):
+        lower(module)
+
+
+def test_lowering_leaves_other_targets_alone() -> None:
+    module = parse(CONV_RELU.replace('target("opencl")', 'target("cpu")'))
+    lower(module)
+    assert not [op for op in module.walk() if isinstance(op, ocl.ProgramOp)]
+
+
+# ---- Numerics per op family ---------------------------------------------------------------------
+
+
+def _conv(case_id: str, x, w, b, **props) -> Case:
+    arrays = [x, w, b]
+    return op_case(
+        case_id,
+        nn.Conv2DOp,
+        arrays,
+        constants=[1, 2] if b is not None else [1],
+        layout="NHWC",
+        **props,
+    )
+
+
+@needs_device
+def test_conv2d_family() -> None:
+    cases = [
+        _conv("1x1", rand(1, 5, 7, 6), rand(9, 1, 1, 6), rand(9)),
+        _conv(
+            "3x3_s2_pad",
+            rand(2, 9, 8, 5),
+            rand(7, 3, 3, 5),
+            rand(7),
+            strides=[2, 2],
+            pads=[1, 0, 1, 1],
+            activation="relu6",
+        ),
+        _conv(
+            "dilated",
+            rand(1, 11, 10, 3),
+            rand(4, 3, 3, 3),
+            None,
+            dilations=[2, 3],
+            pads=[2, 2, 2, 2],
+        ),
+        _conv(
+            "depthwise",
+            rand(1, 8, 9, 6),
+            rand(6, 3, 3, 1),
+            rand(6),
+            groups=6,
+            pads=[1, 1, 1, 1],
+            activation="relu",
+        ),
+        _conv(
+            "depthwise_m2_s2",
+            rand(1, 7, 7, 3),
+            rand(6, 3, 3, 1),
+            rand(6),
+            groups=3,
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+        ),
+        _conv("grouped", rand(1, 5, 5, 8), rand(6, 3, 3, 4), rand(6), groups=2, strides=[1, 2]),
+        _conv("5x5_long", rand(1, 6, 6, 64), rand(3, 5, 5, 64), rand(3), pads=[2, 2, 2, 2]),
+    ]
+    # register-tiled kernels (constant filters, channels divisible by 8 or 16)
+    cases += [
+        _conv("tiled_1x1", rand(1, 5, 3, 16), rand(16, 1, 1, 16), rand(16)),
+        _conv(
+            "tiled_3x3_s2",
+            rand(1, 9, 7, 5),
+            rand(24, 3, 3, 5),
+            None,
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+            dilations=[1, 2],
+            activation="relu6",
+        ),
+        _conv(
+            "tiled_dw16",
+            rand(2, 7, 6, 16),
+            rand(16, 3, 3, 1),
+            rand(16),
+            groups=16,
+            pads=[1, 1, 1, 1],
+        ),
+        _conv(
+            "tiled_dw24_s2",
+            rand(1, 9, 9, 24),
+            rand(24, 3, 3, 1),
+            rand(24),
+            groups=24,
+            strides=[2, 2],
+            pads=[0, 0, 1, 1],
+            activation="relu",
+        ),
+        op_case(
+            "filter_arg_16", nn.Conv2DOp, [rand(1, 4, 4, 3), rand(16, 3, 3, 3), None], layout="NHWC"
+        ),
+    ]
+
+    def conv_leaky(x: SSAValue, wv: SSAValue, bv: SSAValue):
+        conv = nn.Conv2DOp.make(x, wv, bv, layout="NHWC")
+        leaky = nn.LeakyReluOp.make(conv.output, alpha=0.1)
+        return [conv, leaky, nn.SigmoidOp.make(leaky.output)]
+
+    cases.append(
+        Case(
+            "tiled_leaky",
+            conv_leaky,
+            [rand(1, 3, 3, 8), rand(8, 1, 1, 8), rand(8)],
+            frozenset({1, 2}),
+        )
+    )
+    w = rand(16, 3, 3, 4)
+    b = rand(16)
+
+    def conv_hswish(x: SSAValue, wv: SSAValue, bv: SSAValue):
+        conv = nn.Conv2DOp.make(x, wv, bv, layout="NHWC", pads=[1, 1, 1, 1])
+        return [conv, nn.HardSwishOp.make(conv.output)]
+
+    cases.append(Case("fused_hswish", conv_hswish, [rand(1, 6, 5, 4), w, b], frozenset({1, 2})))
+    run_cases(cases)
+
+
+@needs_device
+def test_fully_connected_family() -> None:
+    run_cases(
+        [
+            op_case("fc", nn.FullyConnectedOp, [rand(1, 64), rand(10, 64), rand(10)], [1, 2]),
+            op_case(
+                "fc_nobias",
+                nn.FullyConnectedOp,
+                [rand(3, 5, 17), rand(7, 17), None],
+                [1],
+                activation="relu",
+            ),
+            op_case("fc_arg_weights", nn.FullyConnectedOp, [rand(4, 9), rand(3, 9), rand(3)]),
+        ]
+    )
+
+
+@needs_device
+def test_binary_broadcasting_family() -> None:
+    shapes = [
+        ((2, 3, 4), (4,)),
+        ((2, 1, 4), (1, 3, 1)),
+        ((5,), ()),
+        ((3, 1), (3, 7)),
+        ((2, 3), (2, 3)),
+    ]
+    cases = []
+    for op in (nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp, nn.MaximumOp, nn.MinimumOp):
+        for i, (sa, sb) in enumerate(shapes):
+            a, b = rand(*sa), rand(*sb)
+            if op is nn.DivOp:
+                b = np.asarray(np.abs(b) + 0.5, dtype=np.float32)
+            cases.append(op_case(f"{op.name}{i}", op, [a, b]))
+    cases.append(op_case("add_relu", nn.AddOp, [rand(3, 4), rand(4)], [1], activation="relu"))
+    run_cases(cases)
+
+
+@needs_device
+def test_unary_family() -> None:
+    x = rand(3, 5, 7) * 4
+    run_cases(
+        [
+            op_case("relu", nn.ReluOp, [x]),
+            op_case("relu6", nn.Relu6Op, [x]),
+            op_case("clip", nn.ClipOp, [x], min=-1.5, max=2.0),
+            op_case("clip_min", nn.ClipOp, [x], min=0.5),
+            op_case("sigmoid", nn.SigmoidOp, [x]),
+            op_case("tanh", nn.TanhOp, [x]),
+            op_case("hard_swish", nn.HardSwishOp, [x]),
+            op_case("leaky_relu", nn.LeakyReluOp, [x], alpha=0.2),
+            op_case("hard_sigmoid", nn.HardSigmoidOp, [x], alpha=0.25, beta=0.375),
+        ]
+    )
+
+
+@needs_device
+def test_pool_family() -> None:
+    x = rand(2, 9, 8, 3)
+    run_cases(
+        [
+            op_case("max2", nn.MaxPool2DOp, [x], kernel=[2, 2], strides=[2, 2], layout="NHWC"),
+            op_case(
+                "max3_pad",
+                nn.MaxPool2DOp,
+                [x],
+                kernel=[3, 3],
+                pads=[1, 1, 1, 1],
+                strides=[2, 1],
+                layout="NHWC",
+                activation="relu",
+            ),
+            op_case("max_dil", nn.MaxPool2DOp, [x], kernel=[2, 3], dilations=[2, 2], layout="NHWC"),
+            op_case(
+                "avg3_pad", nn.AvgPool2DOp, [x], kernel=[3, 3], pads=[1, 1, 1, 1], layout="NHWC"
+            ),
+            op_case(
+                "avg3_incl",
+                nn.AvgPool2DOp,
+                [x],
+                kernel=[3, 3],
+                pads=[1, 0, 1, 2],
+                strides=[2, 2],
+                count_include_pad=True,
+                layout="NHWC",
+            ),
+            op_case("avg_global", nn.AvgPool2DOp, [x], kernel=[9, 8], layout="NHWC"),
+        ]
+    )
+
+
+@needs_device
+def test_reduce_and_softmax_family() -> None:
+    x = rand(2, 7, 5, 6)
+    run_cases(
+        [
+            op_case("mean12", nn.ReduceOp, [x], kind="mean", axes=[1, 2], keepdims=True),
+            op_case("mean_last", nn.ReduceOp, [x], kind="mean", axes=[-1]),
+            op_case("sum0", nn.ReduceOp, [x], kind="sum", axes=[0, 3]),
+            op_case("max1", nn.ReduceOp, [x], kind="max", axes=[1]),
+            op_case("min_all", nn.ReduceOp, [x], kind="min", axes=[0, 1, 2, 3]),
+            op_case("softmax", nn.SoftmaxOp, [rand(3, 10) * 5]),
+            op_case("softmax_beta", nn.SoftmaxOp, [rand(2, 4, 33)], beta=0.5),
+            op_case("softmax_long", nn.SoftmaxOp, [rand(1, 1001)]),
+        ]
+    )
+
+
+@needs_device
+def test_shape_family() -> None:
+    x = rand(2, 3, 4, 5)
+    run_cases(
+        [
+            op_case("reshape", nn.ReshapeOp, [x], shape=[6, 20]),
+            op_case("transpose", nn.TransposeOp, [x], perm=[0, 3, 1, 2]),
+            op_case("transpose2", nn.TransposeOp, [x], perm=[3, 2, 1, 0]),
+            op_case("concat_c", nn.ConcatOp, [[x, rand(2, 3, 4, 2)]], axis=3),
+            op_case("concat_0", nn.ConcatOp, [[x, rand(1, 3, 4, 5), x]], axis=0),
+            op_case("concat_neg", nn.ConcatOp, [[rand(2, 1, 4, 5), x]], axis=-3),
+            op_case("pad", nn.PadOp, [x], pads=[0, 0, 1, 2, 0, 1, 3, 0], value=0.75),
+        ]
+    )
+
+
+# ---- Runtime: cache, device values --------------------------------------------------------------
+
+
+@needs_device
+def test_second_load_uses_the_cache(cache_dir: Path) -> None:
+    text = CONV_RELU.replace("dense<0.25>", "dense<0.125>").replace("0.5>", "0.375>")
+    module = lower(parse(text.replace("sigmoid", "tanh")))
+    executable = next(op for op in module.walk() if isinstance(op, delegate.ExecutableOp))
+    start = time.perf_counter()
+    first = OpenCLRuntime().load(executable)
+    first_s = time.perf_counter() - start
+    assert not first.from_cache
+    x = rand(1, 6, 6, 3)
+    (a,) = first.execute("entry", [x])  # saves the binary after the first run
+    key = first.built.key
+    assert (cache_dir / "opencl" / f"{key}.bin").exists()
+    ocl_runtime._programs.pop(key)  # forget the in-memory copy: load from disk
+    start = time.perf_counter()
+    second = OpenCLRuntime().load(executable)
+    second_s = time.perf_counter() - start
+    assert second.from_cache
+    assert second_s < first_s
+    (b,) = second.execute("entry", [x])
+    np.testing.assert_array_equal(a.to_host(), b.to_host())
+    # a tampered binary is rebuilt, not loaded
+    (cache_dir / "opencl" / f"{key}.bin").write_bytes(b"garbage")
+    ocl_runtime._programs.pop(key)
+    third = OpenCLRuntime().load(executable)
+    assert not third.from_cache
+    (c,) = third.execute("entry", [x])
+    np.testing.assert_array_equal(a.to_host(), c.to_host())
+
+
+TWO_DISPATCHES = """
+builtin.module {
+  delegate.executable private @first target("opencl") {
+    func.func @entry(%x: tensor<2x8xf32>, %y: tensor<8xf32>) -> tensor<2x8xf32> {
+      %s = nn.add %x, %y : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+      func.return %s : tensor<2x8xf32>
+    }
+  }
+  delegate.executable private @second target("opencl") {
+    func.func @entry(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+      %r = nn.relu %x : tensor<2x8xf32> -> tensor<2x8xf32>
+      func.return %r : tensor<2x8xf32>
+    }
+  }
+  func.func @main(%x: tensor<2x8xf32>, %y: tensor<8xf32>) -> tensor<2x8xf32> {
+    %a = delegate.dispatch @first::@entry(%x, %y)
+        : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+    %b = delegate.dispatch @second::@entry(%a) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    func.return %b : tensor<2x8xf32>
+  }
+}
+"""
+
+
+@needs_device
+def test_device_values_stay_on_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    from irc.runtime import compile_function
+
+    downloads: list[tuple[int, ...]] = []
+    real = OpenCLValue.to_host
+
+    def counting(self: OpenCLValue) -> np.ndarray:
+        downloads.append(self.shape)
+        return real(self)
+
+    monkeypatch.setattr(OpenCLValue, "to_host", counting)
+    module = lower(parse(TWO_DISPATCHES))
+    program = compile_function(module, "main")
+    x, y = rand(2, 8), rand(8)
+    (out,) = program.run_positional([x, y])
+    np.testing.assert_allclose(np.asarray(out), np.maximum(x + y, 0), rtol=1e-6)
+    assert downloads == [(2, 8)]  # only the graph output came back to the host
+
+
+# ---- Shared models ------------------------------------------------------------------------------
+
+MODELS = Path("/work/shared/models")
+MODEL_FILES = {
+    "small_cnn_float32": ("small_cnn_float32.tflite", None),
+    "mobilenet_v2_float32": ("mobilenet_v2_float32.tflite", None),
+    "face_detection_short_range": ("face_detection_short_range.tflite", None),
+    "ppocr_mobile_v2_cls": ("ch_ppocr_mobile_v2.0_cls_infer.onnx", {"x": [1, 3, 48, 192]}),
+}
+
+
+@needs_device
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("name", sorted(MODEL_FILES))
+def test_shared_float_models_match_the_reference(name: str) -> None:
+    from irc.compiler import compile as irc_compile
+
+    file, shapes = MODEL_FILES[name]
+    path = MODELS / name / file
+    if not path.exists():
+        pytest.skip(f"{path} is not available")
+    kwargs = {"input_shapes": shapes} if shapes else {}
+    model = irc_compile(path, targets=["opencl", "reference"], **kwargs)
+    reference = irc_compile(path, targets=["reference"], **kwargs)
+    executables = [op for op in model.module.walk() if isinstance(op, delegate.ExecutableOp)]
+    assert any(e.target.data == "opencl" for e in executables)
+    inputs = dict(np.load(MODELS / name / "inputs_0.npz"))
+    got, want = model.run(inputs), reference.run(inputs)
+    for key, ref in want.items():
+        diff = float(np.abs(got[key] - ref).max())
+        assert diff <= 2e-3 * float(np.abs(ref).max()), (key, diff)
+
+
+@needs_device
+def test_build_failure_reports_the_log_and_the_op() -> None:
+    from irc.targets.opencl.device import get_device
+
+    source = (
+        "/* nn.relu 4 -> 4 */\n"
+        "__kernel void k0(__global const float* restrict x0, __global float* restrict y) {\n"
+        "    y[get_global_id(0)] = undefined_identifier;\n}\n"
+    )
+    with pytest.raises(ocl_runtime.OpenCLBuildError, match=r"kernels of: nn\.relu 4 -> 4") as info:
+        ocl_runtime.build_program(get_device(), source)
+    assert "undefined_identifier" in str(info.value)
+
+
+@needs_device
+def test_arguments_are_checked() -> None:
+    from irc.runtime.errors import InputError
+
+    module = lower(parse(CONV_RELU))
+    executable = next(op for op in module.walk() if isinstance(op, delegate.ExecutableOp))
+    loaded = OpenCLRuntime().load(executable)
+    with pytest.raises(InputError, match="shape"):
+        loaded.execute("entry", [rand(1, 6, 6, 4)])
+    with pytest.raises(InputError, match="float32"):
+        loaded.execute("entry", [np.zeros((1, 6, 6, 3))])
+    with pytest.raises(InputError, match="takes 1 arguments"):
+        loaded.execute("entry", [])
+
+
+ALIASED_OUTPUTS = """
+delegate.executable private @e target("opencl") {
+  func.func @entry(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>,
+                                          tensor<3xf32>) {
+    %c = nn.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+    %r = nn.relu %x : tensor<3xf32> -> tensor<3xf32>
+    func.return %x, %c, %r, %r : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+  }
+}
+"""
+
+
+@needs_device
+def test_outputs_that_alias_arguments_constants_and_each_other() -> None:
+    module = lower(parse(ALIASED_OUTPUTS))
+    executable = next(op for op in module.walk() if isinstance(op, delegate.ExecutableOp))
+    loaded = OpenCLRuntime().load(executable)
+    x = np.array([-1.0, 0.5, 2.0], np.float32)
+    outs = [v.to_host() for v in loaded.execute("entry", [x])]
+    np.testing.assert_array_equal(outs[0], x)
+    np.testing.assert_array_equal(outs[1], [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(outs[2], np.maximum(x, 0))
+    np.testing.assert_array_equal(outs[3], np.maximum(x, 0))
+    # results are fresh buffers: a second call does not overwrite the first call's values
+    first = loaded.execute("entry", [x])
+    loaded.execute("entry", [-x])
+    np.testing.assert_array_equal(first[2].to_host(), np.maximum(x, 0))
