@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -87,3 +88,30 @@ def add_model_options(parser: object) -> None:
         metavar="NAME=DIMS",
         help="static shape for an input with dynamic dimensions, e.g. x=1x3x224x224",
     )
+
+
+def run_tool(
+    tool: str,
+    parser: argparse.ArgumentParser,
+    body: Callable[[argparse.Namespace], int],
+    argv: Sequence[str] | None,
+) -> int:
+    """A tool's `main`: parse (usage errors exit 2), run `body`, and turn a ToolError into
+    `<tool>: error: ...` and any other exception (a bug in irc) into one line too, exit 1,
+    no traceback (`IRC_DEBUG=1` re-raises)."""
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) and usage errors (2)
+        return exc.code if isinstance(exc.code, int) else 0
+    try:
+        return body(args)
+    except ToolError as exc:
+        print_tool_error(tool, str(exc))
+        return 1
+    except Exception as exc:
+        if os.environ.get("IRC_DEBUG"):
+            raise
+        print_tool_error(
+            tool, f"internal error: {type(exc).__name__}: {exc} (set IRC_DEBUG=1 for a traceback)"
+        )
+        return 1

@@ -34,7 +34,7 @@ from irc.tools.common import (
     is_model_file,
     parse_bindings,
     parse_input_shapes,
-    print_tool_error,
+    run_tool,
     write_atomically,
 )
 
@@ -186,23 +186,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `irc-compile`; returns the exit status (0, 1, or 2 for usage)."""
-    parser = _make_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) and usage errors (2)
-        return exc.code if isinstance(exc.code, int) else 0
-    try:
-        return _compile(args)
-    except ToolError as exc:
-        print_tool_error(_TOOL, str(exc))
-        return 1
-    except Exception as exc:  # a bug in irc, not in the input: still no traceback
-        if os.environ.get("IRC_DEBUG"):
-            raise
-        print_tool_error(
-            _TOOL, f"internal error: {type(exc).__name__}: {exc} (set IRC_DEBUG=1 for a traceback)"
-        )
-        return 1
+    return run_tool(_TOOL, _make_parser(), _compile, argv)
 
 
 if __name__ == "__main__":

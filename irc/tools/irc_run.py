@@ -38,6 +38,7 @@ from irc.tools.common import (
     parse_bindings,
     parse_input_shapes,
     print_tool_error,
+    run_tool,
     write_atomically,
 )
 
@@ -301,23 +302,7 @@ def _import(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `irc-run` script; returns the exit status (0, 1, or 2 for usage)."""
-    parser = _make_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) and usage errors (2)
-        return exc.code if isinstance(exc.code, int) else 0
-    try:
-        return _run(args)
-    except ToolError as exc:
-        _print_error(str(exc))
-        return 1
-    except Exception as exc:  # a bug in irc, not in the input: still no traceback
-        if os.environ.get("IRC_DEBUG"):
-            raise
-        _print_error(
-            f"internal error: {type(exc).__name__}: {exc} (set IRC_DEBUG=1 for a traceback)"
-        )
-        return 1
+    return run_tool(_TOOL, _make_parser(), _run, argv)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
 from collections.abc import Sequence
 
@@ -26,7 +25,7 @@ from irc.tools.common import (
     add_model_options,
     parse_bindings,
     parse_input_shapes,
-    print_tool_error,
+    run_tool,
     write_atomically,
 )
 
@@ -136,23 +135,7 @@ def _translate(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `irc-translate`; returns the exit status (0, 1, or 2 for usage)."""
-    parser = _make_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 0
-    try:
-        return _translate(args)
-    except ToolError as exc:
-        print_tool_error(_TOOL, str(exc))
-        return 1
-    except Exception as exc:  # a bug in irc, not in the input: still no traceback
-        if os.environ.get("IRC_DEBUG"):
-            raise
-        print_tool_error(
-            _TOOL, f"internal error: {type(exc).__name__}: {exc} (set IRC_DEBUG=1 for a traceback)"
-        )
-        return 1
+    return run_tool(_TOOL, _make_parser(), _translate, argv)
 
 
 if __name__ == "__main__":
