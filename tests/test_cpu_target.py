@@ -75,8 +75,8 @@ def test_registered_through_entry_point() -> None:
     target = get_target("cpu")
     assert isinstance(target, CpuTarget)
     assert target.preferred_layout == "NHWC"
-    assert target.runs_quantized is False
-    assert target.lowering_passes() == "lower-cpu"
+    assert target.runs_quantized is True
+    assert target.lowering_passes() == "lower-quantized,lower-cpu"
     assert "lower-cpu" in get_all_passes()
 
 
@@ -144,11 +144,26 @@ SUPPORT_CASES = {
         " -> tensor<1x3x3x3xf32>",
         "",
     ),
-    "quantized": (_Q8, f"%y = nn.relu %x : {_Q8} -> {_Q8}", "quantized"),
+    "quantized_relu": (_Q8, f"%y = nn.relu %x : {_Q8} -> {_Q8}", ""),
+    "quantized_reshape": (
+        _Q8,
+        f"%y = nn.reshape %x shape = [2, 2] : {_Q8} -> tensor<2x2x!quant.uniform<i8:f32, 0.5>>",
+        "",
+    ),
+    "quantized_softmax": (
+        _Q8,
+        f"%y = nn.softmax %x : {_Q8} -> tensor<4x!quant.uniform<i8:f32, 0.00390625:-128>>",
+        "quantized",
+    ),
     "f16": ("tensor<4xf16>", "%y = nn.relu %x : tensor<4xf16> -> tensor<4xf16>", "dtype"),
     "i32": (
         "tensor<4xi32>",
         "%y = nn.add %x, %x : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>",
+        "",
+    ),
+    "i64": (
+        "tensor<4xi64>",
+        "%y = nn.add %x, %x : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>",
         "dtype",
     ),
     "dynamic": (

@@ -1,9 +1,12 @@
 """C code generation of the CPU target: one C function per entry of a `delegate.executable`.
 
 `generate_function(func, c_name, constants)` turns an entry (a `func.func` of `nn` ops on
-static float32 tensors) into one C function that runs all of its ops:
+static float32 tensors, or of the integer form `lower-quantized` gives quantized ops:
+integer `nn` ops, `quant.scast`, `quant.rescale`) into one C function that runs all of its
+ops; pointers carry each value's C type (`float`, `int8_t`, `uint8_t`, `int16_t`,
+`int32_t`; a quantized tensor is its storage integers):
 
-    void irc_fn_0(const float *in0, ..., float *out0, ..., const void *const *consts,
+    void irc_fn_0(const float *in0, ..., int8_t *out0, ..., const void *const *consts,
                   float *ws);
 
 * **Buffer plan.** Arguments are read in place and results written in place: the op that
@@ -16,6 +19,12 @@ static float32 tensors) into one C function that runs all of its ops:
   runtime builds once at load time; filters are packed at compile time into the layout
   their kernel reads (`packing`), so the table holds them packed. A constant operand of an
   elementwise op whose elements are all equal becomes a literal instead.
+* **Integers.** `quant.scast` is free (an alias); `quant.rescale` calls `irc_mbqm`, the C
+  mirror of the reference's MultiplyByQuantizedMultiplier (bit-exact, tested); integer
+  conv2d / fully_connected accumulate exactly in int32 (`irc_conv2d_i32`,
+  `irc_depthwise_i32`, inputs widened to int32 and zero-padded in the workspace, constant
+  filters packed to int32 at compile time); pools, reductions, casts, clamps and
+  add/sub/mul (wrapping, as numpy's int32) follow the reference kernels exactly.
 * **Kernels.** Heavy ops call the kernel library (`csrc`: convolution as a register-blocked
   implicit GEMM, depthwise, pooling, softmax, resize); elementwise ops, reductions and data
   movement become loop nests with literal bounds, their dimensions collapsed where the data
@@ -32,14 +41,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
-from irc.dialects import nn
+from irc.dialects import nn, quant
 from irc.dialects.nn.base import ints_of
+from irc.dialects.quant import quantized_element
+from irc.dtypes import numpy_dtype
 from irc.targets.cpu import csrc, packing
-from irc.targets.cpu.support import BINARY_OPS, check_op
+from irc.targets.cpu.support import (
+    BINARY_OPS,
+    C_TYPES,
+    DATA_MOVEMENT_OPS,
+    INTEGER_BINARY_OPS,
+    c_type,
+    check_op,
+)
 
 ALIGN_FLOATS = 16
 """Workspace allocations start on 64-byte boundaries."""
@@ -67,6 +85,21 @@ def shape(value: SSAValue) -> tuple[int, ...]:
 
 def numel(dims: Sequence[int]) -> int:
     return math.prod(dims)
+
+
+def dtype(value: SSAValue) -> np.dtype:
+    """The numpy dtype holding `value`'s elements (quantized: storage integers)."""
+    return numpy_dtype(value.type)
+
+
+def ctype(value: SSAValue) -> str:
+    """The C type of `value`'s elements (`float`, `int8_t`, ...)."""
+    return C_TYPES[dtype(value)]
+
+
+def units(value: SSAValue) -> int:
+    """Workspace units (4 bytes, a float) that `value` takes."""
+    return -(-numel(shape(value)) * dtype(value).itemsize // 4)
 
 
 def c_float(value: float) -> str:
@@ -185,7 +218,7 @@ def transpose_lines(src: str, dst: str, dims: Sequence[int], perm: Sequence[int]
 
 @dataclass
 class ConstantTable:
-    """The constants of one `cpu.module`: (packing, float32 array), indexed from 0."""
+    """The constants of one `cpu.module`: (packing, float32 or integer array), from 0."""
 
     entries: list[tuple[str, np.ndarray]] = field(default_factory=list)
     _index: dict[tuple[SSAValue, str], int] = field(default_factory=dict)
@@ -195,7 +228,10 @@ class ConstantTable:
         ident = (key, packing_name)
         if ident not in self._index:
             self._index[ident] = len(self.entries)
-            self.entries.append((packing_name, np.ascontiguousarray(make(), dtype=np.float32)))
+            array = np.ascontiguousarray(make())
+            if array.dtype.kind == "f":
+                array = array.astype(np.float32, copy=False)
+            self.entries.append((packing_name, array))
         return self._index[ident]
 
 
@@ -210,6 +246,8 @@ class Storage:
     """"in", "out", "const" or "ws"."""
     index: int
     """Argument/result/constant index, or the arena offset in floats."""
+    ct: str = "float"
+    """The C type of the elements."""
 
     def expr(self) -> str:
         match self.kind:
@@ -218,7 +256,11 @@ class Storage:
             case "out":
                 return f"out{self.index}"
             case "const":
+                if self.ct != "float":
+                    return f"((const {self.ct} *)K[{self.index}])"
                 return f"K[{self.index}]"
+        if self.ct != "float":
+            return f"(({self.ct} *)(ws + {self.index}))"
         return f"(ws + {self.index})"
 
 
@@ -262,6 +304,20 @@ def _activation_code(op: Operation) -> int:
     return csrc.ACTIVATION_CODES[name]
 
 
+def _zero_point(value: SSAValue) -> int:
+    qtype = quantized_element(value.type)  # type: ignore[arg-type]
+    return 0 if qtype is None else int(qtype.zero_point_values[0])
+
+
+def _value_range(value: SSAValue) -> tuple[int, int]:
+    """The stored range of a quantized value, else its integer type's range."""
+    qtype = quantized_element(value.type)  # type: ignore[arg-type]
+    if qtype is not None:
+        return qtype.storage_range
+    info = np.iinfo(dtype(value))
+    return int(info.min), int(info.max)
+
+
 def _wrap_activation(expr: str, code: int) -> str:
     return expr if code == 0 else f"irc_act({expr}, {code})"
 
@@ -276,12 +332,307 @@ class OpLowering:
         support = check_op(op)
         if not support:
             raise LoweringError(op, support.reason.removeprefix("cpu: "))
+        if isinstance(op, quant.SCastOp):
+            return Lowered(lambda em, res, tmp: [], alias=True)
+        if isinstance(op, quant.RescaleOp):
+            return self.rescale(op)
+        if ctype(op.results[0]) != "float" and type(op) not in DATA_MOVEMENT_OPS:
+            return self.lower_integer(op)
         if type(op) in BINARY_OPS:
             return self.binary(op, BINARY_OPS[type(op)])  # type: ignore[arg-type]
         method = getattr(self, "lower_" + op.name.removeprefix("nn."), None)
         if method is not None:
             return method(op)
         return self.unary(op)
+
+    # ---- The integer form of lower-quantized ----
+
+    def lower_integer(self, op: Operation) -> Lowered:
+        match op:
+            case nn.CastOp() | nn.ClipOp() | nn.ReluOp() | nn.NegOp() | nn.AbsOp():
+                return self.integer_unary(op)
+            case nn.Conv2DOp():
+                return self.integer_conv2d(op)
+            case nn.FullyConnectedOp():
+                return self.integer_fully_connected(op)
+            case nn.MaxPool2DOp() | nn.AvgPool2DOp():
+                return self.integer_pool(op)
+            case nn.ReduceOp():
+                return self.integer_reduce(op)
+        if type(op) in INTEGER_BINARY_OPS:
+            return self.integer_binary(op)  # type: ignore[arg-type]
+        raise LoweringError(op, f"no integer kernel for '{op.name}'")
+
+    def rescale(self, op: quant.RescaleOp) -> Lowered:
+        """`quant.rescale`: TFLite's MultiplyByQuantizedMultiplier (`irc_mbqm`), exactly the
+        reference's (targets/reference/quant.py), then the result's zero point and range."""
+        dims = shape(op.input)
+        count = numel(dims)
+        multipliers, shifts = list(op.multiplier_values), list(op.shift_values)
+        channels = len(multipliers)
+        if op.axis is None or channels == 1:
+            outer, channels, inner = 1, 1, count
+            multipliers, shifts = multipliers[:1], shifts[:1]
+        else:
+            axis = op.axis.value.data % len(dims)
+            outer, inner = numel(dims[:axis]), numel(dims[axis + 1 :])
+        zp_in, zp_out = _zero_point(op.input), _zero_point(op.output)
+        low, high = _value_range(op.output)
+        single = int(op.rounding.data == "single_round")
+        ct_in, ct_out = ctype(op.input), ctype(op.output)
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"static const int32_t rm[] = {{{', '.join(map(str, multipliers))}}};",
+                f"static const int32_t rs[] = {{{', '.join(map(str, shifts))}}};",
+                f"const {ct_in} *restrict px = {em.ptr(op.input)};",
+                f"{ct_out} *restrict po = {res[0]};",
+            ]
+            value = f"{zp_out}LL + irc_mbqm((int64_t)px[k] - ({zp_in}LL), mc, sc, {single})"
+            store = [
+                f"const int64_t v = {value};",
+                f"po[k] = ({ct_out})(v < ({low}LL) ? ({low}LL) : (v > {high}LL ? {high}LL : v));",
+            ]
+            if inner == 1:  # per-channel on the innermost axis: channels innermost
+                body = [
+                    f"for (long o = 0; o < {outer}; ++o)",
+                    f"  for (long c = 0; c < {channels}; ++c) {{",
+                    f"    const long k = o * {channels} + c;",
+                    "    const int64_t mc = rm[c];",
+                    "    const int sc = rs[c];",
+                    *("    " + line for line in store),
+                    "  }",
+                ]
+            else:
+                body = [
+                    f"for (long o = 0; o < {outer}; ++o)",
+                    f"  for (long c = 0; c < {channels}; ++c) {{",
+                    "    const int64_t mc = rm[c];",
+                    "    const int sc = rs[c];",
+                    f"    const long base = (o * {channels} + c) * {inner};",
+                    f"    for (long k = base; k < base + {inner}; ++k) {{",
+                    *("      " + line for line in store),
+                    "    }",
+                    "  }",
+                ]
+            return block(describe(op), decls, body if count else [])
+
+        return Lowered(emit, snippets=("quant",))
+
+    def integer_unary(self, op: Operation) -> Lowered:
+        count = numel(shape(op.results[0]))
+        ct_in, ct_out = ctype(op.operands[0]), ctype(op.results[0])
+        expr = {
+            nn.ReluOp: f"({ct_out})(x < 0 ? 0 : x)",
+            nn.NegOp: f"({ct_out})(-x)",
+            nn.AbsOp: f"({ct_out})(x < 0 ? -x : x)",
+        }.get(type(op), f"({ct_out})x")
+        if isinstance(op, nn.ClipOp):
+            if op.min is not None:
+                low = int(op.min.value.data)
+                expr = f"(x < {low} ? {low} : {expr})"
+            if op.max is not None:
+                high = int(op.max.value.data)
+                expr = f"(x > {high} ? {high} : {expr})"
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"const {ct_in} *restrict px = {em.ptr(op.operands[0])};",
+                f"{ct_out} *restrict po = {res[0]};",
+            ]
+            body = loop_nest(
+                [count],
+                [(0, [1])],
+                lambda ix: [f"const int64_t x = px[{ix[0]}];", f"po[{ix[0]}] = {expr};"],
+            )
+            return block(describe(op), decls, body)
+
+        return Lowered(emit, snippets=("quant",))
+
+    def integer_binary(self, op: nn.ElementwiseBinaryOp) -> Lowered:
+        out = shape(op.output)
+        expr = INTEGER_BINARY_OPS[type(op)]
+        dims, (so, sa, sb) = collapse(
+            out,
+            [
+                contiguous_strides(out),
+                broadcast_strides(shape(op.lhs), out),
+                broadcast_strides(shape(op.rhs), out),
+            ],
+        )
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"const int32_t *restrict pa = {em.ptr(op.lhs)};",
+                f"const int32_t *restrict pb = {em.ptr(op.rhs)};",
+                f"int32_t *restrict po = {res[0]};",
+            ]
+
+            def body_of(ix: list[str]) -> Lines:
+                return [
+                    f"const int32_t a = pa[{ix[1]}];",
+                    f"const int32_t b = pb[{ix[2]}];",
+                    f"po[{ix[0]}] = {expr};",
+                ]
+
+            body = loop_nest(dims, [(0, so), (0, sa), (0, sb)], body_of)
+            return block(describe(op), decls, body)
+
+        return Lowered(emit, snippets=("quant",))
+
+    def _widened_input(
+        self, value: SSAValue, pads: Sequence[int], temps: list[int]
+    ) -> Callable[[Emitter, list[str]], tuple[Lines, str]]:
+        """Code giving `value` (NHWC, any integer type) as int32, zero-padded by
+        `pads` = (top, left, bottom, right): in place when it already is, else in a temp."""
+        dims = shape(value)
+        n, h, w, c = dims
+        pt, pl, pb, pr = pads
+        hp, wp = h + pt + pb, w + pl + pr
+        if ctype(value) == "int32_t" and not any(pads):
+            return lambda em, tmp: ([], em.ptr(value))
+        slot = len(temps)
+        temps.append(n * hp * wp * c)
+
+        def emit(em: Emitter, tmp: list[str]) -> tuple[Lines, str]:
+            dst = f"((int32_t *){tmp[slot]})"
+            lines = [
+                f"memset({dst}, 0, sizeof(int32_t) * {n * hp * wp * c});",
+                f"for (long i = 0; i < {n * h}; ++i)",
+                f"  for (long j = 0; j < {w * c}; ++j)",
+                f"    {dst}[((i / {h} * {hp} + i % {h} + {pt}) * {wp} + {pl}) * {c} + j] = "
+                f"(int32_t){em.ptr(value)}[i * {w * c} + j];",
+            ]
+            return lines, dst
+
+        return emit
+
+    def _integer_bias(self, em: Emitter, bias: SSAValue | None) -> str:
+        return "NULL" if bias is None else em.ptr(bias)
+
+    def integer_conv2d(self, op: nn.Conv2DOp) -> Lowered:
+        props = op.all_properties()
+        groups = op.groups.value.data
+        sh, sw = ints_of(props["strides"])  # type: ignore[arg-type]
+        dh, dw = ints_of(props["dilations"])  # type: ignore[arg-type]
+        pads = ints_of(props["pads"])  # type: ignore[arg-type]
+        pt, pl, pb, pr = pads
+        (n, h, w, c), (oc, kh, kw, cg) = shape(op.input), shape(op.filter)
+        _, oh, ow, _ = shape(op.output)
+        ocg = oc // groups
+        hp, wp = h + pt + pb, w + pl + pr
+        depthwise = groups > 1 and groups == c and oc == c
+        if self.codegen.constant_array(op.filter) is None:
+            raise LoweringError(op, "integer conv2d needs a constant filter")
+        temps: list[int] = []
+        widen = self._widened_input(op.input, pads, temps)
+
+        def emit(em: Emitter, res: list[str], tmp: list[str]) -> Lines:
+            body, x = widen(em, tmp)
+            if depthwise:
+                wk = em.packed(
+                    op.filter,
+                    "depthwise_filter_i32 [KH][KW][C]",
+                    lambda a: packing.pack_depthwise(a, np.int32),
+                )
+                args = (x, n, hp, wp, c, f"(const int32_t *){wk}")
+                args += (self._integer_bias(em, op.bias), res[0], oh, ow, kh, kw, sh, sw, dh, dw)
+                body.append(c_call("irc_depthwise_i32", *args))
+            else:
+                wk = em.packed(
+                    op.filter,
+                    "conv2d_filter_i32 [G][OCg/16][KH][KW][Cg][16]",
+                    lambda a: packing.pack_filter(a, groups, 1, np.int32),
+                )
+                args = (x, n, hp, wp, c, f"(const int32_t *){wk}")
+                args += (self._integer_bias(em, op.bias), res[0], oh, ow, oc, kh, kw)
+                body.append(c_call("irc_conv2d_i32", *args, sh, sw, dh, dw, groups, cg, ocg))
+            return block(describe(op), [], body)
+
+        return Lowered(emit, temps, ("conv_int",))
+
+    def integer_fully_connected(self, op: nn.FullyConnectedOp) -> Lowered:
+        x_shape, (oc, k) = shape(op.input), shape(op.weights)
+        m = numel(x_shape[:-1])
+        if self.codegen.constant_array(op.weights) is None:
+            raise LoweringError(op, "integer fully_connected needs constant weights")
+        temps = [] if ctype(op.input) == "int32_t" else [m * k]
+
+        def emit(em: Emitter, res: list[str], tmp: list[str]) -> Lines:
+            if ctype(op.input) == "int32_t":
+                body: Lines = []
+                x = em.ptr(op.input)
+            else:
+                body, x = [], f"((int32_t *){tmp[0]})"
+                body += loop_nest(
+                    [m * k],
+                    [(0, [1])],
+                    lambda ix: [f"{x}[{ix[0]}] = (int32_t){em.ptr(op.input)}[{ix[0]}];"],
+                )
+            wk = em.packed(
+                op.weights,
+                "conv2d_filter_i32 [1][N/16][1][1][K][16]",
+                lambda a: packing.pack_filter(a.reshape(oc, 1, 1, k), 1, 1, np.int32),
+            )
+            if m:
+                args = (x, 1, 1, m, k, f"(const int32_t *){wk}", self._integer_bias(em, op.bias))
+                args += (res[0], 1, m, oc, 1, 1, 1, 1, 1, 1, 1, k, oc)
+                body.append(c_call("irc_conv2d_i32", *args))
+            return block(describe(op), [], body)
+
+        return Lowered(emit, temps, ("conv_int",))
+
+    def integer_pool(self, op: nn.MaxPool2DOp | nn.AvgPool2DOp) -> Lowered:
+        props = op.all_properties()
+        is_max = isinstance(op, nn.MaxPool2DOp)
+        kh, kw = ints_of(props["kernel"])  # type: ignore[arg-type]
+        sh, sw = ints_of(props["strides"])  # type: ignore[arg-type]
+        dh, dw = ints_of(props["dilations"])  # type: ignore[arg-type]
+        pt, pl, _, _ = ints_of(props["pads"])  # type: ignore[arg-type]
+        include_pad = 0 if is_max else int(bool(op.count_include_pad.value.data))  # type: ignore[union-attr]
+        (n, h, w, c), (_, oh, ow, _) = shape(op.input), shape(op.output)
+        ct = ctype(op.input)
+        lowest = int(np.iinfo(dtype(op.input)).min)
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            args = (int(is_max), em.ptr(op.input), n, h, w, c, res[0], oh, ow)
+            args += (kh, kw, sh, sw, dh, dw, pt, pl, include_pad, f"{lowest}LL")
+            return block(describe(op), [], [c_call(f"irc_pool2d_{ct}", *args)])
+
+        return Lowered(emit, snippets=("pool_int",))
+
+    def integer_reduce(self, op: nn.ReduceOp) -> Lowered:
+        dims = shape(op.input)
+        rank = len(dims)
+        axes = {a % rank for a in ints_of(op.axes)}
+        kind = op.kind.data
+        kept = [d for d in range(rank) if d not in axes]
+        out_strides = [0] * rank
+        for d, s in zip(kept, contiguous_strides([dims[d] for d in kept])):
+            out_strides[d] = s
+        cdims, (sx, so) = collapse(dims, [contiguous_strides(dims), out_strides])
+        out_count = numel([dims[d] for d in kept])
+        ct = ctype(op.input)
+        info = np.iinfo(dtype(op.input))
+        init = {"sum": "0", "max": f"{int(info.min)}LL", "min": f"{int(info.max)}LL"}[kind]
+        combine = {
+            "sum": "po[{o}] = (int32_t)((uint32_t)po[{o}] + (uint32_t)px[{x}]);",
+            "max": "po[{o}] = px[{x}] > po[{o}] ? px[{x}] : po[{o}];",
+            "min": "po[{o}] = px[{x}] < po[{o}] ? px[{x}] : po[{o}];",
+        }[kind]
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"const {ct} *restrict px = {em.ptr(op.input)};",
+                f"{ct} *restrict po = {res[0]};",
+            ]
+            body = loop_nest([out_count], [(0, [1])], lambda ix: [f"po[{ix[0]}] = {init};"])
+            body += loop_nest(
+                cdims, [(0, sx), (0, so)], lambda ix: [combine.format(x=ix[0], o=ix[1])]
+            )
+            return block(describe(op), decls, body)
+
+        return Lowered(emit, snippets=("quant",))
 
     # ---- Elementwise ----
 
@@ -661,18 +1012,20 @@ class OpLowering:
         return Lowered(lambda em, res, tmp: [], alias=True)
 
     def lower_transpose(self, op: nn.TransposeOp) -> Lowered:
+        ct = ctype(op.input)
         dims, perm = shape(op.input), ints_of(op.perm)
 
         def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
             decls = [
-                f"const float *restrict px = {em.ptr(op.input)};",
-                f"float *restrict po = {res[0]};",
+                f"const {ct} *restrict px = {em.ptr(op.input)};",
+                f"{ct} *restrict po = {res[0]};",
             ]
             return block(describe(op), decls, transpose_lines("px", "po", dims, perm))
 
         return Lowered(emit)
 
     def lower_broadcast_to(self, op: nn.BroadcastToOp) -> Lowered:
+        ct = ctype(op.input)
         out = shape(op.output)
         cdims, (so, sx) = collapse(
             out, [contiguous_strides(out), broadcast_strides(shape(op.input), out)]
@@ -680,8 +1033,8 @@ class OpLowering:
 
         def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
             decls = [
-                f"const float *restrict px = {em.ptr(op.input)};",
-                f"float *restrict po = {res[0]};",
+                f"const {ct} *restrict px = {em.ptr(op.input)};",
+                f"{ct} *restrict po = {res[0]};",
             ]
             body = loop_nest(cdims, [(0, so), (0, sx)], lambda ix: [f"po[{ix[0]}] = px[{ix[1]}];"])
             return block(describe(op), decls, body)
@@ -702,7 +1055,9 @@ class OpLowering:
                 inner = numel(shape(value)[axis:])
                 src = em.ptr(value)
                 if inner:
-                    body += _copy_rows(res[0], offset, out_inner, src, 0, inner, outer, inner)
+                    body += _copy_rows(
+                        res[0], offset, out_inner, src, 0, inner, outer, inner, ctype(op.output)
+                    )
                 offset += inner
             if act:
                 body += loop_nest(
@@ -727,13 +1082,16 @@ class OpLowering:
             for value, dst in zip(op.outputs, res):
                 inner = numel(shape(value)[axis:])
                 if inner:
-                    body += _copy_rows(dst, 0, inner, src, offset, in_inner, outer, inner)
+                    body += _copy_rows(
+                        dst, 0, inner, src, offset, in_inner, outer, inner, ctype(op.input)
+                    )
                 offset += inner
             return block(describe(op), [], body)
 
         return Lowered(emit)
 
     def lower_slice(self, op: nn.SliceOp) -> Lowered:
+        ct = ctype(op.input)
         dims, out = shape(op.input), shape(op.output)
         begin, steps = ints_of(op.begin), ints_of(op.strides)
         in_strides = contiguous_strides(dims)
@@ -744,8 +1102,8 @@ class OpLowering:
 
         def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
             decls = [
-                f"const float *restrict px = {em.ptr(op.input)};",
-                f"float *restrict po = {res[0]};",
+                f"const {ct} *restrict px = {em.ptr(op.input)};",
+                f"{ct} *restrict po = {res[0]};",
             ]
             body = loop_nest(
                 cdims, [(0, so), (base, sx)], lambda ix: [f"po[{ix[0]}] = px[{ix[1]}];"]
@@ -755,17 +1113,19 @@ class OpLowering:
         return Lowered(emit)
 
     def lower_pad(self, op: nn.PadOp) -> Lowered:
+        ct = ctype(op.input)
         dims, out = shape(op.input), shape(op.output)
         pads = ints_of(op.pads)
         out_strides = contiguous_strides(out)
         base = sum(pads[2 * d] * out_strides[d] for d in range(len(dims)))
         cdims, (sx, so) = collapse(dims, [contiguous_strides(dims), out_strides])
-        value = c_float(op.value.value.data)
+        fill = op.value.value.data
+        value = c_float(fill) if ct == "float" else str(int(fill))
 
         def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
             decls = [
-                f"const float *restrict px = {em.ptr(op.input)};",
-                f"float *restrict po = {res[0]};",
+                f"const {ct} *restrict px = {em.ptr(op.input)};",
+                f"{ct} *restrict po = {res[0]};",
             ]
             body = loop_nest([numel(out)], [(0, [1])], lambda ix: [f"po[{ix[0]}] = {value};"])
             body += loop_nest(
@@ -828,16 +1188,17 @@ def _copy_rows(
     src_row: int,
     rows: int,
     count: int,
+    ct: str = "float",
 ) -> Lines:
-    """`rows` copies of `count` floats between row-strided buffers (memcpy per row)."""
+    """`rows` copies of `count` elements of C type `ct` between row-strided buffers."""
     if rows == 1 or (dst_row == count and src_row == count):
         return [
-            f"memcpy({dst} + {dst_offset}, {src} + {src_offset}, sizeof(float) * {rows * count});"
+            f"memcpy({dst} + {dst_offset}, {src} + {src_offset}, sizeof({ct}) * {rows * count});"
         ]
     return [
         f"for (long r = 0; r < {rows}; ++r)",
         f"  memcpy({dst} + {dst_offset} + r * {dst_row}, {src} + {src_offset} + r * {src_row}, "
-        f"sizeof(float) * {count});",
+        f"sizeof({ct}) * {count});",
     ]
 
 
@@ -900,7 +1261,7 @@ class FunctionCodegen:
     def constant_splat(self, value: SSAValue) -> float | None:
         """The value of a constant all of whose elements are equal (None otherwise)."""
         array = self._constant_values.get(self.base(value))
-        if array is None or array.size == 0:
+        if array is None or array.size == 0 or array.dtype.kind != "f":
             return None
         first = array.reshape(-1)[0]
         if np.isnan(first) or not np.all(array == first):
@@ -916,7 +1277,8 @@ class FunctionCodegen:
         base = self.base(value)
         if base in self._constant_values and base not in self._storage:
             array = self._constant_values[base]
-            self._storage[base] = Storage("const", self.constants.add(base, "raw", lambda: array))
+            index = self.constants.add(base, "raw", lambda: array)
+            self._storage[base] = Storage("const", index, C_TYPES[array.dtype])
         return self._storage[base].expr()
 
     def generate(self) -> GeneratedFunction:
@@ -926,7 +1288,8 @@ class FunctionCodegen:
             raise LoweringError(self.func, "the entry must end with func.return")
         returned = list(ops[-1].operands)
         for i, arg in enumerate(block.args):
-            self._storage[arg] = Storage("in", i)
+            ct = c_type(arg.type) or "float"  # checked after the ops
+            self._storage[arg] = Storage("in", i, ct)
 
         lowering = OpLowering(self)
         plans: list[tuple[Operation, Lowered]] = []
@@ -935,11 +1298,10 @@ class FunctionCodegen:
                 support = check_op(op)
                 if not support:
                     raise LoweringError(op, support.reason.removeprefix("cpu: "))
-                self._constant_values[op.output] = np.ascontiguousarray(
-                    op.to_array(), dtype=np.float32
-                )
+                array = np.ascontiguousarray(op.to_array()).astype(dtype(op.output), copy=False)
+                self._constant_values[op.output] = array
                 continue
-            if not isinstance(op, nn.NNOp):
+            if not isinstance(op, nn.NNOp | quant.SCastOp | quant.RescaleOp):
                 raise LoweringError(op, f"no kernel for '{op.name}'")
             lowered = lowering.lower(op)
             if lowered.alias:
@@ -965,10 +1327,11 @@ class FunctionCodegen:
             src = self.pointer(value)
             if src != f"out{j}":
                 count = numel(shape(value))
-                body.append(f"memcpy(out{j}, {src}, sizeof(float) * {count}); /* result {j} */")
+                size = f"sizeof({ctype(value)}) * {count}"
+                body.append(f"memcpy(out{j}, {src}, {size}); /* result {j} */")
 
-        params = [f"const float *in{i}" for i in range(len(block.args))]
-        params += [f"float *out{j}" for j in range(len(returned))]
+        params = [f"const {ctype(a)} *in{i}" for i, a in enumerate(block.args)]
+        params += [f"{ctype(v)} *out{j}" for j, v in enumerate(returned)]
         params += ["const void *const *consts", "float *ws"]
         header = [
             f"/* {self.c_name}: {len(plans)} ops, workspace {self._workspace_floats * 4} bytes. */",
@@ -992,9 +1355,9 @@ class FunctionCodegen:
         type_ = value.type
         if not isinstance(type_, TensorType) or any(d < 0 for d in type_.get_shape()):
             raise LoweringError(op, f"expected a tensor of static shape, got {type_}")
-        if not isinstance(type_.element_type, Float32Type):
+        if c_type(type_) is None:
             raise LoweringError(
-                op, f"entry arguments and results must be float32 tensors, got {type_}"
+                op, f"entry arguments and results must be float32 or integer tensors, got {type_}"
             )
 
     def _plan_buffers(
@@ -1006,7 +1369,7 @@ class FunctionCodegen:
         for j, value in enumerate(returned):
             base = self.base(value)
             if base in produced and base not in self._storage:
-                self._storage[base] = Storage("out", j)
+                self._storage[base] = Storage("out", j, ctype(base))
         # Last use of every buffer (through aliases), in op positions.
         last_use: dict[SSAValue, int] = {}
         for i, (op, _) in enumerate(plans):
@@ -1020,10 +1383,10 @@ class FunctionCodegen:
             if not lowered.alias:
                 for result in op.results:
                     if result not in self._storage:
-                        ident, offset = arena.alloc(numel(shape(result)))
+                        ident, offset = arena.alloc(units(result))
                         live[result] = ident
-                        self._storage[result] = Storage("ws", offset)
-                        lines.append(f" *   op {i} result: ws[{offset}..+{numel(shape(result))}]")
+                        self._storage[result] = Storage("ws", offset, ctype(result))
+                        lines.append(f" *   op {i} result: ws[{offset}..+{units(result)}]")
                     else:
                         lines.append(f" *   op {i} result: {self._storage[result].expr()}")
             scratch = [arena.alloc(size) for size in lowered.temps]

@@ -10,6 +10,10 @@ vectors), an 8-pixel x NB-channel accumulator tile kept in registers, and one Op
 parallel loop over output rows per op (only when the op is big enough to pay for the
 fork/join).
 
+Integer kernels (snippets "quant", "conv_int", "pool_int") run the `lower-quantized` form
+with the reference's exact integer semantics; `irc_mbqm` is TFLite's
+MultiplyByQuantizedMultiplier as targets/reference/quant.py defines it.
+
 Float semantics follow the reference kernels: NaN propagates through max/min/relu/clip like
 numpy's `maximum`/`minimum`, fused activations are TFLite's.
 """
@@ -482,4 +486,197 @@ static void irc_resize_bilinear(const float *restrict x, int N, int H, int W, in
 }
 """,
     ("common",),
+)
+
+# ---- Fixed-point requantization (quant.rescale) -------------------------------------------------
+
+_snippet(
+    "quant",
+    r"""
+#include <stdint.h>
+
+/* TFLite's MultiplyByQuantizedMultiplier, exactly as targets/reference/quant.py defines it:
+   x * m * 2^(s - 31) with gemmlowp's SaturatingRoundingDoublingHighMul and
+   RoundingDivideByPOT (single = 0), or one rounding of the 64-bit product (single = 1).
+   Every intermediate is held in 64 bits, as the reference's int64 arithmetic. */
+IRC_INLINE int64_t irc_srdhm(int64_t a, int64_t b) {
+  const int64_t product = a * b; /* |a * b| <= 2^62: exact in 64 bits */
+  const int64_t nudge = product >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+  const int64_t high = (product + nudge) / ((int64_t)1 << 31); /* truncates toward zero */
+  return (a == INT32_MIN && b == INT32_MIN) ? INT32_MAX : high; /* select: vectorisable */
+}
+
+IRC_INLINE int64_t irc_rdbpot(int64_t x, int exponent) {
+  const int64_t mask = ((int64_t)1 << exponent) - 1;
+  const int64_t remainder = x & mask;
+  const int64_t threshold = (mask >> 1) + (x < 0);
+  return (x >> exponent) + (remainder > threshold);
+}
+
+IRC_INLINE int64_t irc_mbqm(int64_t x, int64_t m, int s, int single) {
+  if (single) {
+    const int total = 31 - s;
+    const int64_t rounder = total > 0 ? ((int64_t)1 << (total - 1)) : 0;
+    return (x * m + rounder) >> total;
+  }
+  const int left = s > 0 ? s : 0, right = s > 0 ? 0 : -s;
+  int64_t shifted = x << left;
+  shifted = shifted < INT32_MIN ? INT32_MIN : (shifted > INT32_MAX ? INT32_MAX : shifted);
+  return irc_rdbpot(irc_srdhm(shifted, m), right);
+}
+
+/* y = clamp(zp_out + mbqm(x - zp_in, m[c], s[c]), lo, hi) over [outer][C][inner] elements,
+   C = 1 for per-tensor parameters: IRC_RESCALE(name, input type, output type) defines it
+   (the generated code calls `irc_rescale` as the functions it instantiates do). */
+#define IRC_RESCALE(NAME, TIN, TOUT)                                                        \
+  static void NAME(const TIN *restrict x, TOUT *restrict y, long outer, long C, long inner, \
+                   const int32_t *restrict m, const int32_t *restrict s, int64_t zp_in,     \
+                   int64_t zp_out, int64_t lo, int64_t hi, int single) {                    \
+    for (long o = 0; o < outer; ++o)                                                        \
+      for (long c = 0; c < C; ++c) {                                                        \
+        const int64_t mc = m[c];                                                            \
+        const int sc = s[c];                                                                \
+        const long base = (o * C + c) * inner;                                              \
+        for (long i = 0; i < inner; ++i) {                                                  \
+          int64_t v = zp_out + irc_mbqm((int64_t)x[base + i] - zp_in, mc, sc, single);      \
+          y[base + i] = (TOUT)(v < lo ? lo : (v > hi ? hi : v));                            \
+        }                                                                                   \
+      }                                                                                     \
+  }
+""",
+    ("common",),
+)
+
+# ---- Integer kernels of the lower-quantized form ------------------------------------------------
+
+_snippet(
+    "conv_int",
+    r"""
+/* Integer NHWC convolution accumulating exactly in int32 (the lower-quantized form: zero
+   points already subtracted, so padding is 0): x [N][Hp][Wp][C] padded int32, w packed
+   [G][ceil(OCg/16)][KH][KW][Cg][16] int32, bias int32 or NULL, y [N][OH][OW][OC] int32. */
+static void irc_conv2d_i32(const int32_t *restrict x, int N, int Hp, int Wp, int C,
+                           const int32_t *restrict w, const int32_t *restrict bias,
+                           int32_t *restrict y, int OH, int OW, int OC, int KH, int KW, int SH,
+                           int SW, int DH, int DW, int G, int Cg, int OCg) {
+  const int nblk = (OCg + 15) / 16;
+  const long rows = (long)N * OH;
+  const double work = (double)rows * OW * OC * KH * KW * Cg;
+  IRC_PRAGMA(omp parallel for schedule(static) if (work > IRC_PARALLEL_WORK))
+  for (long r = 0; r < rows; ++r) {
+    const long n = r / OH, oh = r % OH;
+    /* 4 output pixels x 16 channels per register tile; a tail tile repeats its last
+       pixel (computed again, written once). */
+    for (int ow0 = 0; ow0 < OW; ow0 += 4) {
+      long px[4];
+      for (int p = 0; p < 4; ++p) px[p] = ow0 + p < OW ? ow0 + p : OW - 1;
+      for (int g = 0; g < G; ++g)
+        for (int b = 0; b < nblk; ++b) {
+          int32_t acc[4][16] = {{0}};
+          const int32_t *restrict wb = w + ((long)g * nblk + b) * KH * KW * Cg * 16;
+          for (int kh = 0; kh < KH; ++kh)
+            for (int kw = 0; kw < KW; ++kw) {
+              const long row = (n * Hp + oh * SH + kh * DH) * Wp + kw * DW;
+              const int32_t *restrict x0 = x + (row + px[0] * SW) * C + g * Cg;
+              const int32_t *restrict x1 = x + (row + px[1] * SW) * C + g * Cg;
+              const int32_t *restrict x2 = x + (row + px[2] * SW) * C + g * Cg;
+              const int32_t *restrict x3 = x + (row + px[3] * SW) * C + g * Cg;
+              const int32_t *restrict wp = wb + ((long)kh * KW + kw) * Cg * 16;
+              for (int c = 0; c < Cg; ++c) {
+                const int32_t a0 = x0[c], a1 = x1[c], a2 = x2[c], a3 = x3[c];
+                const int32_t *restrict wc = wp + c * 16;
+                for (int j = 0; j < 16; ++j) {
+                  acc[0][j] += a0 * wc[j];
+                  acc[1][j] += a1 * wc[j];
+                  acc[2][j] += a2 * wc[j];
+                  acc[3][j] += a3 * wc[j];
+                }
+              }
+            }
+          const int oc0 = g * OCg + b * 16;
+          const int cnt = OCg - b * 16 < 16 ? OCg - b * 16 : 16;
+          for (int p = 0; p < 4 && ow0 + p < OW; ++p) {
+            int32_t *restrict yo = y + (r * OW + ow0 + p) * OC + oc0;
+            for (int j = 0; j < cnt; ++j) yo[j] = acc[p][j] + (bias ? bias[oc0 + j] : 0);
+          }
+        }
+    }
+  }
+}
+
+/* Integer depthwise convolution (one filter per channel): x padded int32
+   [N][Hp][Wp][C], w [KH][KW][C] int32, bias int32 or NULL, y [N][OH][OW][C] int32. */
+static void irc_depthwise_i32(const int32_t *restrict x, int N, int Hp, int Wp, int C,
+                              const int32_t *restrict w, const int32_t *restrict bias,
+                              int32_t *restrict y, int OH, int OW, int KH, int KW, int SH,
+                              int SW, int DH, int DW) {
+  const long rows = (long)N * OH;
+  const double work = (double)rows * OW * C * KH * KW;
+  IRC_PRAGMA(omp parallel for schedule(static) if (work > IRC_PARALLEL_WORK))
+  for (long r = 0; r < rows; ++r) {
+    const long n = r / OH, oh = r % OH;
+    for (int ow = 0; ow < OW; ++ow) {
+      int32_t *restrict yo = y + (r * OW + ow) * C;
+      for (int c = 0; c < C; ++c) yo[c] = bias ? bias[c] : 0;
+      for (int kh = 0; kh < KH; ++kh)
+        for (int kw = 0; kw < KW; ++kw) {
+          const int32_t *restrict xp =
+              x + ((n * Hp + oh * SH + kh * DH) * Wp + (long)ow * SW + kw * DW) * C;
+          const int32_t *restrict wp = w + ((long)kh * KW + kw) * C;
+          for (int c = 0; c < C; ++c) yo[c] += xp[c] * wp[c];
+        }
+    }
+  }
+}
+""",
+    ("quant",),
+)
+
+_snippet(
+    "pool_int",
+    r"""
+/* Integer NHWC max / average pooling on stored values, as the reference: max over the taps
+   inside the input (`lowest` when none), average = window sum / count rounded half away
+   from zero (count = KH * KW with include_pad, else the taps inside; 0 when none). */
+#define IRC_POOL_INT(T)                                                                     \
+  static void irc_pool2d_##T(int is_max, const T *restrict x, int N, int H, int W, int C,   \
+                             T *restrict y, int OH, int OW, int KH, int KW, int SH, int SW, \
+                             int DH, int DW, int PT, int PL, int include_pad,              \
+                             int64_t lowest) {                                              \
+    for (int n = 0; n < N; ++n)                                                             \
+      for (int oh = 0; oh < OH; ++oh)                                                       \
+        for (int ow = 0; ow < OW; ++ow) {                                                   \
+          T *restrict o = y + (((long)n * OH + oh) * OW + ow) * C;                          \
+          for (int c = 0; c < C; ++c) {                                                     \
+            int64_t acc = is_max ? lowest : 0;                                              \
+            long count = 0;                                                                 \
+            for (int kh = 0; kh < KH; ++kh) {                                               \
+              const int ih = oh * SH - PT + kh * DH;                                        \
+              if (ih < 0 || ih >= H) continue;                                              \
+              for (int kw = 0; kw < KW; ++kw) {                                             \
+                const int iw = ow * SW - PL + kw * DW;                                      \
+                if (iw < 0 || iw >= W) continue;                                            \
+                const int64_t v = x[(((long)n * H + ih) * W + iw) * C + c];                 \
+                if (is_max)                                                                 \
+                  acc = v > acc ? v : acc;                                                  \
+                else                                                                        \
+                  acc += v;                                                                 \
+                ++count;                                                                    \
+              }                                                                             \
+            }                                                                               \
+            if (!is_max) {                                                                  \
+              const int64_t cnt = include_pad ? (int64_t)KH * KW : count;                   \
+              const int64_t half = cnt / 2;                                                 \
+              acc = cnt == 0 ? 0 : (acc > 0 ? (acc + half) / cnt : -((half - acc) / cnt)); \
+            }                                                                               \
+            o[c] = (T)acc;                                                                  \
+          }                                                                                 \
+        }                                                                                   \
+  }
+IRC_POOL_INT(int8_t)
+IRC_POOL_INT(uint8_t)
+IRC_POOL_INT(int16_t)
+IRC_POOL_INT(int32_t)
+""",
+    ("quant",),
 )

@@ -5,7 +5,9 @@ the generated translation unit (one C function per entry) and the constants, pac
 their kernels (`cpu.constant`); each entry's body becomes a single `cpu.call` of its C
 function, with the workspace size its buffer plan needs (see `irc.dialects.cpu` and
 `irc.targets.cpu.codegen`). Executables of other targets are left alone; an op the CPU target
-cannot run fails the pass with an error at that op.
+cannot run fails the pass with an error at that op. Quantized ops are first given their
+`lower-quantized` integer form (a no-op when `lower-quantized` already ran, as the target's
+`lowering_passes()` ask), so the C kernels always see integer ops and `quant.rescale`.
 
 ```mlir
 // before                                      // after
@@ -27,6 +29,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from irc.diagnostics import emit_error
@@ -49,8 +52,20 @@ def is_lowered(executable: delegate.ExecutableOp) -> bool:
     return any(isinstance(op, cpu.CModuleOp) for op in executable.body.block.ops)
 
 
+def lower_quantized(executable: delegate.ExecutableOp) -> None:
+    """Express the executable's quantized arithmetic in the integer form (`lower-quantized`'s
+    patterns; nothing happens when the pass already ran): the C kernels run that form."""
+    from irc.passes.lower_quantized import lower_quantized_patterns
+
+    walker = PatternRewriteWalker(
+        GreedyRewritePatternApplier(lower_quantized_patterns(), dce_enabled=False)
+    )
+    walker.rewrite_region(executable.body)
+
+
 def lower_executable(executable: delegate.ExecutableOp) -> None:
     """Lower one CPU executable in place (two phases: generate everything, then rewrite)."""
+    lower_quantized(executable)
     funcs: list[FuncOp] = []
     for op in executable.body.block.ops:
         if not isinstance(op, FuncOp):

@@ -18,23 +18,26 @@ def vectors_per_block(out_channels_per_group: int) -> int:
     return 2 if out_channels_per_group > LANES else 1
 
 
-def pack_filter(ohwi: np.ndarray, groups: int, nv: int) -> np.ndarray:
+def pack_filter(
+    ohwi: np.ndarray, groups: int, nv: int, dtype: type[np.generic] = np.float32
+) -> np.ndarray:
     """OHWI `[G*OCg, KH, KW, Cg]` -> `[G, ceil(OCg/NB), KH, KW, Cg, NB]` (NB = 16 * nv),
-    output channels beyond OCg zero: the GEMM micro-kernel's B panels."""
+    output channels beyond OCg zero: the GEMM micro-kernel's B panels (int32 ones for the
+    integer kernels)."""
     oc, kh, kw, cg = ohwi.shape
     ocg = oc // groups
     nb = LANES * nv
     blocks = -(-ocg // nb)
-    padded = np.zeros((groups, blocks * nb, kh, kw, cg), dtype=np.float32)
+    padded = np.zeros((groups, blocks * nb, kh, kw, cg), dtype=dtype)
     padded[:, :ocg] = ohwi.reshape(groups, ocg, kh, kw, cg)
     packed = padded.reshape(groups, blocks, nb, kh, kw, cg).transpose(0, 1, 3, 4, 5, 2)
     return np.ascontiguousarray(packed)
 
 
-def pack_depthwise(ohwi: np.ndarray) -> np.ndarray:
+def pack_depthwise(ohwi: np.ndarray, dtype: type[np.generic] = np.float32) -> np.ndarray:
     """Depthwise OHWI `[C, KH, KW, 1]` -> `[KH, KW, C]`: channels innermost."""
     c, kh, kw, _ = ohwi.shape
-    return np.ascontiguousarray(ohwi.reshape(c, kh, kw).transpose(1, 2, 0)).astype(np.float32)
+    return np.ascontiguousarray(ohwi.reshape(c, kh, kw).transpose(1, 2, 0)).astype(dtype)
 
 
 def packed_filter_size(out_channels: int, kh: int, kw: int, cg: int, groups: int, nv: int) -> int:

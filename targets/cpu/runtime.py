@@ -4,8 +4,9 @@
 builds its translation unit through the cache (`toolchain.build`), loads it with ctypes and
 prepares everything a call needs, once: the C function of every entry with its `argtypes`,
 the constants copied into 64-byte aligned buffers and their pointer table, and the expected
-shapes. `execute(entry, args)` then checks the arguments (count, numpy array, float32, exact
-shape; non-contiguous arrays are copied), allocates the results and makes one ctypes call.
+shapes and dtypes. `execute(entry, args)` then checks the arguments (count, numpy array,
+the entry's dtype: float32, or the storage integers of a quantized tensor, exact shape;
+non-contiguous arrays are copied), allocates the results and makes one ctypes call.
 
 The workspace arena is per thread (kept between calls), and results are fresh arrays, so one
 loaded executable can serve several threads at once; ctypes releases the GIL during the call.
@@ -30,6 +31,7 @@ from xdsl.ir import Operation
 
 from irc.dialects import cpu, delegate
 from irc.dialects.nn import array_from_dense
+from irc.dtypes import numpy_dtype
 from irc.runtime.errors import InputError
 from irc.targets.base import DeviceValue, LoadedExecutable, TargetRuntime
 from irc.targets.cpu import toolchain
@@ -57,6 +59,9 @@ class _Entry:
     """The ctypes function."""
     inputs: tuple[tuple[int, ...], ...]
     outputs: tuple[tuple[int, ...], ...]
+    input_dtypes: tuple[np.dtype, ...]
+    output_dtypes: tuple[np.dtype, ...]
+    """Element dtypes of the arguments and results (quantized tensors: storage integers)."""
     workspace: int
     """Bytes of scratch the function needs."""
 
@@ -105,7 +110,7 @@ class LoadedCpuExecutable(LoadedExecutable):
             raise InputError(f"cpu: @{entry} takes {len(spec.inputs)} arguments, got {len(args)}")
         keep: list[np.ndarray] = []
         pointers: list[int] = []
-        for i, (arg, expected) in enumerate(zip(args, spec.inputs)):
+        for i, (arg, expected, dtype) in enumerate(zip(args, spec.inputs, spec.input_dtypes)):
             if not isinstance(arg, np.ndarray) and isinstance(arg, DeviceValue):
                 arg = arg.to_host()
             if not isinstance(arg, np.ndarray):
@@ -113,8 +118,8 @@ class LoadedCpuExecutable(LoadedExecutable):
                     f"cpu: argument #{i} of @{entry} must be a numpy array, got "
                     f"{type(arg).__name__}"
                 )
-            if arg.dtype != np.float32:
-                raise InputError(f"cpu: argument #{i} of @{entry} must be float32, got {arg.dtype}")
+            if arg.dtype != dtype:
+                raise InputError(f"cpu: argument #{i} of @{entry} must be {dtype}, got {arg.dtype}")
             if arg.shape != expected:
                 raise InputError(
                     f"cpu: argument #{i} of @{entry} must have shape {expected}, got {arg.shape}"
@@ -123,7 +128,10 @@ class LoadedCpuExecutable(LoadedExecutable):
                 arg = np.ascontiguousarray(arg)
             keep.append(arg)
             pointers.append(arg.ctypes.data)
-        results = [np.empty(shape, dtype=np.float32) for shape in spec.outputs]
+        results = [
+            np.empty(shape, dtype=dtype)
+            for shape, dtype in zip(spec.outputs, spec.output_dtypes, strict=True)
+        ]
         pointers += [r.ctypes.data for r in results]
         spec.fn(*pointers, self._table_ptr, self._workspace(spec.workspace))
         return results
@@ -154,7 +162,7 @@ class CpuRuntime(TargetRuntime):
         constants: list[np.ndarray] = []
         addresses: list[int] = []
         for const in module.constants:
-            data = np.ascontiguousarray(array_from_dense(const.value), dtype=np.float32)
+            data = np.ascontiguousarray(array_from_dense(const.value))
             raw, address = _aligned_empty(data.nbytes)
             ctypes.memmove(address, data.ctypes.data, data.nbytes)
             constants.append(raw)
@@ -185,9 +193,14 @@ class CpuRuntime(TargetRuntime):
                 out.append(tuple(t.get_shape()))
             return tuple(out)
 
+        def dtypes(types: Sequence[Any]) -> tuple[np.dtype, ...]:
+            return tuple(numpy_dtype(t) for t in types)
+
         inputs = shapes(func.function_type.inputs.data)
         outputs = shapes(func.function_type.outputs.data)
+        input_dtypes = dtypes(func.function_type.inputs.data)
+        output_dtypes = dtypes(func.function_type.outputs.data)
         fn = handle[name]  # a fresh function object: argtypes belong to this load only
         fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs) + 2)
         fn.restype = None
-        return _Entry(fn, inputs, outputs, call.workspace.value.data)
+        return _Entry(fn, inputs, outputs, input_dtypes, output_dtypes, call.workspace.value.data)

@@ -1,19 +1,36 @@
 """What the CPU target runs: the one capability check shared by `supports()` and `lower-cpu`.
 
-This slice runs float32 tensors of static shape. Quantized ops are refused (code
-`quantized`): native int8 kernels on the `lower-quantized` form come later. NCHW ops are
-accepted: inside the target's regions `convert-layout` gives them NHWC, and `lower-cpu`
-wraps any NCHW op it still meets in transposes.
+Tensors of static shape. Float ops run on float32. Quantized ops run natively on their
+`lower-quantized` form (DESIGN.md §2): a quantized op is accepted when the pass expresses
+it in integer ops that all have C kernels here (checked on a lowered copy of the op, as the
+reference target does), or when it is data movement on storage integers (reshape, transpose,
+concat, split, slice, constant pad, broadcast_to). Quantized ops with their own integer
+algorithm (softmax, logistic, tanh, resize, ...) are refused with code `quantized`. NCHW
+float ops are accepted: inside the target's regions `convert-layout` gives them NHWC, and
+`lower-cpu` wraps any NCHW op it still meets in transposes; integer convolutions and pools
+run NHWC only.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import Float32Type, TensorType
-from xdsl.ir import Operation
+import numpy as np
+from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
+from xdsl.ir import Attribute, Operation
 
-from irc.dialects import nn
+from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType
+from irc.dtypes import numpy_dtype
 from irc.targets.base import Support
+
+C_TYPES: dict[np.dtype, str] = {
+    np.dtype(np.float32): "float",
+    np.dtype(np.int8): "int8_t",
+    np.dtype(np.uint8): "uint8_t",
+    np.dtype(np.int16): "int16_t",
+    np.dtype(np.int32): "int32_t",
+}
+"""numpy dtypes of the values the generated C holds, and their C types (quantized tensors
+hold their storage integers)."""
 
 BINARY_OPS: dict[type[nn.NNOp], str] = {
     nn.AddOp: "a + b",
@@ -70,12 +87,48 @@ OTHER_OPS: frozenset[type[Operation]] = frozenset(
     }
 )
 
-SUPPORTED_OPS: frozenset[type[Operation]] = frozenset(BINARY_OPS) | UNARY_OPS | OTHER_OPS
-"""Every op class the CPU target has a kernel for (attributes permitting)."""
+QUANT_OPS: frozenset[type[Operation]] = frozenset({quant.SCastOp, quant.RescaleOp, nn.CastOp})
+"""Ops of the integer form that `lower-quantized` produces (besides integer `nn` ops)."""
+
+SUPPORTED_OPS: frozenset[type[Operation]] = (
+    frozenset(BINARY_OPS) | UNARY_OPS | OTHER_OPS | QUANT_OPS
+)
+"""Every op class the CPU target has a kernel for (types and attributes permitting)."""
+
+DATA_MOVEMENT_OPS: frozenset[type[Operation]] = frozenset(
+    {
+        nn.ConstantOp,
+        nn.ReshapeOp,
+        nn.TransposeOp,
+        nn.ConcatOp,
+        nn.SplitOp,
+        nn.SliceOp,
+        nn.PadOp,
+        nn.BroadcastToOp,
+    }
+)
+"""Ops that move values without arithmetic: any C type, storage integers included."""
+
+INTEGER_BINARY_OPS: dict[type[nn.NNOp], str] = {
+    nn.AddOp: "(int32_t)((uint32_t)a + (uint32_t)b)",
+    nn.SubOp: "(int32_t)((uint32_t)a - (uint32_t)b)",
+    nn.MulOp: "(int32_t)((uint32_t)a * (uint32_t)b)",
+    nn.MaximumOp: "(a > b ? a : b)",
+    nn.MinimumOp: "(a < b ? a : b)",
+}
+"""i32 elementwise ops of the integer form and their C expression (wrapping, as numpy's)."""
 
 
 def _tensor_types(op: Operation) -> list[TensorType]:
     return [t for t in (*op.operand_types, *op.result_types) if isinstance(t, TensorType)]
+
+
+def c_type(element: Attribute) -> str | None:
+    """The C type holding values of `element` (quantized: its storage), None if none does."""
+    try:
+        return C_TYPES.get(numpy_dtype(element))
+    except TypeError:
+        return None
 
 
 def check_op(op: Operation) -> Support:
@@ -86,21 +139,117 @@ def check_op(op: Operation) -> Support:
     if any(not isinstance(t, TensorType) for t in types):
         return Support.no("op", f"cpu: '{op.name}' has non-tensor operands or results")
     tensors = _tensor_types(op)
-    if any(isinstance(t.element_type, UniformQuantizedType) for t in tensors):
-        return Support.no(
-            "quantized",
-            f"cpu: quantized '{op.name}' is not supported yet (float32 kernels only; native "
-            "int8 kernels come later)",
-        )
-    for t in tensors:
-        if not isinstance(t.element_type, Float32Type):
-            return Support.no(
-                "dtype", f"cpu: '{op.name}' on {t.element_type} tensors (float32 only)"
-            )
     for t in tensors:
         if any(d < 0 for d in t.get_shape()):
             return Support.no("dynamic", f"cpu: '{op.name}' has a dynamic shape ({t})")
-    return _check_attributes(op)
+    if any(isinstance(t.element_type, UniformQuantizedType) for t in tensors):
+        return _check_quantized(op, tensors)
+    if all(isinstance(t.element_type, Float32Type) for t in tensors):
+        if type(op) in QUANT_OPS:
+            return Support.no("dtype", f"cpu: '{op.name}' on float32 tensors")
+        return _check_attributes(op)
+    for t in tensors:
+        if not isinstance(t.element_type, IntegerType | Float32Type):
+            return Support.no(
+                "dtype", f"cpu: '{op.name}' on {t.element_type} tensors (float32 only)"
+            )
+    return _check_integer(op, tensors)
+
+
+def _check_quantized(op: Operation, tensors: list[TensorType]) -> Support:
+    """Quantized ops: data movement and scast/rescale directly, the rest on the integer form
+    `lower-quantized` gives them."""
+    for t in tensors:
+        if c_type(t.element_type) is None:
+            return Support.no("dtype", f"cpu: '{op.name}' on {t.element_type} tensors")
+    if type(op) in DATA_MOVEMENT_OPS or isinstance(op, quant.SCastOp | quant.RescaleOp):
+        return _check_attributes(op)
+    return _lowered_support(op)
+
+
+def _lowered_support(op: Operation) -> Support:
+    from irc.diagnostics import IrcDiagnosticError
+    from irc.targets.reference.target import _isolated_copy, _lower_quantized
+
+    module, clone = _isolated_copy(op)
+    try:
+        _lower_quantized(module)
+    except IrcDiagnosticError as exc:
+        return Support.no("quantized", f"cpu: {exc.diagnostic.message}")
+    if clone.parent is not None:
+        return Support.no(
+            "quantized",
+            f"cpu: quantized '{op.name}' has no integer form and no native int8 kernel here "
+            "(the reference target runs it)",
+        )
+    for lowered in module.walk():
+        if isinstance(lowered, nn.NNOp | quant.SCastOp | quant.RescaleOp):
+            answer = check_op(lowered)
+            if not answer:
+                return Support.no(
+                    "quantized",
+                    f"cpu: quantized '{op.name}' lowers to {answer.reason.removeprefix('cpu: ')}",
+                )
+    return Support.yes()
+
+
+def _int_types(op: Operation) -> list[str | None]:
+    return [c_type(t.element_type) for t in _tensor_types(op)]
+
+
+def _no_activation(op: Operation) -> Support:
+    attr = op.properties.get("activation")
+    if attr is not None and attr.data != "none":  # type: ignore[attr-defined]
+        return Support.no("attribute", f"cpu: integer '{op.name}' with a fused activation")
+    return Support.yes()
+
+
+def _check_integer(op: Operation, tensors: list[TensorType]) -> Support:
+    """Integer (non-float32) tensors: the ops of the `lower-quantized` form."""
+    ctypes = _int_types(op)
+    if any(t is None or t == "float" for t in ctypes):
+        types = ", ".join(sorted({str(t.element_type) for t in tensors}))
+        return Support.no("dtype", f"cpu: integer '{op.name}' on {types} tensors")
+    if type(op) in DATA_MOVEMENT_OPS or isinstance(op, quant.SCastOp | quant.RescaleOp):
+        return _check_attributes(op)
+    if isinstance(op, nn.ReluOp | nn.NegOp | nn.AbsOp):
+        if ctypes[0] != ctypes[1]:
+            return Support.no("dtype", f"cpu: integer '{op.name}' changing the element type")
+        return Support.yes()
+    if isinstance(op, nn.CastOp):
+        if ctypes[1] != "int32_t":
+            return Support.no("dtype", f"cpu: '{op.name}' to {ctypes[1]} (widening to i32 only)")
+        return Support.yes()
+    if type(op) in INTEGER_BINARY_OPS or isinstance(op, nn.ClipOp):
+        if any(t != "int32_t" for t in ctypes) and not isinstance(op, nn.ClipOp):
+            return Support.no("dtype", f"cpu: integer '{op.name}' on non-i32 tensors")
+        if isinstance(op, nn.ClipOp):
+            bounds = [b.value.data for b in (op.min, op.max) if b is not None]
+            if ctypes[0] != ctypes[1] or any(b != int(b) for b in bounds):
+                return Support.no("attribute", f"cpu: integer '{op.name}' with these bounds")
+        return _no_activation(op)
+    if isinstance(op, nn.Conv2DOp | nn.FullyConnectedOp):
+        if ctypes[-1] != "int32_t":
+            return Support.no("dtype", f"cpu: integer '{op.name}' must accumulate into i32")
+        if isinstance(op, nn.Conv2DOp) and op.layout.data != "NHWC":
+            return Support.no("attribute", f"cpu: integer '{op.name}' in NCHW (NHWC only)")
+        if not isinstance(op.operands[1].owner, nn.ConstantOp):
+            return Support.no("attribute", f"cpu: integer '{op.name}' with non-constant weights")
+        return _no_activation(op)
+    if isinstance(op, nn.MaxPool2DOp | nn.AvgPool2DOp):
+        if op.layout.data != "NHWC":
+            return Support.no("attribute", f"cpu: integer '{op.name}' in NCHW (NHWC only)")
+        if ctypes[0] != ctypes[1]:
+            return Support.no("dtype", f"cpu: integer '{op.name}' changing the element type")
+        return _no_activation(op)
+    if isinstance(op, nn.ReduceOp):
+        kind = op.kind.data
+        if kind not in ("sum", "max", "min") or (kind == "sum" and ctypes[0] != "int32_t"):
+            return Support.no("attribute", f"cpu: integer '{op.name}' of kind '{kind}'")
+        if ctypes[0] != ctypes[1]:
+            return Support.no("dtype", f"cpu: integer '{op.name}' changing the element type")
+        return Support.yes()
+    return Support.no("dtype", f"cpu: no integer kernel for '{op.name}'")
 
 
 def _check_attributes(op: Operation) -> Support:

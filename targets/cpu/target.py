@@ -1,7 +1,8 @@
 """The CPU target: generated C, compiled by the system compiler, called through ctypes.
 
 `available()` is false (with the reason) when no working C compiler is found;
-`supports(op)` answers from `support.check_op`; `lowering_passes()` is `lower-cpu`; the
+`supports(op)` answers from `support.check_op`; `lowering_passes()` is
+`lower-quantized,lower-cpu` (quantized regions run natively on the integer form); the
 runtime builds each executable's C through a hash-keyed cache and calls one C function per
 dispatch.
 """
@@ -18,11 +19,11 @@ from irc.targets.cpu.support import check_op
 
 
 class CpuTarget(Target):
-    """C99 (+ OpenMP) kernels for float32 NHWC tensors."""
+    """C99 (+ OpenMP) kernels for float32 NHWC tensors and the integer form of int8 ops."""
 
     name: ClassVar[str] = "cpu"
     preferred_layout: ClassVar[Layout | None] = "NHWC"
-    runs_quantized: ClassVar[bool] = False
+    runs_quantized: ClassVar[bool] = True
 
     def available(self) -> Availability:
         probe = toolchain.probe()
@@ -34,7 +35,7 @@ class CpuTarget(Target):
         return check_op(op)
 
     def lowering_passes(self) -> str:
-        return "lower-cpu"
+        return "lower-quantized,lower-cpu"
 
     def runtime(self) -> TargetRuntime:
         from irc.targets.cpu.runtime import CpuRuntime

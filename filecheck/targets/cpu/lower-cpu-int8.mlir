@@ -1,0 +1,28 @@
+// RUN: irc-opt %s -p lower-cpu | filecheck %s
+
+// A quantized conv2d runs natively: lower-cpu gives it the lower-quantized integer form
+// first (scast, cast to i32, zero point subtracted, i32 convolution, quant.rescale, integer
+// clamp of the fused relu), the C function takes and returns the storage integers, the
+// filter is packed to int32 at compile time and the requantization calls irc_mbqm.
+// CHECK-LABEL: delegate.executable private @q_cpu_0 target("cpu") {
+// CHECK-NEXT:    cpu.module @kernels source = "{{.*}}IRC_INLINE int64_t irc_mbqm(
+// CHECK-SAME:      void irc_fn_0(const int8_t *in0, int8_t *out0, const void *const *consts, float *ws)
+// CHECK-SAME:      po[i0] = (int32_t)x;
+// CHECK-SAME:      po[i0] = (int32_t)((uint32_t)a - (uint32_t)b);
+// CHECK-SAME:      irc_conv2d_i32(((int32_t *)(ws + {{[0-9]+}})), 1, 2, 2, 3, (const int32_t *)K[1], NULL, ((int32_t *)(ws + {{[0-9]+}})), 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 3, 2);
+// CHECK-SAME:      const int64_t v = 3LL + irc_mbqm((int64_t)px[k] - (0LL), mc, sc, 0);
+// CHECK-SAME:      po[k] = (int8_t)(v < (-128LL) ? (-128LL) : (v > 127LL ? 127LL : v));
+// CHECK-SAME:      /* nn.clip 1x2x2x2 -> 1x2x2x2 */
+// CHECK-NEXT:      cpu.constant 0 packing = "raw" dense<-1> : tensor<1xi32>
+// CHECK-NEXT:      cpu.constant 1 packing = "conv2d_filter_i32 [G][OCg/16][KH][KW][Cg][16]" dense<{{.*}}> : tensor<1x1x1x1x3x16xi32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.func @entry(%[[X:.*]]: tensor<1x2x2x3x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x2x2x2x!quant.uniform<i8:f32, 0.25:3>> {
+// CHECK-NEXT:      %[[Y:.*]] = cpu.call @kernels "irc_fn_0" (%[[X]]) workspace = {{[1-9][0-9]*}}
+// CHECK-NEXT:      func.return %[[Y]]
+delegate.executable private @q_cpu_0 target("cpu") {
+  func.func @entry(%x: tensor<1x2x2x3x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x2x2x2x!quant.uniform<i8:f32, 0.25:3>> {
+    %w = nn.constant dense<[[[[1, 2, 3]]], [[[-4, 5, -6]]]]> : tensor<2x1x1x3xi8> -> tensor<2x1x1x3x!quant.uniform<i8:f32, 0.125>>
+    %y = nn.conv2d %x, %w layout = "NHWC" activation = "relu" : tensor<1x2x2x3x!quant.uniform<i8:f32, 0.5:-1>>, tensor<2x1x1x3x!quant.uniform<i8:f32, 0.125>> -> tensor<1x2x2x2x!quant.uniform<i8:f32, 0.25:3>>
+    func.return %y : tensor<1x2x2x2x!quant.uniform<i8:f32, 0.25:3>>
+  }
+}

@@ -1,0 +1,157 @@
+"""The CPU target's fixed-point requantization (`csrc` snippet "quant") against the reference.
+
+`quant.rescale` is defined once, by `irc.targets.reference.quant` (TFLite's
+MultiplyByQuantizedMultiplier, DESIGN.md §2); the C kernels that native int8 code calls must
+agree with it bit for bit. The snippet is compiled here behind small exported wrappers and
+run on random values of both signs, exact ties of the rounding divisions, the saturating
+corner (INT32_MIN x INT32_MIN), left and right shifts, per-tensor and per-channel
+parameters, both rounding modes and every input/output storage type it is instantiated for.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from irc.targets.cpu import csrc, toolchain
+from irc.targets.cpu.target import CpuTarget
+from irc.targets.reference.quant import (
+    multiply_by_quantized_multiplier,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul,
+)
+
+pytestmark = pytest.mark.skipif(
+    not CpuTarget().available(), reason="no working C compiler for the cpu target"
+)
+
+_RNG = np.random.default_rng(20251122)
+
+_TYPES = {"i8": (np.int8, "int8_t"), "u8": (np.uint8, "uint8_t"), "i32": (np.int32, "int32_t")}
+_RESCALES = [("i32", "i8"), ("i32", "u8"), ("i32", "i32"), ("i8", "i8"), ("u8", "u8")]
+_RESCALES += [("i8", "i32"), ("u8", "i32")]
+
+_WRAPPERS = r"""
+void t_srdhm(const int64_t *a, const int64_t *b, int64_t *o, long n) {
+  for (long i = 0; i < n; ++i) o[i] = irc_srdhm(a[i], b[i]);
+}
+void t_rdbpot(const int64_t *x, const int32_t *e, int64_t *o, long n) {
+  for (long i = 0; i < n; ++i) o[i] = irc_rdbpot(x[i], e[i]);
+}
+void t_mbqm(const int64_t *x, const int32_t *m, const int32_t *s, int64_t *o, long n,
+            int single) {
+  for (long i = 0; i < n; ++i) o[i] = irc_mbqm(x[i], m[i], s[i], single);
+}
+"""
+
+
+def _wrapper(tin: str, tout: str) -> str:
+    cin, cout = _TYPES[tin][1], _TYPES[tout][1]
+    return (
+        f"IRC_RESCALE(irc_rescale_{tin}_{tout}, {cin}, {cout})\n"
+        f"void t_rescale_{tin}_{tout}(const {cin} *x, {cout} *y, long outer, long C, long inner,"
+        " const int32_t *m, const int32_t *s, int64_t zp_in, int64_t zp_out, int64_t lo,"
+        " int64_t hi, int single) {\n"
+        f"  irc_rescale_{tin}_{tout}(x, y, outer, C, inner, m, s, zp_in, zp_out, lo, hi, single);"
+        "\n}\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ctypes.CDLL]:
+    path: Path = tmp_path_factory.mktemp("irc-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IRC_CACHE_DIR", str(path))
+        chain = toolchain.probe().toolchain
+        assert chain is not None
+        source = csrc.source_for({"quant"}) + _WRAPPERS
+        source += "".join(_wrapper(tin, tout) for tin, tout in _RESCALES)
+        yield ctypes.CDLL(str(toolchain.build(source, chain).path))
+
+
+def _ptr(array: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(array.ctypes.data)
+
+
+def _int32(n: int) -> np.ndarray:
+    return _RNG.integers(-(2**31), 2**31, size=n, dtype=np.int64)
+
+
+def test_saturating_rounding_doubling_high_mul(lib: ctypes.CDLL) -> None:
+    a, b = _int32(20000), _int32(20000)
+    # Corners: the saturating case, products landing exactly on the rounding nudge.
+    a[:6] = [-(2**31), -(2**31), 2**31 - 1, 1 << 30, -(1 << 30), 3]
+    b[:6] = [-(2**31), 2**31 - 1, 2**31 - 1, 1, 1, -(1 << 29)]
+    out = np.empty_like(a)
+    lib.t_srdhm(_ptr(a), _ptr(b), _ptr(out), ctypes.c_long(a.size))
+    np.testing.assert_array_equal(out, saturating_rounding_doubling_high_mul(a, b))
+
+
+def test_rounding_divide_by_pot_ties(lib: ctypes.CDLL) -> None:
+    exponent = _RNG.integers(0, 31, size=20000).astype(np.int32)
+    x = _int32(20000)
+    # Exact halves (ties round away from zero), both signs.
+    half = np.int64(1) << np.maximum(exponent[:4000].astype(np.int64) - 1, 0)
+    k = _RNG.integers(-1000, 1000, size=4000)
+    x[:4000] = (2 * k + 1) * half
+    out = np.empty_like(x)
+    lib.t_rdbpot(_ptr(x), _ptr(exponent), _ptr(out), ctypes.c_long(x.size))
+    np.testing.assert_array_equal(out, rounding_divide_by_pot(x, exponent.astype(np.int64)))
+
+
+@pytest.mark.parametrize("rounding", ["double_round", "single_round"])
+def test_multiply_by_quantized_multiplier(lib: ctypes.CDLL, rounding: str) -> None:
+    n = 50000
+    x = _RNG.integers(-(2**20), 2**20, size=n, dtype=np.int64)
+    x[:1000] = _RNG.integers(-300, 300, size=1000)
+    m = _RNG.integers(1 << 30, 2**31, size=n, dtype=np.int64).astype(np.int32)
+    low = -12 if rounding == "single_round" else -31
+    s = _RNG.integers(low, 8, size=n).astype(np.int32)
+    # Ties: m = 2^30 (one half) and x * 2^s even multiples of the right shift's half.
+    m[:2000] = 1 << 30
+    s[:2000] = -_RNG.integers(0, 6, size=2000)
+    out = np.empty_like(x)
+    single = int(rounding == "single_round")
+    lib.t_mbqm(_ptr(x), _ptr(m), _ptr(s), _ptr(out), ctypes.c_long(n), ctypes.c_int(single))
+    expected = multiply_by_quantized_multiplier(x, m.astype(np.int64), s.astype(np.int64), rounding)
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize(("tin", "tout"), _RESCALES)
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_rescale_kernel(lib: ctypes.CDLL, tin: str, tout: str, per_channel: bool) -> None:
+    din, dout = _TYPES[tin][0], _TYPES[tout][0]
+    info = np.iinfo(din)
+    shape = (3, 5, 7)
+    if din == np.int32:
+        x = _RNG.integers(-(2**18), 2**18, size=shape).astype(din)
+    else:
+        x = _RNG.integers(info.min, int(info.max) + 1, size=shape).astype(din)
+    channels = shape[1] if per_channel else 1
+    m = _RNG.integers(1 << 30, 2**31, size=channels, dtype=np.int64).astype(np.int32)
+    s = _RNG.integers(-12, 2, size=channels).astype(np.int32)
+    zp_in = 0 if din == np.int32 else int(_RNG.integers(-5, 6)) + (128 if din == np.uint8 else 0)
+    zp_out = 0 if dout == np.int32 else int(_RNG.integers(-5, 6)) + (128 if dout == np.uint8 else 0)
+    lo, hi = int(np.iinfo(dout).min), int(np.iinfo(dout).max)
+    for single in (0, 1):
+        rounding = "single_round" if single else "double_round"
+        y = np.empty(shape, dtype=dout)
+        getattr(lib, f"t_rescale_{tin}_{tout}")(
+            _ptr(x), _ptr(y), ctypes.c_long(shape[0]), ctypes.c_long(channels),
+            ctypes.c_long(x.size // shape[0] // channels), _ptr(m), _ptr(s),
+            ctypes.c_int64(zp_in), ctypes.c_int64(zp_out), ctypes.c_int64(lo),
+            ctypes.c_int64(hi), ctypes.c_int(single),
+        )  # fmt: skip
+        param_shape = (1, channels, 1)
+        scaled = multiply_by_quantized_multiplier(
+            x.astype(np.int64) - zp_in,
+            m.astype(np.int64).reshape(param_shape),
+            s.astype(np.int64).reshape(param_shape),
+            rounding,
+        )
+        expected = np.clip(scaled + zp_out, lo, hi).astype(dout)
+        np.testing.assert_array_equal(y, expected)
