@@ -28,3 +28,19 @@ def test_inverted_residual_is_simplified(capsys: pytest.CaptureFixture[str]) -> 
     assert "nn.transpose" not in out
     assert "nn.reshape" not in out
     assert "?" not in out  # infer-shapes made every dimension static
+
+
+def test_all_examples_in_one_invocation(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Foundation issue's `irc-opt examples/*.mlir -p canonicalize,infer-shapes`."""
+    assert main([*map(str, EXAMPLES), "-p", "canonicalize,infer-shapes"]) == 0
+    chunks = capsys.readouterr().out.split("// -----\n")
+    assert len(chunks) == len(EXAMPLES)
+    for chunk in chunks:
+        Parser(make_context(), chunk).parse_module().verify()
+
+
+def test_a_missing_file_among_several_is_one_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(EXAMPLES[0]), "no-such-file.mlir"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "could not open input file 'no-such-file.mlir'" in captured.err

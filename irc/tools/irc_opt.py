@@ -137,6 +137,12 @@ class IrcOptMain(xDSLOptMain):
         """xDSL's flags, with MLIR's `--verify-diagnostics` and `--print-ir-after-all`."""
         super().register_all_arguments(arg_parser)
         for action in arg_parser._actions:
+            if action.dest == "input_file":
+                # Several files are processed in turn, their outputs joined by `// -----`
+                # (so `irc-opt examples/*.mlir` works and re-parses with --split-input-file).
+                action.nargs = "*"
+                action.default = []
+                action.help = "input files (default: stdin)"
             if action.dest == "verify_diagnostics":
                 action.help = (
                     "Check the diagnostics against the expected-error/-warning/-remark/-note "
@@ -282,28 +288,31 @@ class IrcOptMain(xDSLOptMain):
     # ---- Running -------------------------------------------------------------
 
     def run(self) -> int:  # type: ignore[override]
-        """Process every chunk; return the exit status (0 success, 1 failure)."""
-        try:
-            chunks, extension = self.prepare_input()
-        except IrcOptError as exc:
-            _print_tool_error(str(exc))
-            return 1
+        """Process every chunk of every input file; return the exit status (0 or 1)."""
+        files: list[str | None] = list(self.args.input_file) or [None]
         outputs: list[str] = []
         status = 0
-        try:
-            for chunk, offset in chunks:
-                with chunk:
-                    data = chunk.read()
-                result = self._process_chunk(BytesIO(data), extension, offset)
-                outputs.append(result.output or "")
-                if self.args.verify_diagnostics:
-                    if not self._verify_chunk(data, offset, result.diagnostics):
+        for name in files:
+            self.args.input_file = name
+            try:
+                chunks, extension = self.prepare_input()
+            except IrcOptError as exc:
+                _print_tool_error(str(exc))
+                return 1
+            try:
+                for chunk, offset in chunks:
+                    with chunk:
+                        data = chunk.read()
+                    result = self._process_chunk(BytesIO(data), extension, offset)
+                    outputs.append(result.output or "")
+                    if self.args.verify_diagnostics:
+                        if not self._verify_chunk(data, offset, result.diagnostics):
+                            status = 1
+                    elif result.failed:
                         status = 1
-                elif result.failed:
-                    status = 1
-        except ShrinkException:
-            print("Success, can shrink")
-            return 0
+            except ShrinkException:
+                print("Success, can shrink")
+                return 0
         if self.args.shrink:
             print("Failure, can't shrink")
             return 1
