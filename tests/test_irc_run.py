@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,7 +100,7 @@ def test_given_inputs_and_saved_outputs(
 ) -> None:
     inputs = save_npz(tmp_path / "in.npz", **good_inputs())
     outputs = tmp_path / "out.npz"
-    out, _ = run_tool([model, "--inputs", inputs, "--outputs", outputs, "--check"], capsys)
+    out, _ = run_tool([model, "--inputs", inputs, "--outputs", outputs, "--check-kernels"], capsys)
     assert out.splitlines()[:2] == [
         "out: shape=(2, 3) dtype=float32 min=0 max=2.5 mean=0.833333 std=1.0274",
         "  values: [0, 0.5, 0, 2.5, 0, 2]",
@@ -352,6 +354,183 @@ def test_usage(args: list[str], status: int, capsys: pytest.CaptureFixture[str])
     assert main(args) == status
     out, err = capsys.readouterr()
     assert "usage: irc-run" in (out + err)
+
+
+# ---- --benchmark, --profile, --check ------------------------------------------
+
+PLUGIN = "tests.plugins.testplugin:TestPluginTarget"
+
+LAYERS = """\
+func.func @main(%x: tensor<1x4x4x2xf32>, %b: tensor<2xf32>) -> tensor<1x4x4x2xf32> {
+  %s = nn.add %x, %b : tensor<1x4x4x2xf32>, tensor<2xf32> -> tensor<1x4x4x2xf32>
+  %r = nn.relu %s : tensor<1x4x4x2xf32> -> tensor<1x4x4x2xf32>
+  %t = nn.tanh %r : tensor<1x4x4x2xf32> -> tensor<1x4x4x2xf32>
+  %u = nn.relu %t : tensor<1x4x4x2xf32> -> tensor<1x4x4x2xf32>
+  func.return %u : tensor<1x4x4x2xf32>
+}
+"""
+"""add and relu go to testplugin, tanh (and the relu after it) to the reference target."""
+
+TARGETS = ["--plugin", PLUGIN, "--targets", "testplugin,reference"]
+
+
+@pytest.fixture
+def layers(tmp_path: Path) -> Path:
+    path = tmp_path / "layers.mlir"
+    path.write_text(LAYERS)
+    return path
+
+
+def test_benchmark_text(layers: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, _ = run_tool([layers, *TARGETS, "--benchmark", "--warmup", "1", "--runs", "4"], capsys)
+    lines = out.splitlines()
+    assert len(lines) == 4, out  # no output summary
+    assert re.fullmatch(r"init: \d+\.\d{3} ms \(import/parse \+ compile\)", lines[0])
+    assert re.fullmatch(r"first run: \d+\.\d{3} ms", lines[1])
+    assert lines[2] == "warmup: 1 runs"
+    match = re.fullmatch(
+        r"runs: 4: min (\S+) ms, median (\S+) ms, mean (\S+) ms, p90 (\S+) ms, std (\S+) ms",
+        lines[3],
+    )
+    assert match, lines[3]
+    low, median, mean, p90, std = (float(v) for v in match.groups())
+    assert 0 < low <= median <= p90
+    assert low <= mean
+    assert std >= 0
+
+
+def test_benchmark_json_with_profile(
+    layers: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    outputs = tmp_path / "out.npz"
+    args = [layers, *TARGETS, "--benchmark", "--json", "--profile", "--runs", "3", "--threads"]
+    out, _ = run_tool([*args, "2", "--outputs", outputs], capsys)
+    report = json.loads(out)
+    assert set(report) == {"init_ms", "first_run_ms", "warmup", "threads", "runs", "profile"}
+    assert report["init_ms"] > 0
+    assert report["first_run_ms"] > 0
+    assert report["warmup"] == 3
+    assert report["threads"] == 2
+    assert os.environ["OMP_NUM_THREADS"] == "2"
+    runs = report["runs"]
+    assert runs["count"] == 3
+    assert runs["min_ms"] <= runs["median_ms"] <= runs["p90_ms"]
+    rows = report["profile"]
+    kinds = sorted(row["kind"] for row in rows)
+    assert kinds == ["dispatch", "dispatch", "transfer"]
+    assert all(row["calls"] == 3 for row in rows)
+    totals = [row["total_ms"] for row in rows]
+    assert totals == sorted(totals, reverse=True)
+    assert sum(row["percent"] for row in rows) == pytest.approx(100)
+    with np.load(outputs) as archive:
+        assert archive["result0"].shape == (1, 4, 4, 2)
+
+
+def test_profile_of_one_run(model: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, _ = run_tool([model, "--profile"], capsys)
+    lines = out.splitlines()
+    assert lines[0].startswith("out: shape=(2, 3)")
+    header = lines[4].split()
+    assert header == "# kind target op location calls total ms mean ms %".split()
+    rows = [line.split() for line in lines[5:-1]]
+    assert sorted(row[3] for row in rows) == ["nn.add", "nn.add", "nn.relu"]
+    totals = [float(row[-3]) for row in rows]
+    assert totals == sorted(totals, reverse=True)
+    assert sum(float(row[-1]) for row in rows) == pytest.approx(100, abs=0.2)
+    assert lines[-1].startswith("1 runs, ")
+
+
+def test_check_compares_every_dispatch(layers: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, err = run_tool([layers, *TARGETS, "--check"], capsys)
+    assert err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("result0: shape=(1, 4, 4, 2)")
+    assert lines[2:] == [
+        "@main_testplugin_0::@entry [testplugin]: max abs 0, max rel 0",
+        "@main_reference_0::@entry [reference]: max abs 0, max rel 0",
+        "check: 2 of 2 dispatches compared with the reference; largest abs 0 "
+        "(@main_testplugin_0::@entry), largest rel 0 (@main_testplugin_0::@entry)",
+    ]
+
+
+def test_check_reports_differences(
+    layers: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.plugins import testplugin
+
+    real = testplugin.TestPluginValue.to_host
+
+    def off_by_a_bit(self: testplugin.TestPluginValue) -> np.ndarray:
+        return real(self) + np.float32(1e-3)
+
+    monkeypatch.setattr(testplugin.TestPluginValue, "to_host", off_by_a_bit)
+    out, _ = run_tool([layers, *TARGETS, "--check"], capsys)
+    line = next(line for line in out.splitlines() if line.startswith("@main_testplugin_0"))
+    match = re.fullmatch(r".*: max abs (\S+), max rel (\S+)", line)
+    assert match, line
+    assert float(match[1]) == pytest.approx(1e-3, rel=1e-3)
+    assert float(match[2]) > 1e-4
+
+
+def test_check_of_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph), path)
+    out, _ = run_tool([path, *TARGETS, "--check"], capsys)
+    assert "[testplugin]: max abs 0, max rel 0" in out
+    assert "check: 1 of 1 dispatches compared with the reference" in out
+
+
+def test_check_kernels_flags_a_bad_kernel(
+    model: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import irc.targets.reference as reference
+    from irc.dialects import nn
+
+    real = reference.kernel_for
+
+    def wrong_dtype(op: object) -> object:
+        kernel = real(op)  # type: ignore[arg-type]
+        if not isinstance(op, nn.ReluOp):
+            return kernel
+        return lambda *args: tuple(v.astype(np.float64) for v in kernel(*args))
+
+    monkeypatch.setattr(reference, "kernel_for", wrong_dtype)
+    run_tool([model], capsys)  # unchecked: the wrong dtype goes through
+    _, err = run_tool([model, "--check-kernels"], capsys, status=1)
+    assert "nn.relu" in err
+    assert "dtype float64, expected float32" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--benchmark", "--runs", "0"], "argument --runs: must be at least 1, got 0"),
+        (["--benchmark", "--warmup", "-1"], "argument --warmup: must be at least 0, got -1"),
+        (["--threads", "0"], "argument --threads: must be at least 1, got 0"),
+        (["--runs", "5"], "--runs needs --benchmark"),
+        (["--json"], "--json needs --benchmark"),
+        (["--check"], "--check needs --targets"),
+        (["--check", "--benchmark", "--targets", "reference"], "--check and --benchmark do not"),
+    ],
+)
+def test_benchmark_and_check_usage(
+    model: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, err = run_tool([model, *args], capsys, status=2)
+    assert f"irc-run: error: {message}" in err
 
 
 # ---- The installed script -----------------------------------------------------

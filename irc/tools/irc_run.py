@@ -1,8 +1,9 @@
 """`irc-run`: run an IR file or a model and summarise (or save) its outputs.
 
 ```
-irc-run FILE.mlir|MODEL [--entry main] [--inputs in.npz] [--outputs out.npz] [--seed N] [--check]
-        [--targets t1,t2] [--plugin module:attr]
+irc-run FILE.mlir|MODEL [--entry main] [--inputs in.npz] [--outputs out.npz] [--seed N]
+        [--check-kernels] [--check] [--targets t1,t2] [--plugin module:attr] [--threads N]
+        [--profile] [--benchmark [--warmup N] [--runs N] [--json]]
 ```
 
 Without `--targets` everything runs on the reference target (a compiled module's dispatches
@@ -17,6 +18,31 @@ of the dtype for integers and quantized storage; a dynamic dimension needs `--in
 Every output is summarised on stdout (shape, dtype, min/max/mean/std, first values);
 `--outputs` also writes them, atomically (temp file + rename, nothing on error).
 
+`--check-kernels` checks every kernel's and runtime's results (count, dtype, shape) against
+the IR types. `--check` (with `--targets`) is a layer-by-layer numeric debugger: after the
+run, every dispatch's executable, as it was before its target's lowering (the default
+pipeline run again on the module), runs on the reference target on the very inputs the
+dispatch got, and one line per dispatch gives the largest absolute and relative difference
+(`|out - ref| / max(|ref|, eps of the dtype)`) over its outputs, then a summary line:
+
+```
+@main_cpu_0::@entry [cpu]: max abs 5.96e-08, max rel 9.31e-08
+check: 1 of 1 dispatches compared with the reference; largest abs 5.96e-08 (...), ...
+```
+
+After a compilation with lowering refusals the executables of the re-run pipeline may differ;
+a dispatch without an executable of the same name and signature is listed as not compared.
+
+`--benchmark` (in the spirit of TFLite's `benchmark_model`) prints the init time (import or
+parse, plus compile), the first run's time, then min/median/mean/p90/std of `--runs` timed
+runs (default 20) after `--warmup` untimed ones (default 3), in ms, instead of the output
+summary; `--json` prints the same as one JSON object (`init_ms`, `first_run_ms`, `warmup`,
+`threads`, `runs`, `profile`). `--profile` times every dispatch, transfer and host op
+(`irc.runtime.Profile`) and prints a table sorted by cost (calls, total ms, %): over the
+timed runs with `--benchmark`, else of the single run after the summary. `--threads N`
+sets `OMP_NUM_THREADS` before anything is compiled or loaded: the thread count of targets
+that use OpenMP (the cpu target's generated code); others ignore it.
+
 Problems (missing file, bad IR, an op without a reference kernel, a bad `.npz`, inputs that
 do not match the signature) end with one message on stderr, located in the IR where there
 is a place to point at, exit status 1 and no traceback; usage errors exit with 2.
@@ -25,10 +51,13 @@ is a place to point at, exit status 1 and no traceback; usage errors exit with 2
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import time
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
 from irc.tools.common import (
@@ -45,11 +74,22 @@ from irc.tools.common import (
 if TYPE_CHECKING:
     import numpy as np
     from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
 
     from irc.diagnostics import Diagnostic
-    from irc.runtime import Program, TensorSpec
+    from irc.runtime import Listener, Program, Step, TensorSpec
+    from irc.runtime.profiling import Profile
+    from irc.targets import LoadedExecutable
 
-__all__ = ["ToolError", "main", "random_inputs", "report_diagnostic", "summarize"]
+__all__ = [
+    "DispatchDifference",
+    "ToolError",
+    "format_differences",
+    "main",
+    "random_inputs",
+    "report_diagnostic",
+    "summarize",
+]
 
 _TOOL = "irc-run"
 _PREVIEW = 8
@@ -57,7 +97,7 @@ _PREVIEW = 8
 
 
 def _make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=_TOOL,
         description="Run a function of an IR file on irc's reference (numpy) target.",
     )
@@ -80,15 +120,81 @@ def _make_parser() -> argparse.ArgumentParser:
         help="seed of the random inputs used without --inputs (default: %(default)s)",
     )
     parser.add_argument(
-        "--check",
+        "--check-kernels",
         action="store_true",
         help="check every kernel's results (count, dtype, shape) against its op's types",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="compare every dispatch's outputs with the reference target's on the same "
+        "inputs (needs --targets)",
+    )
+    parser.add_argument(
+        "--benchmark",
+        action="store_true",
+        help="time the run: init, first run, then statistics over --runs timed runs",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=_count(0),
+        metavar="N",
+        help="untimed runs before the timed ones (with --benchmark; default: 3)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=_count(1),
+        metavar="N",
+        help="timed runs (with --benchmark; default: 20)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=_count(1),
+        metavar="N",
+        help="threads of targets that use threads (sets OMP_NUM_THREADS: the cpu target)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="time every dispatch and host op; a table sorted by cost",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the benchmark as one JSON object"
     )
     add_model_options(parser)
     from irc.tools.irc_compile import add_target_options
 
     add_target_options(parser, required=False)
     return parser
+
+
+def _count(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `least`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid integer: '{text}'") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+        return value
+
+    return parse
+
+
+def _check_usage(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Options that only make sense together; exits with status 2 (argparse's usage error)."""
+    if not args.benchmark:
+        for option in ("warmup", "runs"):
+            if getattr(args, option) is not None:
+                parser.error(f"--{option} needs --benchmark")
+        if args.json:
+            parser.error("--json needs --benchmark")
+    if args.check and args.benchmark:
+        parser.error("--check and --benchmark do not go together")
+    if args.check and args.targets is None:
+        parser.error("--check needs --targets (the targets to compare with the reference)")
 
 
 # ---- Inputs and outputs -------------------------------------------------------
@@ -231,6 +337,9 @@ def _run(args: argparse.Namespace) -> int:
     from irc.targets import TargetError
     from irc.tools.irc_compile import load_plugins, parse_targets
 
+    if args.threads is not None:  # before any target library loads (and reads it)
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    started = time.perf_counter_ns()
     targets = None if args.targets is None else parse_targets(args.targets)
     load_plugins(args.plugin, targets or ())
     filename: str = args.input_file
@@ -256,17 +365,30 @@ def _run(args: argparse.Namespace) -> int:
             verify_module(module)
         if targets is None:
             lower_host(module)  # the reference preparation, executables left as they are
-            program = compile_function(module, args.entry, check=args.check)
+            program = compile_function(module, args.entry, check=args.check_kernels)
         else:
             from irc.compiler import compile as compile_model
 
-            program = compile_model(module, targets, entry=args.entry, check=args.check).program
+            program = compile_model(
+                module, targets, entry=args.entry, check=args.check_kernels
+            ).program
+        init_ms = (time.perf_counter_ns() - started) / 1e6
         inputs = given if given is not None else random_inputs(program, args.seed)
         try:
-            outputs = program.run(inputs)
+            if args.benchmark:
+                return _benchmark(program, inputs, init_ms, args)
+            profile = _new_profile() if args.profile else None
+            captured: dict[int, np.ndarray] | None = {} if args.check else None
+            listener = None if captured is None else _capture(captured)
+            outputs = program.run(inputs, listener=listener, profile=profile)
         except InputError as exc:
             where = f"{args.inputs}: " if args.inputs is not None else ""
             raise ToolError(f"{where}{exc.message}") from None
+        differences = (
+            None
+            if captured is None or targets is None
+            else _compare(program, module, targets, inputs, captured)  # compile cloned it
+        )
     except (ParseError, DiagnosticException) as exc:
         _report(diagnostic_from_exception(exc, fallback_op=module), filename, source)
         return 1
@@ -280,7 +402,227 @@ def _run(args: argparse.Namespace) -> int:
         _write_outputs(args.outputs, outputs)
     for name, value in outputs.items():
         print(summarize(name, value))
+    if differences is not None:
+        print(format_differences(differences))
+    if profile is not None:
+        print(profile.format(order="time"))
     return 0
+
+
+def _new_profile() -> Profile:
+    from irc.runtime.profiling import Profile
+
+    return Profile()
+
+
+# ---- --benchmark --------------------------------------------------------------
+
+
+def _benchmark(
+    program: Program, inputs: Mapping[str, np.ndarray], init_ms: float, args: argparse.Namespace
+) -> int:
+    from irc.runtime.benchmark import benchmark
+
+    profile = _new_profile() if args.profile else None
+    warmup = 3 if args.warmup is None else args.warmup
+    runs = 20 if args.runs is None else args.runs
+    result = benchmark(program, inputs, warmup=warmup, runs=runs, profile=profile)
+    if args.outputs is not None:
+        _write_outputs(args.outputs, result.outputs)
+    if args.json:
+        report = {
+            "init_ms": init_ms,
+            "first_run_ms": result.first_run_ms,
+            "warmup": result.warmup,
+            "threads": args.threads,
+            "runs": result.stats.as_dict(),
+            "profile": None if profile is None else _profile_rows(profile),
+        }
+        print(json.dumps(report))
+        return 0
+    stats = result.stats
+    print(f"init: {init_ms:.3f} ms (import/parse + compile)")
+    print(f"first run: {result.first_run_ms:.3f} ms")
+    print(f"warmup: {result.warmup} runs")
+    print(
+        f"runs: {stats.count}: min {stats.min_ms:.3f} ms, median {stats.median_ms:.3f} ms, "
+        f"mean {stats.mean_ms:.3f} ms, p90 {stats.p90_ms:.3f} ms, std {stats.std_ms:.3f} ms"
+    )
+    if args.threads is not None:
+        print(f"threads: {args.threads} (OMP_NUM_THREADS)")
+    if profile is not None:
+        print(profile.format(order="time"))
+    return 0
+
+
+def _profile_rows(profile: Profile) -> list[dict[str, object]]:
+    """`Profile.rows(order="time")` as JSON objects, with each row's share of the step time."""
+    rows = profile.rows(order="time")
+    total = sum(row.total_ms for row in rows) or 1.0
+    return [
+        {
+            "index": row.index,
+            "kind": row.kind,
+            "name": row.name,
+            "target": row.target,
+            "location": row.location,
+            "calls": row.calls,
+            "total_ms": row.total_ms,
+            "mean_ms": row.mean_ms,
+            "percent": 100 * row.total_ms / total,
+        }
+        for row in rows
+    ]
+
+
+# ---- --check: every dispatch against the reference ----------------------------
+
+
+@dataclass(frozen=True)
+class DispatchDifference:
+    """How far one dispatch's outputs are from the reference's on the same inputs."""
+
+    label: str
+    """`@exe::@entry`."""
+    target: str
+    max_abs: float | None
+    """The largest |output - reference| over all outputs; None when not compared."""
+    max_rel: float | None
+    """The largest |output - reference| / max(|reference|, eps of the dtype)."""
+    note: str = ""
+    """Why it was not compared, or what did not match (shape)."""
+
+    def describe(self) -> str:
+        head = f"{self.label} [{self.target}]"
+        if self.max_abs is None or self.max_rel is None:
+            return f"{head}: {self.note}"
+        return f"{head}: max abs {self.max_abs:.3g}, max rel {self.max_rel:.3g}"
+
+
+def _capture(values: dict[int, np.ndarray]) -> Listener:
+    """A listener that keeps every step's results, on the host, by slot."""
+    import numpy as np
+
+    def listen(step: Step, results: tuple[object, ...]) -> None:
+        for slot, value in zip(step.outputs, results, strict=True):
+            to_host = getattr(value, "to_host", None)
+            values[slot] = np.asarray(to_host() if to_host is not None else value)
+
+    return listen
+
+
+def _reference_executables(module: ModuleOp, targets: Sequence[str]) -> dict[str, Operation]:
+    """The executables of `module` after the default pipeline, before any target lowering."""
+    from irc.diagnostics import capture_diagnostics
+    from irc.dialects import delegate
+    from irc.pipelines import default_pipeline, parse_pipeline, run_passes
+
+    clone = module.clone()
+    with capture_diagnostics():  # the partition remarks were printed by the compilation
+        run_passes(clone, parse_pipeline(default_pipeline(targets)))
+    return {
+        op.sym_name.data: op for op in clone.body.block.ops if isinstance(op, delegate.ExecutableOp)
+    }
+
+
+def _compare(
+    program: Program,
+    module: ModuleOp,
+    targets: Sequence[str],
+    inputs: Mapping[str, np.ndarray],
+    captured: Mapping[int, np.ndarray],
+) -> list[DispatchDifference]:
+    """Run every dispatch's un-lowered executable on the reference target with the inputs
+    the compiled dispatch got, and compare the outputs."""
+    import numpy as np
+
+    from irc.targets import get_target
+
+    values: dict[int, np.ndarray] = {slot: np.asarray(v) for slot, v in program.constants.items()}
+    values |= {spec.slot: np.asarray(inputs[spec.name]) for spec in program.inputs}
+    values |= captured
+    executables = _reference_executables(module, targets)
+    runtime = get_target("reference").runtime()
+    loaded: dict[str, LoadedExecutable] = {}
+    differences = []
+    for step in program.steps:
+        if step.kind != "dispatch":
+            continue
+        callee = step.op.callee  # type: ignore[attr-defined]
+        name = callee.root_reference.data
+        entry = callee.nested_references.data[-1].data if callee.nested_references.data else ""
+        executable = executables.get(name)
+        if executable is None or not _same_signature(executable, entry, step.op):
+            differences.append(
+                DispatchDifference(
+                    step.label,
+                    step.target,
+                    None,
+                    None,
+                    "not compared: no un-lowered executable with this signature",
+                )
+            )
+            continue
+        if name not in loaded:
+            loaded[name] = runtime.load(executable)
+        expected = loaded[name].execute(entry, [values[slot] for slot in step.inputs])
+        got = [values[slot] for slot in step.outputs]
+        differences.append(_difference(step, got, [np.asarray(v) for v in expected]))
+    return differences
+
+
+def _same_signature(executable: Operation, entry: str, dispatch: Operation) -> bool:
+    """Whether `executable` has a function `entry` taking and returning the dispatch's types
+    (after a compilation with lowering refusals, executables can differ from the re-run)."""
+    from xdsl.dialects.func import FuncOp
+
+    for op in executable.regions[0].block.ops:
+        if isinstance(op, FuncOp) and op.sym_name.data == entry:
+            function_type = op.function_type
+            return list(function_type.inputs.data) == list(dispatch.operand_types) and list(
+                function_type.outputs.data
+            ) == list(dispatch.result_types)
+    return False
+
+
+def _difference(
+    step: Step, got: Sequence[np.ndarray], expected: Sequence[np.ndarray]
+) -> DispatchDifference:
+    import numpy as np
+
+    max_abs = max_rel = 0.0
+    for index, (actual, reference) in enumerate(zip(got, expected, strict=True)):
+        if actual.shape != reference.shape:
+            note = f"result #{index} has shape {actual.shape}, the reference {reference.shape}"
+            return DispatchDifference(step.label, step.target, None, None, note)
+        if actual.size == 0:
+            continue
+        eps = np.finfo(reference.dtype).eps if reference.dtype.kind in "fc" else 1.0
+        with np.errstate(all="ignore"):
+            a, r = actual.astype(np.float64), reference.astype(np.float64)
+            diff = np.abs(a - r)
+            diff[np.isnan(a) & np.isnan(r)] = 0.0  # NaN where the reference has NaN too
+            rel = diff / np.maximum(np.abs(r), eps)
+        max_abs = max(max_abs, float(np.max(diff)))
+        max_rel = max(max_rel, float(np.max(rel)))
+    return DispatchDifference(step.label, step.target, max_abs, max_rel)
+
+
+def format_differences(differences: Sequence[DispatchDifference]) -> str:
+    """One line per dispatch, then a summary line with the largest differences."""
+    lines = [difference.describe() for difference in differences]
+    compared = [d for d in differences if d.max_abs is not None and d.max_rel is not None]
+    if not compared:
+        lines.append(f"check: {len(differences)} dispatches, none compared with the reference")
+        return "\n".join(lines)
+    worst_abs = max(compared, key=lambda d: d.max_abs or 0.0)
+    worst_rel = max(compared, key=lambda d: d.max_rel or 0.0)
+    lines.append(
+        f"check: {len(compared)} of {len(differences)} dispatches compared with the reference; "
+        f"largest abs {worst_abs.max_abs:.3g} ({worst_abs.label}), "
+        f"largest rel {worst_rel.max_rel:.3g} ({worst_rel.label})"
+    )
+    return "\n".join(lines)
 
 
 def _import(
@@ -298,6 +640,15 @@ def _import(
         return import_model(path, bind=bindings, input_shapes=shapes)
     except ModelImportError as exc:
         raise ToolError(str(exc)) from None
+
+
+class _Parser(argparse.ArgumentParser):
+    """Checks the options that go together right after parsing (usage errors: status 2)."""
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        parsed = super().parse_args(args, namespace)
+        _check_usage(self, parsed)
+        return parsed
 
 
 def main(argv: Sequence[str] | None = None) -> int:
