@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 from cpu_support import Case, build_executable, op_case, reference_outputs
 from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import SSAValue
 from xdsl.parser import Parser
 
 from irc.context import make_context
 from irc.diagnostics import IrcDiagnosticError
-from irc.dialects import delegate, nn, ocl
+from irc.dialects import delegate, nn, ocl, quant
 from irc.targets import get_target
 from irc.targets.opencl import runtime as ocl_runtime
 from irc.targets.opencl.lower import LowerOpenCLPass
@@ -315,6 +316,23 @@ def test_fully_connected_family() -> None:
 
 
 @needs_device
+def test_batch_matmul_family() -> None:
+    bmm = nn.BatchMatmulOp
+    run_cases(
+        [
+            op_case("bmm", bmm, [rand(2, 3, 4), rand(2, 4, 5)]),
+            op_case("bmm_adj_x", bmm, [rand(2, 4, 3), rand(2, 4, 5)], adj_x=True),
+            op_case("bmm_adj_y", bmm, [rand(2, 3, 4), rand(2, 5, 4)], adj_y=True),
+            op_case("bmm_adj_xy", bmm, [rand(3, 7, 2), rand(3, 6, 7)], adj_x=True, adj_y=True),
+            op_case("bmm_bcast", bmm, [rand(2, 1, 3, 8), rand(4, 8, 5)]),
+            op_case("bmm_bcast_lhs", bmm, [rand(1, 6, 9), rand(3, 2, 9, 4)]),
+            op_case("bmm_rank2", bmm, [rand(5, 33), rand(33, 6)]),
+            op_case("bmm_const_rhs", bmm, [rand(2, 3, 16), rand(16, 8)], [1], adj_y=False),
+        ]
+    )
+
+
+@needs_device
 def test_binary_broadcasting_family() -> None:
     shapes = [
         ((2, 3, 4), (4,)),
@@ -586,3 +604,171 @@ def test_outputs_that_alias_arguments_constants_and_each_other() -> None:
     first = loaded.execute("entry", [x])
     loaded.execute("entry", [-x])
     np.testing.assert_array_equal(first[2].to_host(), np.maximum(x, 0))
+
+
+# ---- Quantized: dcast / qcast and data movement on int8 / uint8 storage ------------------------
+
+QI = "!quant.uniform<i8:f32, 0.5:3>"
+QU = "!quant.uniform<u8:f32, 0.0235:128>"
+QIA = "!quant.uniform<i8:f32:1, {0.5:3, 0.1:-128, 0.037:127}>"
+QUA = "!quant.uniform<u8:f32:1, {0.25:0, 0.013:255, 3.0:7}>"
+QNARROW = "!quant.uniform<i8<-127:127>:f32, 0.02>"
+T = "tensor<2x3x64x{}>"
+
+QUANT_CASTS = f"""
+delegate.executable private @q target("opencl") {{
+  func.func @entry(%x: {T.format("f32")}, %qi: {T.format(QIA)}, %qu: {T.format(QU)})
+      -> ({T.format(QI)}, {T.format(QI)}, {T.format(QU)}, {T.format(QIA)}, {T.format(QUA)},
+          {T.format(QUA)}, {T.format(QNARROW)}, {T.format("f32")}, {T.format("f32")}) {{
+    %a = quant.qcast %x : {T.format("f32")} to {T.format(QI)}
+    %b = quant.qcast %x rounding = "half_to_even" : {T.format("f32")} to {T.format(QI)}
+    %c = quant.qcast %x : {T.format("f32")} to {T.format(QU)}
+    %d = quant.qcast %x : {T.format("f32")} to {T.format(QIA)}
+    %e = quant.qcast %x : {T.format("f32")} to {T.format(QUA)}
+    %f = quant.qcast %x rounding = "half_to_even" : {T.format("f32")} to {T.format(QUA)}
+    %g = quant.qcast %x : {T.format("f32")} to {T.format(QNARROW)}
+    %h = quant.dcast %qi : {T.format(QIA)} to {T.format("f32")}
+    %i = quant.dcast %qu : {T.format(QU)} to {T.format("f32")}
+    func.return %a, %b, %c, %d, %e, %f, %g, %h, %i : {T.format(QI)}, {T.format(QI)},
+        {T.format(QU)}, {T.format(QIA)}, {T.format(QUA)}, {T.format(QUA)}, {T.format(QNARROW)},
+        {T.format("f32")}, {T.format("f32")}
+  }}
+}}
+"""
+
+
+def _reference_quant(module: ModuleOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    """Run each cast of the entry through the reference target's kernels."""
+    from irc.targets.reference import quant as ref_quant
+
+    func = next(op for op in module.walk() if isinstance(op, FuncOp))
+    env: dict[SSAValue, np.ndarray] = dict(zip(func.body.block.args, args, strict=True))
+    for op in func.body.block.ops:
+        if isinstance(op, quant.QCastOp | quant.DCastOp):
+            run = (ref_quant.qcast if isinstance(op, quant.QCastOp) else ref_quant.dcast)(op)
+            env[op.results[0]] = run(env[op.operands[0]])[0]
+        elif isinstance(op, ReturnOp):
+            return [env[v] for v in op.operands]
+    raise AssertionError("no func.return")
+
+
+@needs_device
+def test_qcast_and_dcast_are_bit_exact_with_the_reference() -> None:
+    module = parse(QUANT_CASTS)
+    casts = [op for op in module.walk() if isinstance(op, quant.QCastOp | quant.DCastOp)]
+    assert casts
+    assert all(OpenCLTarget().supports(op) for op in casts)
+    shape = (2, 3, 64)
+    n = int(np.prod(shape))
+    # ties of every scale (k + 0.5 steps), random values, and values far outside the range
+    k = RNG.integers(-300, 300, n).astype(np.float32) + 0.5
+    x = np.where(
+        np.arange(n) % 3 == 0,
+        k * 0.5,
+        np.where(np.arange(n) % 3 == 1, k * 0.0235, RNG.standard_normal(n) * 4.0),
+    ).astype(np.float32)
+    x[:8] = [1e9, -1e9, 0.0, -0.0, 0.25, -0.25, 0.75, -0.75]
+    x = x.reshape(shape)
+    channel_ties = (RNG.integers(-200, 200, shape) + 0.5) * np.array([0.25, 0.013, 3.0])[
+        None, :, None
+    ]
+    x[1] = channel_ties[1].astype(np.float32)
+    qi = RNG.integers(-128, 128, shape).astype(np.int8)
+    qu = RNG.integers(0, 256, shape).astype(np.uint8)
+    qi.flat[:2], qu.flat[:2] = [-128, 127], [0, 255]
+    expected = _reference_quant(module, [x, qi, qu])
+    lower(module)
+    executable = next(op for op in module.walk() if isinstance(op, delegate.ExecutableOp))
+    loaded = OpenCLRuntime().load(executable)
+    got = [v.to_host() for v in loaded.execute("entry", [x, qi, qu])]
+    for j, (g, want) in enumerate(zip(got, expected, strict=True)):
+        assert g.dtype == want.dtype, (j, g.dtype, want.dtype)
+        np.testing.assert_array_equal(g, want, err_msg=f"result #{j}")
+    # saturation and ties are really exercised
+    assert {-128, 127} <= set(np.unique(got[0]).tolist())
+    assert not np.array_equal(got[0], got[1])  # half away from zero vs half to even differ
+    from irc.runtime.errors import InputError
+
+    with pytest.raises(InputError, match="int8"):
+        loaded.execute("entry", [x, qi.astype(np.uint8), qu])
+
+
+QMOVE = f"""
+delegate.executable private @m target("opencl") {{
+  func.func @entry(%x: tensor<2x3x4x{QU}>, %y: tensor<2x3x2x{QU}>, %s: tensor<2x3x4x{QI}>)
+      -> (tensor<6x4x{QU}>, tensor<4x3x2x{QU}>, tensor<2x3x6x{QU}>, tensor<2x5x7x{QI}>,
+          tensor<8x{QI}>, tensor<4xf32>) {{
+    %k = nn.constant dense<[-128, 0, 5, 127]> : tensor<4xi8> -> tensor<4x{QI}>
+    %kc = nn.concat %k, %k axis = 0 : tensor<4x{QI}>, tensor<4x{QI}> -> tensor<8x{QI}>
+    %kd = quant.dcast %k : tensor<4x{QI}> to tensor<4xf32>
+    %r = nn.reshape %x shape = [6, 4] : tensor<2x3x4x{QU}> -> tensor<6x4x{QU}>
+    %t = nn.transpose %x perm = [2, 1, 0] : tensor<2x3x4x{QU}> -> tensor<4x3x2x{QU}>
+    %c = nn.concat %x, %y axis = 2 : tensor<2x3x4x{QU}>, tensor<2x3x2x{QU}>
+        -> tensor<2x3x6x{QU}>
+    %p = nn.pad %s pads = [0, 0, 1, 1, 2, 1] value = 3.0 : tensor<2x3x4x{QI}>
+        -> tensor<2x5x7x{QI}>
+    func.return %r, %t, %c, %p, %kc, %kd : tensor<6x4x{QU}>, tensor<4x3x2x{QU}>,
+        tensor<2x3x6x{QU}>, tensor<2x5x7x{QI}>, tensor<8x{QI}>, tensor<4xf32>
+  }}
+}}
+"""
+
+
+@needs_device
+def test_data_movement_and_constants_on_int8_and_uint8_storage() -> None:
+    x = RNG.integers(0, 256, (2, 3, 4)).astype(np.uint8)
+    y = RNG.integers(0, 256, (2, 3, 2)).astype(np.uint8)
+    s = RNG.integers(-128, 128, (2, 3, 4)).astype(np.int8)
+    module = parse(QMOVE)
+    assert all(OpenCLTarget().supports(op) for op in module.walk() if isinstance(op, nn.NNOp))
+    module = lower(module)
+    executable = next(op for op in module.walk() if isinstance(op, delegate.ExecutableOp))
+    got = [v.to_host() for v in OpenCLRuntime().load(executable).execute("entry", [x, y, s])]
+    want = [
+        x.reshape(6, 4),
+        x.transpose(2, 1, 0),
+        np.concatenate([x, y], axis=2),
+        np.pad(s, [(0, 0), (1, 1), (2, 1)], constant_values=3),
+        np.array([-128, 0, 5, 127] * 2, np.int8),  # a quantized constant uploaded as int8
+        np.array([-65.5, -1.5, 1.0, 62.0], np.float32),
+    ]
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+INT8_MODELS = {
+    "small_cnn_int8": "small_cnn_int8.tflite",
+    "mobilenet_v2_int8": "mobilenet_v2_int8.tflite",
+}
+
+
+@needs_device
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("name", sorted(INT8_MODELS))
+def test_shared_int8_models_run_on_opencl(name: str) -> None:
+    """insert-qdq gives the target the float form; outputs stay within one quantization step
+    of the reference int8 run (>= 98 % of elements, mean <= 0.5 step, same arg-max)."""
+    from irc.compiler import compile as irc_compile
+
+    path = MODELS / name / INT8_MODELS[name]
+    if not path.exists():
+        pytest.skip(f"{path} is not available")
+    model = irc_compile(path, targets=["opencl", "reference"])
+    reference = irc_compile(path, targets=["reference"])
+    counts: dict[str, int] = {}
+    for executable in model.module.walk():
+        if isinstance(executable, delegate.ExecutableOp):
+            n = sum(1 for op in executable.walk() if isinstance(op, nn.NNOp))
+            counts[executable.target.data] = counts.get(executable.target.data, 0) + n
+    share = counts.get("opencl", 0) / max(1, sum(counts.values()))
+    print(f"\n{name}: nn ops on opencl {counts} ({share:.0%})\n{model.summary}")
+    assert counts.get("opencl", 0) > 0
+    inputs = dict(np.load(MODELS / name / "inputs_0.npz"))
+    got, want = model.run(inputs), reference.run(inputs)
+    for key, ref in want.items():
+        assert got[key].dtype == ref.dtype
+        steps = np.abs(got[key].astype(np.int64) - ref.astype(np.int64))
+        assert float(np.mean(steps <= 1)) >= 0.98, (key, np.mean(steps <= 1))
+        assert float(steps.mean()) <= 0.5, (key, steps.mean())
+        assert np.argmax(got[key]) == np.argmax(ref), key

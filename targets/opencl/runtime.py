@@ -36,6 +36,7 @@ from xdsl.ir import Operation
 
 from irc.dialects import delegate, ocl
 from irc.dialects.nn import array_from_dense
+from irc.dtypes import numpy_dtype
 from irc.runtime.errors import InputError
 from irc.targets.base import DeviceValue, LoadedExecutable, TargetRuntime
 from irc.targets.cpu.toolchain import cache_dir
@@ -54,15 +55,23 @@ class OpenCLBuildError(OpenCLLoadError):
 
 
 class OpenCLValue:
-    """A float32 tensor in a device buffer; `to_host()` downloads it."""
+    """A tensor in a device buffer (float32, or the int8/uint8 storage of a quantized
+    tensor); `to_host()` downloads it."""
 
-    def __init__(self, device: Device, buffer: Any, shape: tuple[int, ...]):
+    def __init__(
+        self,
+        device: Device,
+        buffer: Any,
+        shape: tuple[int, ...],
+        dtype: Any = np.float32,
+    ):
         self.device = device
         self.buffer = buffer
         self.shape = shape
+        self.dtype = np.dtype(dtype)
 
     def to_host(self) -> np.ndarray:
-        out = np.empty(self.shape, dtype=np.float32)
+        out = np.empty(self.shape, dtype=self.dtype)
         if out.size:
             self.device.cl.enqueue_copy(self.device.queue, out, self.buffer, is_blocking=True)
         return out
@@ -172,6 +181,8 @@ class _Entry:
     outputs: list[tuple[int, ...]]
     input_buffers: list[Any]
     launches: list[_Launch]
+    input_dtypes: list[np.dtype]
+    output_dtypes: list[np.dtype]
 
 
 def _shapes(types: Sequence[Any], where: str) -> list[tuple[int, ...]]:
@@ -181,6 +192,11 @@ def _shapes(types: Sequence[Any], where: str) -> list[tuple[int, ...]]:
             raise OpenCLLoadError(f"opencl: {where} has a non-tensor signature")
         out.append(tuple(t.get_shape()))
     return out
+
+
+def _dtypes(types: Sequence[Any]) -> list[np.dtype]:
+    """float32, or a quantized tensor's 8-bit storage dtype."""
+    return [np.dtype(numpy_dtype(t)) for t in types]
 
 
 class LoadedOpenCLExecutable(LoadedExecutable):
@@ -215,10 +231,10 @@ class LoadedOpenCLExecutable(LoadedExecutable):
             in_buffers: list[Any] = []
             for i, (arg, expected) in enumerate(zip(args, spec.inputs, strict=True)):
                 if isinstance(arg, OpenCLValue) and arg.device.context == self.device.context:
-                    if arg.shape != expected:
+                    if arg.shape != expected or arg.dtype != spec.input_dtypes[i]:
                         raise InputError(
-                            f"opencl: argument #{i} of @{entry} must have shape {expected}, "
-                            f"got {arg.shape}"
+                            f"opencl: argument #{i} of @{entry} must be {spec.input_dtypes[i]} "
+                            f"of shape {expected}, got {arg.dtype} of shape {arg.shape}"
                         )
                     in_buffers.append(arg.buffer)
                     continue
@@ -229,9 +245,10 @@ class LoadedOpenCLExecutable(LoadedExecutable):
                         f"opencl: argument #{i} of @{entry} must be a numpy array, got "
                         f"{type(arg).__name__}"
                     )
-                if arg.dtype != np.float32:
+                if arg.dtype != spec.input_dtypes[i]:
                     raise InputError(
-                        f"opencl: argument #{i} of @{entry} must be float32, got {arg.dtype}"
+                        f"opencl: argument #{i} of @{entry} must be {spec.input_dtypes[i]}, "
+                        f"got {arg.dtype}"
                     )
                 if arg.shape != expected:
                     raise InputError(
@@ -257,7 +274,8 @@ class LoadedOpenCLExecutable(LoadedExecutable):
                 queue.finish()
                 save_binary(self.device, self.built)
         return [
-            OpenCLValue(self.device, b, s) for b, s in zip(out_buffers, spec.outputs, strict=True)
+            OpenCLValue(self.device, b, s, d)
+            for b, s, d in zip(out_buffers, spec.outputs, spec.output_dtypes, strict=True)
         ]
 
 
@@ -284,7 +302,9 @@ class OpenCLRuntime(TargetRuntime):
         keep: list[Any] = []
         constants: list[Any] = []
         for upload in programs[0].uploads:
-            data = np.ascontiguousarray(array_from_dense(upload.value), dtype=np.float32)
+            data = array_from_dense(upload.value)
+            stored = data.dtype in (np.int8, np.uint8)  # integers of quantized constants
+            data = np.ascontiguousarray(data, None if stored else np.float32)
             if data.size:
                 buffer = cl.Buffer(
                     device.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=data
@@ -338,5 +358,12 @@ class OpenCLRuntime(TargetRuntime):
                     )
                 )
             keep += list(planned.values())
-            entries[name] = _Entry(inputs, outputs, input_buffers, launches)
+            entries[name] = _Entry(
+                inputs,
+                outputs,
+                input_buffers,
+                launches,
+                _dtypes(func.function_type.inputs.data),
+                _dtypes(func.function_type.outputs.data),
+            )
         return LoadedOpenCLExecutable(device, built, entries, keep)

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""irc's OpenCL target (PoCL on the CPU) beside onnxruntime and the TFLite interpreter.
+
+For every model of ../shared/models/manifest.json, in one run: the median latency of
+`CompiledModel.run` compiled with `targets=["opencl", "reference"]` (ops the OpenCL target
+refuses run on the reference target; input shapes from the manifest's `inputs`), of
+onnxruntime (.onnx models only, "—" otherwise) and of the TFLite interpreter (`ai_edge_litert`,
+default XNNPACK delegate; .tflite only, "—" otherwise), each with 2 threads, and the ratios
+irc / runtime (below 1: irc is faster). Also the share of the model's ops that the OpenCL
+target runs (from the compile summary's `@main` line) and the compile time (program cache as
+found). Prints a table; asserts nothing.
+
+PoCL's CPU device uses every core of this 2-vCPU machine (2 threads; `POCL_CPU_MAX_CU_NUM` is
+set to the thread count before pyopencl loads). The absolute figures move 1.5-2x between runs
+on this shared machine; compare the ratios of one run (PERF_NOTES.md).
+
+usage: python benchmarks/opencl_vs_ort.py [--models DIR] [--only NAME ...] [--threads 2]
+                                          [--repeat K] [--warmup W]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+DASH = "—"
+
+
+def median_ms(fn: Callable[[], object], repeat: int, warmup: int) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def load_inputs(folder: Path) -> dict[str, np.ndarray]:
+    return dict(np.load(folder / "inputs_0.npz"))
+
+
+def opencl_share(summary: str) -> tuple[int, int] | None:
+    """(ops on opencl, all ops) of `@main` from a compile summary, or None."""
+    for line in summary.splitlines():
+        if "@main" not in line:
+            continue
+        match = re.search(r"opencl: (\d+) of (\d+) ops", line)
+        if match:
+            return int(match.group(1)), int(match.group(2))
+        total = re.search(r"\d+ of (\d+) ops", line)
+        return (0, int(total.group(1))) if total else None
+    return None
+
+
+def run_irc(path: Path, entry: dict[str, Any], repeat: int, warmup: int) -> dict[str, Any]:
+    import irc
+
+    inputs = load_inputs(path.parent)
+    shapes = {i["name"]: tuple(i["shape"]) for i in entry.get("inputs", [])}
+    shapes = {k: v for k, v in shapes.items() if all(isinstance(d, int) and d > 0 for d in v)}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            start = time.perf_counter()
+            model = irc.compile(path, targets=["opencl", "reference"], input_shapes=shapes or None)
+            compile_s = time.perf_counter() - start
+        feed = {k: inputs[k] for k in model.input_names if k in inputs} or inputs
+        latency = median_ms(lambda: model.run(feed), repeat, warmup)
+    except Exception as exc:  # report and go on with the next model
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"}
+    summary = next((line for line in model.summary.splitlines() if "@main" in line), "")
+    return {
+        "ms": latency,
+        "compile_s": compile_s,
+        "share": opencl_share(model.summary),
+        "summary": summary.strip(),
+    }
+
+
+def run_ort(path: Path, threads: int, repeat: int, warmup: int) -> float | str:
+    if path.suffix != ".onnx":
+        return DASH
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return "missing"
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    inputs = load_inputs(path.parent)
+    feed = {i.name: inputs[i.name] for i in session.get_inputs()}
+    return median_ms(lambda: session.run(None, feed), repeat, warmup)
+
+
+def run_tflite(path: Path, threads: int, repeat: int, warmup: int) -> float | str:
+    if path.suffix != ".tflite":
+        return DASH
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        return "missing"
+    interpreter = Interpreter(model_path=str(path), num_threads=threads)
+    interpreter.allocate_tensors()
+    inputs = load_inputs(path.parent)
+    details = interpreter.get_input_details()
+
+    def run() -> None:
+        for d in details:
+            interpreter.set_tensor(d["index"], inputs[d["name"]])
+        interpreter.invoke()
+
+    return median_ms(run, repeat, warmup)
+
+
+def fmt_ms(value: float | str) -> str:
+    return f"{value:8.2f}" if isinstance(value, float) else f"{value:>8}"
+
+
+def ratio(irc_ms: float | None, other: float | str) -> str:
+    if irc_ms is None or not isinstance(other, float):
+        return f"{DASH:>7}"
+    return f"{irc_ms / other:7.2f}"
+
+
+def fmt_share(share: tuple[int, int] | None) -> str:
+    if share is None or share[1] == 0:
+        return f"{'?':>14}"
+    on, total = share
+    return f"{on:>4}/{total:<4} {100 * on / total:4.0f}%"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=Path, default=DEFAULT_MODELS)
+    parser.add_argument("--only", nargs="*", default=None, help="model names to run")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("POCL_CPU_MAX_CU_NUM", str(args.threads))
+
+    manifest = json.loads((args.models / "manifest.json").read_text())
+    entries = {e["name"]: e for e in manifest["models"]}
+    names = [n for n in entries if args.only is None or n in args.only]
+    header = (
+        f"{'model':28} {'irc/ocl':>8} {'ort':>8} {'tflite':>8} {'irc/ort':>7} "
+        f"{'irc/tfl':>7} {'ops on opencl':>14} {'compile s':>9}"
+    )
+    print(
+        f"median latency in ms, {args.threads} threads each; ratios irc / runtime "
+        "(below 1: irc faster)"
+    )
+    print(header)
+    print("-" * len(header))
+    summaries: dict[str, str] = {}
+    for name in names:
+        entry = entries[name]
+        path = args.models / entry["file"]
+        if not path.exists():
+            print(f"{name:28} missing {path}")
+            continue
+        result = run_irc(path, entry, args.repeat, args.warmup)
+        ort_ms = run_ort(path, args.threads, args.repeat, args.warmup)
+        tfl_ms = run_tflite(path, args.threads, args.repeat, args.warmup)
+        if "error" in result:
+            failed = f"{name:28} {'failed':>8} {fmt_ms(ort_ms)} {fmt_ms(tfl_ms)}"
+            print(f"{failed}  irc: {result['error']}", flush=True)
+            continue
+        irc_ms = result["ms"]
+        summaries[name] = result["summary"]
+        print(
+            f"{name:28} {fmt_ms(irc_ms)} {fmt_ms(ort_ms)} {fmt_ms(tfl_ms)} "
+            f"{ratio(irc_ms, ort_ms)} {ratio(irc_ms, tfl_ms)} {fmt_share(result['share'])} "
+            f"{result['compile_s']:9.2f}",
+            flush=True,
+        )
+    print()
+    print("where the ops ran (irc, targets opencl then reference):")
+    for name, summary in summaries.items():
+        print(f"  {name}: {summary}")
+
+
+if __name__ == "__main__":
+    main()
