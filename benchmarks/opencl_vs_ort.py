@@ -24,32 +24,21 @@ import argparse
 import json
 import os
 import re
-import statistics
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-DEFAULT_MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
-DASH = "—"
-
-
-def median_ms(fn: Callable[[], object], repeat: int, warmup: int) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
-
-
-def load_inputs(folder: Path) -> dict[str, np.ndarray]:
-    return dict(np.load(folder / "inputs_0.npz"))
+from side_by_side import (
+    DEFAULT_MODELS,
+    fmt_ms,
+    load_inputs,
+    median_ms,
+    ratio,
+    run_ort,
+    run_tflite,
+)
 
 
 def opencl_share(summary: str) -> tuple[int, int] | None:
@@ -88,53 +77,6 @@ def run_irc(path: Path, entry: dict[str, Any], repeat: int, warmup: int) -> dict
         "share": opencl_share(model.summary),
         "summary": summary.strip(),
     }
-
-
-def run_ort(path: Path, threads: int, repeat: int, warmup: int) -> float | str:
-    if path.suffix != ".onnx":
-        return DASH
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return "missing"
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    inputs = load_inputs(path.parent)
-    feed = {i.name: inputs[i.name] for i in session.get_inputs()}
-    return median_ms(lambda: session.run(None, feed), repeat, warmup)
-
-
-def run_tflite(path: Path, threads: int, repeat: int, warmup: int) -> float | str:
-    if path.suffix != ".tflite":
-        return DASH
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError:
-        return "missing"
-    interpreter = Interpreter(model_path=str(path), num_threads=threads)
-    interpreter.allocate_tensors()
-    inputs = load_inputs(path.parent)
-    details = interpreter.get_input_details()
-
-    def run() -> None:
-        for d in details:
-            interpreter.set_tensor(d["index"], inputs[d["name"]])
-        interpreter.invoke()
-
-    return median_ms(run, repeat, warmup)
-
-
-def fmt_ms(value: float | str) -> str:
-    return f"{value:8.2f}" if isinstance(value, float) else f"{value:>8}"
-
-
-def ratio(irc_ms: float | None, other: float | str) -> str:
-    if irc_ms is None or not isinstance(other, float):
-        return f"{DASH:>7}"
-    return f"{irc_ms / other:7.2f}"
 
 
 def fmt_share(share: tuple[int, int] | None) -> str:
