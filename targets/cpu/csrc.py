@@ -525,6 +525,37 @@ IRC_INLINE int64_t irc_mbqm(int64_t x, int64_t m, int s, int single) {
   return irc_rdbpot(irc_srdhm(shifted, m), right);
 }
 
+/* irc_mbqm on 8 int64 lanes (gcc/clang vector extensions, so the generated rescale loops run
+   on AVX-512 / AVX2 lanes instead of scalar 64-bit code), bit-exact with the scalar form:
+   double rounding with per-lane left = max(s, 0), right = max(-s, 0); comparisons give
+   -1 / 0 per lane, so "+ (x < 0)" becomes "- (x < 0)". */
+typedef int64_t irc_q8 __attribute__((vector_size(64)));
+
+IRC_INLINE irc_q8 irc_q8_sel(irc_q8 mask, irc_q8 a, irc_q8 b) { return (mask & a) | (~mask & b); }
+
+IRC_INLINE irc_q8 irc_q8_clamp(irc_q8 v, int64_t lo, int64_t hi) {
+  const irc_q8 vlo = (irc_q8){0} + lo, vhi = (irc_q8){0} + hi;
+  return irc_q8_sel(v < vlo, vlo, irc_q8_sel(v > vhi, vhi, v));
+}
+
+IRC_INLINE irc_q8 irc_mbqm_q8(irc_q8 x, irc_q8 m, irc_q8 left, irc_q8 right) {
+  const irc_q8 zero = {0}, lo32 = zero + INT32_MIN, hi32 = zero + INT32_MAX;
+  const irc_q8 shifted = irc_q8_clamp(x << left, INT32_MIN, INT32_MAX);
+  const irc_q8 product = shifted * m; /* |product| <= 2^62 */
+  const irc_q8 sum = product + irc_q8_sel(product >= zero, zero + ((int64_t)1 << 30),
+                                          zero + (1 - ((int64_t)1 << 30)));
+  irc_q8 high = (sum + ((sum < zero) & (((int64_t)1 << 31) - 1))) >> 31; /* sum / 2^31 */
+  high = irc_q8_sel((shifted == lo32) & (m == lo32), hi32, high);
+  const irc_q8 mask = ((zero + 1) << right) - 1;
+  const irc_q8 threshold = (mask >> 1) - (high < zero);
+  return (high >> right) - ((high & mask) > threshold);
+}
+
+/* The single-rounding form on 8 lanes: (x * m + rounder) >> total, total = 31 - s. */
+IRC_INLINE irc_q8 irc_mbqm1_q8(irc_q8 x, irc_q8 m, irc_q8 rounder, irc_q8 total) {
+  return (x * m + rounder) >> total;
+}
+
 /* y = clamp(zp_out + mbqm(x - zp_in, m[c], s[c]), lo, hi) over [outer][C][inner] elements,
    C = 1 for per-tensor parameters: IRC_RESCALE(name, input type, output type) defines it
    (the generated code calls `irc_rescale` as the functions it instantiates do). */
