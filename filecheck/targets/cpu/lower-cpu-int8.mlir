@@ -2,14 +2,17 @@
 
 // A quantized conv2d runs natively: lower-cpu gives it the lower-quantized integer form
 // first (scast, cast to i32, zero point subtracted, i32 convolution, quant.rescale, integer
-// clamp of the fused relu), the C function takes and returns the storage integers, the
-// filter is packed to int32 at compile time and the requantization calls irc_mbqm.
+// clamp of the fused relu), the C function takes and returns the storage integers, the cast
+// is folded into the zero-point subtraction (it reads the int8 input directly), the filter
+// is packed to int32 at compile time and the requantization runs on 8 vector lanes
+// (irc_mbqm_q8) with a scalar tail (irc_mbqm).
 // CHECK-LABEL: delegate.executable private @q_cpu_0 target("cpu") {
 // CHECK-NEXT:    cpu.module @kernels source = "{{.*}}IRC_INLINE int64_t irc_mbqm(
 // CHECK-SAME:      void irc_fn_0(const int8_t *in0, int8_t *out0, const void *const *consts, float *ws)
-// CHECK-SAME:      po[i0] = (int32_t)x;
+// CHECK-SAME:      const int8_t *restrict pa = in0;
 // CHECK-SAME:      po[i0] = (int32_t)((uint32_t)a - (uint32_t)b);
 // CHECK-SAME:      irc_conv2d_i32(((int32_t *)(ws + {{[0-9]+}})), 1, 2, 2, 3, (const int32_t *)K[1], NULL, ((int32_t *)(ws + {{[0-9]+}})), 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 3, 2);
+// CHECK-SAME:      irc_mbqm_q8(
 // CHECK-SAME:      const int64_t v = 3LL + irc_mbqm((int64_t)px[k] - (0LL), mc, sc, 0);
 // CHECK-SAME:      po[k] = (int8_t)(v < (-128LL) ? (-128LL) : (v > 127LL ? 127LL : v));
 // CHECK-SAME:      /* nn.clip 1x2x2x2 -> 1x2x2x2 */
