@@ -15,7 +15,15 @@ set to the thread count before pyopencl loads). The absolute figures move 1.5-2x
 on this shared machine; compare the ratios of one run (PERF_NOTES.md).
 
 usage: python benchmarks/opencl_vs_ort.py [--models DIR] [--only NAME ...] [--threads 2]
-                                          [--repeat K] [--warmup W]
+                                          [--repeat K] [--warmup W] [--tune] [--kernels N]
+
+`--tune` lowers with `lower-opencl{tune=true}` (IRC_OPENCL_TUNE=1): each kernel's work-group
+size measured once among a few candidates and cached on disk; without it, the default rule.
+
+`--kernels N` also prints, per model, the N kernels with the most device time (OpenCL events
+over `--repeat` profiled runs, after the timed ones): mean ms per run, and GFLOP/s for convs,
+fully_connected and batch_matmul (multiply-adds counted as 2 FLOP, from the shapes in the
+kernel's description).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from side_by_side import (
     DEFAULT_MODELS,
     fmt_ms,
@@ -54,7 +63,46 @@ def opencl_share(summary: str) -> tuple[int, int] | None:
     return None
 
 
-def run_irc(path: Path, entry: dict[str, Any], repeat: int, warmup: int) -> dict[str, Any]:
+SHAPES = re.compile(r"^(nn\.[a-z_0-9]+) ([0-9x]+(?:, [0-9x]+)*) -> ([0-9x]+)")
+
+
+def kernel_flops(description: str) -> int | None:
+    """FLOPs (2 per multiply-add) of a conv2d / fully_connected / batch_matmul kernel from
+    its description (`nn.conv2d 1x7x7x960, 320x1x1x960, 320 -> 1x7x7x320 ...`), else None."""
+    match = SHAPES.match(description)
+    if match is None:
+        return None
+    op = match.group(1)
+    ins = [[int(d) for d in s.split("x")] for s in match.group(2).split(", ")]
+    out = [int(d) for d in match.group(3).split("x")]
+    if op == "nn.conv2d" and len(ins) >= 2 and len(ins[1]) == 4:
+        _, kh, kw, icg = ins[1]
+        return 2 * int(np.prod(out)) * kh * kw * icg
+    if op == "nn.fully_connected" and len(ins) >= 2:
+        return 2 * int(np.prod(out)) * ins[1][-1]
+    if op == "nn.batch_matmul" and len(ins) >= 1:
+        return 2 * int(np.prod(out)) * ins[0][-1]
+    return None
+
+
+def top_kernels(model: Any, feed: dict[str, Any], runs: int, count: int) -> list[str]:
+    """Lines for the `count` kernels with the most device time over `runs` profiled runs."""
+    from irc.runtime.profiling import Profile
+
+    profile = Profile()
+    for _ in range(runs):
+        model.run(feed, profile=profile)
+    lines = []
+    for row in profile.kernel_rows(order="time")[:count]:
+        flops = kernel_flops(row.description)
+        rate = f"{flops / row.mean_ms / 1e6:7.1f}" if flops and row.mean_ms else f"{'—':>7}"
+        lines.append(f"    {row.mean_ms:7.3f} ms {rate} GFLOP/s  {row.description}")
+    return lines
+
+
+def run_irc(
+    path: Path, entry: dict[str, Any], repeat: int, warmup: int, kernels: int = 0
+) -> dict[str, Any]:
     import irc
 
     inputs = load_inputs(path.parent)
@@ -68,6 +116,7 @@ def run_irc(path: Path, entry: dict[str, Any], repeat: int, warmup: int) -> dict
             compile_s = time.perf_counter() - start
         feed = {k: inputs[k] for k in model.input_names if k in inputs} or inputs
         latency = median_ms(lambda: model.run(feed), repeat, warmup)
+        top = top_kernels(model, feed, repeat, kernels) if kernels else []
     except Exception as exc:  # report and go on with the next model
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"}
     summary = next((line for line in model.summary.splitlines() if "@main" in line), "")
@@ -76,6 +125,7 @@ def run_irc(path: Path, entry: dict[str, Any], repeat: int, warmup: int) -> dict
         "compile_s": compile_s,
         "share": opencl_share(model.summary),
         "summary": summary.strip(),
+        "kernels": top,
     }
 
 
@@ -93,8 +143,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument(
+        "--tune",
+        action="store_true",
+        help="lower with lower-opencl{tune=true}: measured work-group sizes (cached)",
+    )
+    parser.add_argument(
+        "--kernels",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print each model's N kernels with the most device time, with GFLOP/s",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("POCL_CPU_MAX_CU_NUM", str(args.threads))
+    if args.tune:
+        os.environ["IRC_OPENCL_TUNE"] = "1"
 
     manifest = json.loads((args.models / "manifest.json").read_text())
     entries = {e["name"]: e for e in manifest["models"]}
@@ -110,13 +174,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(header)
     print("-" * len(header))
     summaries: dict[str, str] = {}
+    kernel_lines: dict[str, list[str]] = {}
     for name in names:
         entry = entries[name]
         path = args.models / entry["file"]
         if not path.exists():
             print(f"{name:28} missing {path}")
             continue
-        result = run_irc(path, entry, args.repeat, args.warmup)
+        result = run_irc(path, entry, args.repeat, args.warmup, args.kernels)
         ort_ms = run_ort(path, args.threads, args.repeat, args.warmup)
         tfl_ms = run_tflite(path, args.threads, args.repeat, args.warmup)
         if "error" in result:
@@ -125,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             continue
         irc_ms = result["ms"]
         summaries[name] = result["summary"]
+        kernel_lines[name] = result["kernels"]
         print(
             f"{name:28} {fmt_ms(irc_ms)} {fmt_ms(ort_ms)} {fmt_ms(tfl_ms)} "
             f"{ratio(irc_ms, ort_ms)} {ratio(irc_ms, tfl_ms)} {fmt_share(result['share'])} "
@@ -135,6 +201,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("where the ops ran (irc, targets opencl then reference):")
     for name, summary in summaries.items():
         print(f"  {name}: {summary}")
+    for name, lines in kernel_lines.items():
+        if lines:
+            print(f"\n{name}: top {len(lines)} kernels by device time (mean per run)")
+            print("\n".join(lines))
 
 
 if __name__ == "__main__":

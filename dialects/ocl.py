@@ -1,6 +1,20 @@
 """The `ocl` dialect: the OpenCL target's lowered form of a `delegate.executable`.
 
-`lower-opencl` turns every `delegate.executable ... target("opencl")` into:
+`lower-opencl` is four passes, each printable on its own (`irc-opt --print-ir-after-all`):
+
+1. `opencl-fuse` wraps a producer (conv2d, fully_connected, batch_matmul, an elementwise op)
+   and its single-use elementwise epilogue chain (activations, and binary ops whose other
+   operand is a tensor of the output's shape — a residual `nn.add` — or a one-element
+   constant) into one `ocl.fusion` op: a region on tensors, ended by `ocl.yield`, that
+   becomes one kernel;
+2. `opencl-bufferize` picks the kernel of every op or fusion (`ocl.kernel` in the program:
+   a shape-specialised template instance), the constants to upload (`ocl.upload`) and one
+   `ocl.alloc` per intermediate tensor, and replaces the entry's body by `ocl.execute`;
+3. `opencl-plan-memory` reuses planned buffers by liveness (`peak_bytes` shrinks);
+4. `opencl-codegen` assembles the kernels into the program's `source` (the `ocl.kernel` ops
+   go) and sets every launch's local size (a rule, or measured with `tune=true`).
+
+The result, for every `delegate.executable ... target("opencl")`:
 
 * one `ocl.program`: the generated OpenCL C source (shape-specialised kernels named `k0`,
   `k1`, ...; generated identifiers only) and, in its body, the constants to upload once at
@@ -8,7 +22,9 @@
 * each entry's body replaced by one `ocl.execute` on the entry's tensors, whose region is the
   entry's buffer plan and launch list: `ocl.alloc` (a device buffer of the plan, reused by
   liveness) and `ocl.launch` (a kernel of the program, its buffer arguments, global and local
-  sizes; an empty local size lets the runtime choose).
+  sizes; an empty local size lets the runtime choose). A launch writes its last `writes`
+  arguments (1 when absent; an op with several results, `nn.split`, writes one buffer per
+  result in one launch) and only reads the others.
 
 Buffers are named by strings: `in<i>` / `out<i>` (the entry's arguments and results), `c<i>`
 (uploaded constants) and `b<i>` (planned buffers). `peak_bytes` on `ocl.execute` is the sum
@@ -48,13 +64,20 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     lazy_traits_def,
+    opt_prop_def,
     prop_def,
     region_def,
     traits_def,
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    NoTerminator,
+    SingleBlockImplicitTerminator,
+    SymbolOpInterface,
+)
 from xdsl.utils.exceptions import VerifyException
 
 BUFFER_NAME = re.compile(r"(in|out|c|b)([0-9]+)")
@@ -87,10 +110,24 @@ class ProgramOp(IRDLOperation):
     def uploads(self) -> list[UploadOp]:
         return [op for op in self.body.block.ops if isinstance(op, UploadOp)]
 
+    @property
+    def kernels(self) -> list[KernelOp]:
+        """Kernels `opencl-codegen` has not assembled into `source` yet."""
+        return [op for op in self.body.block.ops if isinstance(op, KernelOp)]
+
     def verify_(self) -> None:
-        for expected, op in enumerate(self.body.block.ops):
-            if not isinstance(op, UploadOp):
-                raise VerifyException(f"expected only ocl.upload ops in the body, got {op.name}")
+        uploads = [op for op in self.body.block.ops if isinstance(op, UploadOp)]
+        names: set[str] = set()
+        for op in self.body.block.ops:
+            if isinstance(op, KernelOp):
+                if op.sym_name.data in names:
+                    raise VerifyException(f"kernel '{op.sym_name.data}' is defined twice")
+                names.add(op.sym_name.data)
+            elif not isinstance(op, UploadOp):
+                raise VerifyException(
+                    f"expected only ocl.upload and ocl.kernel ops in the body, got {op.name}"
+                )
+        for expected, op in enumerate(uploads):
             if op.index.value.data != expected:
                 raise VerifyException(
                     f"upload #{expected} has index {op.index.value.data}; indices must count "
@@ -111,6 +148,102 @@ class UploadOp(IRDLOperation):
 
     def __init__(self, index: int, value: DenseIntOrFPElementsAttr):
         super().__init__(properties={"index": IntegerAttr(index, i64), "value": value})
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """One shape-specialised kernel chosen by `opencl-bufferize`, not yet in the program's
+    source: its OpenCL C text (named `KERNEL_NAME` until `opencl-codegen` names it
+    `sym_name`) and what it computes (`description`, a comment in the source)."""
+
+    name = "ocl.kernel"
+
+    sym_name = prop_def(StringAttr)
+    body = prop_def(StringAttr)
+    description = prop_def(StringAttr)
+
+    traits = lazy_traits_def(lambda: (HasParent(ProgramOp),))
+
+    def __init__(self, sym_name: str, body: str, description: str):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(sym_name),
+                "body": StringAttr(body),
+                "description": StringAttr(description),
+            }
+        )
+
+    def verify_(self) -> None:
+        if not KERNEL_NAME.fullmatch(self.sym_name.data):
+            raise VerifyException(f"bad kernel name '{self.sym_name.data}'")
+        if "__kernel void KERNEL_NAME(" not in self.body.data:
+            raise VerifyException("the body must define '__kernel void KERNEL_NAME(...)'")
+        if "*/" in self.description.data or "\n" in self.description.data:
+            raise VerifyException("the description must be one line without '*/'")
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """The end of an `ocl.fusion` region: the fused unit's result."""
+
+    name = "ocl.yield"
+
+    values = var_operand_def()
+
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusionOp)))
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class FusionOp(IRDLOperation):
+    """A producer and its elementwise epilogue chain, run as one kernel (`opencl-fuse`).
+
+    The region (not isolated: it reads values from above) holds the producer first, then
+    each epilogue op reading the previous op's only result, and `ocl.yield` of the last."""
+
+    name = "ocl.fusion"
+
+    outputs = var_result_def()
+    body = region_def("single_block")
+
+    traits = lazy_traits_def(lambda: (SingleBlockImplicitTerminator(YieldOp),))
+
+    def __init__(self, result_types: Sequence[Attribute], ops: Sequence[Operation]):
+        super().__init__(result_types=[list(result_types)], regions=[Region(Block(list(ops)))])
+
+    @property
+    def producer(self) -> Operation:
+        first = self.body.block.first_op
+        assert first is not None
+        return first
+
+    @property
+    def epilogue(self) -> list[Operation]:
+        """The ops after the producer, in order (without the yield)."""
+        return [op for op in self.body.block.ops if not isinstance(op, YieldOp)][1:]
+
+    def verify_(self) -> None:
+        ops = list(self.body.block.ops)
+        if len(ops) < 3 or not isinstance(ops[-1], YieldOp):
+            raise VerifyException("expected a producer, at least one epilogue op and ocl.yield")
+        previous = ops[0]
+        for op in ops[1:]:
+            if len(previous.results) != 1:
+                raise VerifyException(f"'{previous.name}' in a fusion must have one result")
+            result = previous.results[0]
+            if result not in op.operands:
+                raise VerifyException(f"'{op.name}' does not read the result of '{previous.name}'")
+            if not result.has_one_use():
+                raise VerifyException(
+                    f"the result of '{previous.name}' must have one use (the next fused op)"
+                )
+            if op.regions:
+                raise VerifyException(f"'{op.name}' with regions cannot be fused")
+            previous = op
+        if [v.type for v in ops[-1].operands] != [v.type for v in self.outputs]:
+            raise VerifyException("ocl.yield must yield values of the fusion's result types")
 
 
 @irdl_op_definition
@@ -153,6 +286,12 @@ class ExecuteOp(IRDLOperation):
                 allocated.add(f"b{op.id.value.data}")
                 total += op.bytes.value.data
             elif isinstance(op, LaunchOp):
+                for name in op.written:
+                    if name.startswith(("in", "c")):
+                        raise VerifyException(
+                            f"launch of '{op.kernel.data}' writes '{name}' (read-only: an entry "
+                            "argument or an uploaded constant)"
+                        )
                 for arg in op.args.data:
                     m = BUFFER_NAME.fullmatch(arg.data)
                     if m is None:
@@ -193,7 +332,8 @@ class AllocOp(IRDLOperation):
 
 @irdl_op_definition
 class LaunchOp(IRDLOperation):
-    """Enqueue kernel `kernel` of the program on buffers `args` over `global` work-items."""
+    """Enqueue kernel `kernel` of the program on buffers `args` over `global` work-items;
+    the kernel writes the last `writes` buffers (one when absent) and reads the others."""
 
     name = "ocl.launch"
 
@@ -201,20 +341,38 @@ class LaunchOp(IRDLOperation):
     args = prop_def(ArrayAttr[StringAttr])
     global_size = prop_def(ArrayAttr[IntegerAttr], prop_name="global")
     local_size = prop_def(ArrayAttr[IntegerAttr], prop_name="local")
+    writes = opt_prop_def(IntegerAttr[I64])
 
     traits = lazy_traits_def(lambda: (HasParent(ExecuteOp),))
 
     def __init__(
-        self, kernel: str, args: Sequence[str], global_size: Sequence[int], local: Sequence[int]
+        self,
+        kernel: str,
+        args: Sequence[str],
+        global_size: Sequence[int],
+        local: Sequence[int],
+        writes: int = 1,
     ):
-        super().__init__(
-            properties={
-                "kernel": StringAttr(kernel),
-                "args": ArrayAttr([StringAttr(a) for a in args]),
-                "global": _ints(global_size),
-                "local": _ints(local),
-            }
-        )
+        properties: dict[str, Attribute] = {
+            "kernel": StringAttr(kernel),
+            "args": ArrayAttr([StringAttr(a) for a in args]),
+            "global": _ints(global_size),
+            "local": _ints(local),
+        }
+        if writes != 1:
+            properties["writes"] = IntegerAttr(writes, i64)
+        super().__init__(properties=properties)
+
+    @property
+    def written_count(self) -> int:
+        """How many trailing arguments the kernel writes (`writes`, 1 when absent)."""
+        return 1 if self.writes is None else self.writes.value.data
+
+    @property
+    def written(self) -> list[str]:
+        """The buffers the kernel writes (the others it only reads)."""
+        names = [a.data for a in self.args.data]
+        return names[len(names) - self.written_count :]
 
     def verify_(self) -> None:
         if not KERNEL_NAME.fullmatch(self.kernel.data):
@@ -225,6 +383,15 @@ class LaunchOp(IRDLOperation):
         local = [a.value.data for a in self.local_size.data]
         if local and len(local) != len(sizes):
             raise VerifyException("local size must be empty or match the global size's rank")
+        if not 1 <= self.written_count <= len(self.args.data):
+            raise VerifyException(
+                f"writes {self.written_count}: a launch writes between 1 and its "
+                f"{len(self.args.data)} arguments"
+            )
 
 
-OCL = Dialect("ocl", [ProgramOp, UploadOp, ExecuteOp, AllocOp, LaunchOp], [])
+OCL = Dialect(
+    "ocl",
+    [ProgramOp, UploadOp, KernelOp, FusionOp, YieldOp, ExecuteOp, AllocOp, LaunchOp],
+    [],
+)

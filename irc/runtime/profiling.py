@@ -14,19 +14,64 @@ takes its untimed loop and pays nothing for this module.
 Times are wall-clock around each step's callable. A target runtime that works
 asynchronously (it returns device values before the device has finished) shows its time
 where the executor waits for it: in the next step that needs the data, often a transfer.
+
+While a profiled run is in progress, `active_profile()` returns its profile, and a target
+runtime that can time its kernels on the device (the OpenCL runtime, from OpenCL events)
+adds them with `Profile.record_kernels`: `kernel_rows()` and the second table of `format()`
+show device time per kernel launch. Unprofiled runs leave `active_profile()` None.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from irc.runtime.executor import Program
 
-__all__ = ["Profile", "ProfileRow"]
+__all__ = ["KernelRow", "Profile", "ProfileRow", "active_profile", "kernel_profiling"]
+
+_ACTIVE: ContextVar[Profile | None] = ContextVar("irc_active_profile", default=None)
+
+
+def active_profile() -> Profile | None:
+    """The profile of the run in progress in this thread/context, if it is profiled."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def kernel_profiling(profile: Profile | None) -> Iterator[None]:
+    """Make `profile` the active one for the duration of a run (None: no profiling)."""
+    token = _ACTIVE.set(profile)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """The accumulated device time of one kernel launch of a dispatch."""
+
+    target: str
+    dispatch: str
+    """`@exe::@entry` of the dispatch that ran the launch."""
+    index: int
+    """The launch's position in the entry."""
+    kernel: str
+    """The kernel's name in its program (`k3`)."""
+    description: str
+    """What the kernel computes (`nn.conv2d 1x8x8x3, ... -> 1x8x8x16`)."""
+    calls: int
+    total_ms: float
+
+    @property
+    def mean_ms(self) -> float:
+        return self.total_ms / self.calls if self.calls else 0.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +109,8 @@ class Profile:
         self._calls: list[int] = []
         self._run_ns = 0
         self._runs = 0
+        self._kernels: dict[tuple[str, str, int], list] = {}
+        """(target, dispatch, launch index) -> [kernel, description, calls, ns]."""
 
     @property
     def program(self) -> Program | None:
@@ -98,6 +145,32 @@ class Profile:
                 self._calls[index] += 1
             self._run_ns += run_ns
             self._runs += 1
+
+    def record_kernels(
+        self, target: str, dispatch: str, launches: Sequence[tuple[int, str, str, int]]
+    ) -> None:
+        """Add device times of one dispatch's kernel launches: (launch index, kernel name,
+        description, nanoseconds) each."""
+        with self._lock:
+            for index, kernel, description, ns in launches:
+                entry = self._kernels.setdefault(
+                    (target, dispatch, index), [kernel, description, 0, 0]
+                )
+                entry[2] += 1
+                entry[3] += ns
+
+    def kernel_rows(self, *, order: Literal["schedule", "time"] = "schedule") -> list[KernelRow]:
+        """One row per kernel launch timed on a device, in dispatch and launch order or
+        slowest first."""
+        with self._lock:
+            items = [(key, list(value)) for key, value in self._kernels.items()]
+        rows = [
+            KernelRow(target, dispatch, index, kernel, description, calls, ns / 1e6)
+            for (target, dispatch, index), (kernel, description, calls, ns) in items
+        ]
+        if order == "time":
+            rows.sort(key=lambda row: -row.total_ms)
+        return rows
 
     def rows(self, *, order: Literal["schedule", "time"] = "schedule") -> list[ProfileRow]:
         """One row per step, in schedule order or slowest first."""
@@ -158,4 +231,38 @@ class Profile:
             lines.append(f"... {len(rows) - len(shown)} more steps")
         mean = self.total_ms / self._runs if self._runs else 0.0
         lines.append(f"{self._runs} runs, {self.total_ms:.3f} ms in all, {mean:.3f} ms per run")
+        kernels = self.kernel_rows(order=order)
+        if kernels:
+            lines += ["", "device time per kernel launch (from device events):"]
+            lines += self._kernel_table(kernels[:top] if top > 0 else kernels)
+            if top > 0 and len(kernels) > top:
+                lines.append(f"... {len(kernels) - top} more kernels")
         return "\n".join(lines)
+
+    @staticmethod
+    def _kernel_table(rows: Sequence[KernelRow]) -> list[str]:
+        header = ("target", "dispatch", "#", "kernel", "op", "calls", "total ms", "mean ms", "%")
+        total = sum(row.total_ms for row in rows) or 1.0
+        table = [header] + [
+            (
+                row.target,
+                row.dispatch,
+                str(row.index),
+                row.kernel,
+                row.description,
+                str(row.calls),
+                f"{row.total_ms:.3f}",
+                f"{row.mean_ms:.3f}",
+                f"{100 * row.total_ms / total:.1f}",
+            )
+            for row in rows
+        ]
+        widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+        numeric = {2, 5, 6, 7, 8}
+        return [
+            "  ".join(
+                cell.rjust(widths[i]) if i in numeric else cell.ljust(widths[i])
+                for i, cell in enumerate(line)
+            ).rstrip()
+            for line in table
+        ]

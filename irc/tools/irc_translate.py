@@ -4,25 +4,34 @@
 irc-translate --import-tflite MODEL.tflite [-o OUT.mlir] [--bind N=V] [--input-shape N=DIMS]
 irc-translate --import-onnx MODEL.onnx [-o OUT.mlir] [--generic]
 irc-translate --emit-c FILE.mlir [-o OUT.c]
+irc-translate --emit-opencl MODEL_OR_IR [--targets T1,T2] [-o OUT.cl] [--bind N=V]
+              [--input-shape N=DIMS]
 ```
 
 Importing prints the `nn` module of the model (weights as `dense<"0x...">` hex). `--emit-c`
 prints the C translation units of an IR file's `cpu` executables (running `lower-cpu` on
-those not lowered yet), one after the other under a comment naming each executable. The
-output file is written atomically; a model that cannot be imported or IR that cannot be
-lowered ends with one clear message on stderr, exit status 1, no traceback and no output file.
+those not lowered yet), one after the other under a comment naming each executable.
+`--emit-opencl` prints the source of every `ocl.program` the same way: IR that already holds
+`opencl` executables is lowered as it is (`lower-opencl` on those not lowered yet); a model,
+or IR not partitioned for opencl, is compiled first with `irc.compile` for `--targets`
+(default: opencl). The output file is written atomically; a model that cannot be imported
+or IR that cannot be lowered ends with one clear message on stderr, exit status 1, no
+traceback and no output file.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
+import re
 import sys
 from collections.abc import Sequence
 
 from irc.tools.common import (
     ToolError,
     add_model_options,
+    is_model_file,
     parse_bindings,
     parse_input_shapes,
     run_tool,
@@ -40,17 +49,122 @@ def _make_parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--emit-c", action="store_true", help="print the C of an IR file's cpu executables"
     )
-    parser.add_argument("input_file", metavar="MODEL", help="the model file (IR for --emit-c)")
-    parser.add_argument("-o", "--output", metavar="OUT.mlir", help="write the IR here")
+    mode.add_argument(
+        "--emit-opencl",
+        action="store_true",
+        help="print the OpenCL C of a model's or IR file's opencl executables",
+    )
+    parser.add_argument(
+        "input_file",
+        metavar="MODEL",
+        help="the model file (IR for --emit-c; a model or IR for --emit-opencl)",
+    )
+    parser.add_argument("-o", "--output", metavar="OUT.mlir", help="write the output here")
+    parser.add_argument(
+        "--targets",
+        metavar="T1,T2",
+        help="--emit-opencl: targets to compile a model for (default: opencl)",
+    )
     parser.add_argument("--generic", action="store_true", help="print ops in MLIR's generic form")
     add_model_options(parser)
     return parser
 
 
+def _read_input(path: str) -> bytes:
+    try:
+        with open(path, "rb") as stream:
+            return stream.read()
+    except OSError as exc:
+        raise ToolError(f"could not open input file '{path}': {exc.strerror}") from None
+
+
+def _banner(symbol: str) -> str:
+    """The comment heading one executable's source; symbol names may come from a model, so
+    only plain characters reach it."""
+    name = re.sub(r"[^A-Za-z0-9_.$-]", "_", symbol)[:80]
+    return f"/* ---- executable @{name} ---- */\n"
+
+
+def _write_output(args: argparse.Namespace, text: str, what: str) -> None:
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        data = text.encode()
+        write_atomically(args.output, lambda stream: stream.write(data), what)
+
+
+def _emit_opencl(args: argparse.Namespace) -> int:
+    """Print the OpenCL C source of every opencl executable of a model or IR file."""
+    from xdsl.parser import ParseError
+    from xdsl.utils.exceptions import DiagnosticException
+
+    import irc
+    from irc.context import make_context
+    from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
+    from irc.dialects import delegate, ocl
+    from irc.importers import ModelImportError
+    from irc.runtime import ExecutorError
+    from irc.targets import TargetError
+    from irc.targets.opencl.lower import TARGET, LowerOpenCLPass
+    from irc.tools.irc_compile import parse_targets
+    from irc.tools.irc_run import report_diagnostic
+
+    path: str = args.input_file
+    targets = parse_targets(args.targets) if args.targets is not None else [TARGET]
+    source = ""
+    module = None
+    try:
+        if is_model_file(path):
+            if not os.path.exists(path):
+                raise ToolError(f"could not open input file '{path}': No such file or directory")
+            model: object = path
+        else:
+            data = _read_input(path)
+            source = data.decode("utf-8", "replace")
+            ctx = make_context()
+            module = parse_with_locations(ctx, data, path)
+            verify_module(module)
+            model = module
+            if any(
+                isinstance(op, delegate.ExecutableOp) and op.target.data == TARGET
+                for op in module.walk()
+            ):
+                LowerOpenCLPass().apply(ctx, module)
+                model = None  # partitioned already: print what its opencl executables lower to
+        if model is not None:
+            module = irc.compile(
+                model,  # type: ignore[arg-type]
+                targets,
+                input_shapes=parse_input_shapes(args.input_shape),
+                bind=parse_bindings(args.bind),
+            ).module
+    except (ModelImportError, TargetError) as exc:
+        raise ToolError(str(exc)) from None
+    except (ParseError, DiagnosticException) as exc:
+        diagnostic = diagnostic_from_exception(exc, fallback_op=module)
+        report_diagnostic(_TOOL, diagnostic, path, source)
+        return 1
+    except ExecutorError as exc:
+        report_diagnostic(_TOOL, exc.diagnostic, path, source)
+        return 1
+    except ValueError as exc:  # a bad --input-shape or --bind for this model
+        raise ToolError(str(exc)) from None
+    assert module is not None
+    pieces = [
+        _banner(op.sym_name.data) + inner.source.data
+        for op in module.walk()
+        if isinstance(op, delegate.ExecutableOp) and op.target.data == TARGET
+        for inner in op.body.block.ops
+        if isinstance(inner, ocl.ProgramOp)
+    ]
+    if not pieces:
+        raise ToolError(f"{path}: nothing runs on the opencl target (no opencl executables)")
+    _write_output(args, "\n".join(pieces), "the OpenCL source")
+    return 0
+
+
 def _emit_c(args: argparse.Namespace) -> int:
     """Print the generated C of every cpu executable of an IR file."""
-    import re
-
     from xdsl.parser import ParseError
     from xdsl.utils.exceptions import DiagnosticException
 
@@ -61,11 +175,7 @@ def _emit_c(args: argparse.Namespace) -> int:
     from irc.tools.irc_run import report_diagnostic
 
     path: str = args.input_file
-    try:
-        with open(path, "rb") as stream:
-            data = stream.read()
-    except OSError as exc:
-        raise ToolError(f"could not open input file '{path}': {exc.strerror}") from None
+    data = _read_input(path)
     module = None
     try:
         ctx = make_context()
@@ -82,25 +192,22 @@ def _emit_c(args: argparse.Namespace) -> int:
             continue
         for inner in op.body.block.ops:
             if isinstance(inner, cpu.CModuleOp):
-                # Symbol names may come from a model: only plain characters reach the comment.
-                name = re.sub(r"[^A-Za-z0-9_.$-]", "_", op.sym_name.data)[:80]
-                pieces.append(f"/* ---- executable @{name} ---- */\n{inner.source.data}")
+                pieces.append(_banner(op.sym_name.data) + inner.source.data)
     if not pieces:
         raise ToolError(f"{path}: no cpu executables (partition and outline for target cpu first)")
-    text = "\n".join(pieces)
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        data = text.encode()
-        write_atomically(args.output, lambda stream: stream.write(data), "the C source")
+    _write_output(args, "\n".join(pieces), "the C source")
     return 0
 
 
 def _translate(args: argparse.Namespace) -> int:
     from irc.printing import Printer
 
+    if args.targets is not None and not args.emit_opencl:
+        raise ToolError("--targets is an option of --emit-opencl")
     if args.emit_c:
         return _emit_c(args)
+    if args.emit_opencl:
+        return _emit_opencl(args)
 
     from irc.importers import ModelImportError, detect_format, import_model
 

@@ -3,32 +3,42 @@
 Every kernel is generated from a template with the shapes baked in as literals and named
 `k<n>` (identical kernels are shared); nothing taken from the model reaches the source. One
 work-item computes one output element (softmax: one row; global size = element count, local
-size left to the runtime), except convs with a constant filter and 8- or 16-divisible output
-channels (groups 1 or depthwise): those are register-tiled, one work-item computing a
-`float8`/`float16` vector of output channels from a filter packed at lowering
-(PERF_NOTES.md's PoCL style: vector pointers, plain `a * b + c`, no vload/fma builtins).
+size set by `opencl-codegen`), except convs (groups 1 or depthwise) and fully_connected with
+a constant filter: those are register-blocked by `conv_kernels.py`, one work-item computing
+several output pixels x `floatVW` vectors of output channels from a filter packed at
+lowering (PERF_NOTES.md's PoCL style: vector pointers, plain `a * b + c`, no vload/fma
+builtins).
 
 Tensors are float32 NHWC (the target's preferred layout). Quantized tensors (what
 `insert-qdq` leaves: region inputs/outputs, data movement on stored integers) live in
 char/uchar buffers: `quant.dcast` reads a float table built at lowering, `quant.qcast`
-rounds and saturates as the reference kernel does, bit for bit. Conv2d and fully_connected fuse
-their bias and any activation chain that follows them (the fused `activation` attribute, then
-single-use unary activation ops) into the kernel's epilogue.
+rounds and saturates as the reference kernel does, bit for bit. A producer's kernel applies
+the fused `activation` attribute, then the epilogue of its `ocl.fusion` (`opencl-fuse`):
+unary activations and binary ops with a residual tensor, read as an extra kernel input
+(`RESIDUAL<j>` in templates, a `floatVW` load in the register-tiled conv), all in registers
+before the store.
+
+`generate_entry` is `opencl-bufferize`'s work per entry: kernels, launches and one buffer
+per intermediate tensor; `_emit(op, epilogue, program)` gives the kernel(s) of one op.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
-from irc.dialects import nn, quant
+from irc.dialects import nn, ocl, quant
 from irc.dialects.nn import array_from_dense
 from irc.dialects.nn.base import get_bool, get_float, get_int, get_ints, get_str
 from irc.dialects.quant import UniformQuantizedType
+from irc.sanitize import c_comment, c_identifier
+from irc.targets.opencl.conv_kernels import TiledKernels
 
 
 class LoweringError(Exception):
@@ -104,6 +114,98 @@ def unary_expr(op: Operation) -> str:
     raise LoweringError(op, f"no OpenCL activation for '{op.name}'")
 
 
+RESIDUAL = re.compile(r"RESIDUAL([0-9]+)")
+"""An epilogue's extra tensor input in kernel templates: `RESIDUAL<j>[gid]` (or `[gid % C]`
+for a per-channel vector), made the kernel parameter after its regular inputs by `_kernel`."""
+RESIDUAL_LOAD = re.compile(r"RESIDUAL([0-9]+)\[gid(?: % ([0-9]+))?\]")
+
+
+def _binary_expr(op: Operation, a: str, b: str) -> str:
+    """The binary op's expression with `a` and `b` replaced by the given operands."""
+    expr = BINARY_EXPR[type(op)]
+    return "(" + re.sub(r"\b[ab]\b", lambda m: a if m.group(0) == "a" else b, expr) + ")"
+
+
+def _is_chain_binary(op: Operation, chain: SSAValue) -> bool:
+    return type(op) in BINARY_EXPR and chain in op.operands
+
+
+def scalar_constant(value: SSAValue) -> float | None:
+    """The value of a one-element float32 `nn.constant` (inlined into an epilogue as a
+    literal, whatever its broadcast shape), else None."""
+    owner = value.owner
+    if not isinstance(owner, nn.ConstantOp):
+        return None
+    t = value.type
+    if not isinstance(t, TensorType) or not isinstance(t.element_type, Float32Type):
+        return None
+    if _numel(tuple(t.get_shape())) != 1:
+        return None
+    return float(array_from_dense(owner.value).reshape(-1)[0])
+
+
+def is_channel_vector(shape: Sequence[int], out_shape: Sequence[int]) -> bool:
+    """Whether a tensor of `shape` broadcasts along the last axis of `out_shape` only: a
+    per-channel vector (`[C]`, `[1, 1, 1, C]`), read at `gid % C` by an epilogue."""
+    inner = list(shape)
+    while inner and inner[0] == 1 and len(inner) > 1:
+        inner.pop(0)
+    return bool(out_shape) and len(shape) <= len(out_shape) and inner == [out_shape[-1]]
+
+
+def _other_operand(op: Operation, chain: SSAValue) -> SSAValue:
+    a, b = op.operands
+    return b if a is chain else a
+
+
+def epilogue_inputs(producer: Operation, epilogue: Sequence[Operation]) -> list[SSAValue]:
+    """The extra tensors an epilogue reads (a residual add's other operand), in order;
+    one-element constants are inlined, not read."""
+    chain = producer.results[0]
+    out: list[SSAValue] = []
+    for op in epilogue:
+        if _is_chain_binary(op, chain):
+            other = _other_operand(op, chain)
+            if scalar_constant(other) is None:
+                out.append(other)
+        chain = op.results[0]
+    return out
+
+
+def epilogue_exprs(producer: Operation, epilogue: Sequence[Operation]) -> list[str]:
+    """The epilogue as expressions of `v` applied in order: unary activations, and binary
+    ops with the chain value and either a residual tensor read at the output's index
+    (`RESIDUAL<j>[gid]`), a per-channel vector (`RESIDUAL<j>[gid % C]`) or a one-element
+    constant as a literal, each followed by its own fused `activation`."""
+    chain = producer.results[0]
+    exprs: list[str] = []
+    residual = 0
+    for op in epilogue:
+        if _is_chain_binary(op, chain):
+            other_value = _other_operand(op, chain)
+            literal = scalar_constant(other_value)
+            if literal is not None:
+                other = _f(literal)
+            elif _shape(other_value) == _shape(chain):
+                other = f"RESIDUAL{residual}[gid]"
+                residual += 1
+            elif is_channel_vector(_shape(other_value), _shape(chain)):
+                other = f"RESIDUAL{residual}[gid % {_shape(chain)[-1]}]"
+                residual += 1
+            else:
+                raise LoweringError(op, f"'{op.name}' epilogue with a broadcast operand")
+            # fmax/fmin take a scalar second only: keep v (maybe a vector) first
+            v_first = op.operands[0] is chain or isinstance(op, nn.MaximumOp | nn.MinimumOp)
+            exprs.append(_binary_expr(op, "v", other) if v_first else _binary_expr(op, other, "v"))
+            activation = op.all_properties().get("activation")
+            if activation is not None:
+                exprs.append(FUSED_ACTIVATION[get_str(op.all_properties(), "activation")])
+        else:
+            exprs.append(unary_expr(op))
+        chain = op.results[0]
+    return exprs
+
+
 def compose(exprs: list[str]) -> str:
     """Nest activation expressions of `v` (applied in order) into one expression."""
     lines = "".join(f"    v = {e};\n" for e in exprs if e != "v")
@@ -140,6 +242,8 @@ class Launch:
     kernel: str
     args: list[str]
     global_size: list[int]
+    writes: int = 1
+    """How many trailing `args` the kernel writes (one per result of the op)."""
 
 
 @dataclass
@@ -174,13 +278,21 @@ class Program:
         return f"c{len(self.constants) - 1}"
 
     def source(self) -> str:
-        parts = ["/* Generated by irc's OpenCL target (lower-opencl); do not edit. */\n"]
-        if any("double" in body for body in self.kernels):  # qcast's division
-            parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
-        for body, name in self.kernels.items():
-            parts.append(f"/* {self.comments[name]} */\n")
-            parts.append(body.replace("KERNEL_NAME", name))
-        return "\n".join(parts)
+        return assemble_source(
+            [(name, body, self.comments[name]) for body, name in self.kernels.items()]
+        )
+
+
+def assemble_source(kernels: Sequence[tuple[str, str, str]]) -> str:
+    """The program's OpenCL C source from (name, body with `KERNEL_NAME`, description) of
+    every kernel: a header, then each kernel after a comment with its description."""
+    parts = ["/* Generated by irc's OpenCL target (lower-opencl); do not edit. */\n"]
+    if any("double" in body for _, body, _ in kernels):  # qcast's division
+        parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
+    for name, body, comment in kernels:
+        parts.append(f"/* {c_comment(comment)} */\n")
+        parts.append(body.replace("KERNEL_NAME", c_identifier(name)))
+    return "\n".join(parts)
 
 
 def _params(n_in: int, in_type: str = "float", out_type: str = "float") -> str:
@@ -189,10 +301,19 @@ def _params(n_in: int, in_type: str = "float", out_type: str = "float") -> str:
 
 
 def _kernel(n_in: int, body: str, in_type: str = "float", out_type: str = "float") -> str:
-    """A kernel of `n_in` inputs of C element type `in_type` and one output of `out_type`."""
+    """A kernel of `n_in` inputs of C element type `in_type` and one output of `out_type`;
+    the float residuals `RESIDUAL<j>` of its epilogue become inputs `x<n_in + j>`."""
+    residuals = {int(m.group(1)) for m in RESIDUAL.finditer(body)}
+    params = _params(n_in, in_type, out_type)
+    if residuals:
+        count = max(residuals) + 1
+        body = RESIDUAL.sub(lambda m: f"x{n_in + int(m.group(1))}", body)
+        extra = "".join(f"__global const float* restrict x{n_in + j}, " for j in range(count))
+        params = params.replace(
+            "__global " + out_type + "* restrict y", extra + "__global " + out_type + "* restrict y"
+        )
     return (
-        f"__kernel void KERNEL_NAME{_params(n_in, in_type, out_type)} {{\n"
-        f"    const int gid = get_global_id(0);\n{body}}}\n"
+        f"__kernel void KERNEL_NAME{params} {{\n    const int gid = get_global_id(0);\n{body}}}\n"
     )
 
 
@@ -236,75 +357,37 @@ def _check_layout(op: Operation) -> None:
         raise LoweringError(op, f"'{op.name}' in layout {layout} (NHWC only; run convert-layout)")
 
 
-class _Planner:
-    """Buffer plan: planned buffers reused once their last reader has run."""
+FUSED_MARK = " + fused "
+"""Separates a fused kernel's description from its epilogue ops' names."""
 
-    def __init__(self) -> None:
-        self.sizes: list[int] = []
-        self.free: list[int] = []
 
-    def take(self, nbytes: int) -> int:
-        fitting = [b for b in self.free if self.sizes[b] >= nbytes]
-        if fitting:
-            b = min(fitting, key=lambda i: self.sizes[i])
-        elif self.free:
-            b = max(self.free, key=lambda i: self.sizes[i])
-            self.sizes[b] = nbytes
-        else:
-            self.sizes.append(nbytes)
-            return len(self.sizes) - 1
-        self.free.remove(b)
-        return b
-
-    def release(self, b: int) -> None:
-        self.free.append(b)
+def _fusion_parts(op: Operation) -> tuple[Operation, list[Operation], SSAValue]:
+    """(producer, epilogue ops, final value) of an op or an `ocl.fusion`."""
+    if isinstance(op, ocl.FusionOp):
+        return op.producer, op.epilogue, op.outputs[0]
+    return op, [], op.results[0]
 
 
 def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[int]]:
-    """Kernels (added to `program`), launches and planned buffer sizes for one entry."""
+    """Kernels (added to `program`), launches and buffer sizes for one entry.
+
+    Every op (or `ocl.fusion`: one kernel for the producer and its epilogue) writes its
+    result (each of its results: the last arguments of its launches) to the entry's output
+    buffer `out<j>` when the entry returns it, else to a planned buffer `b<i>` of its own
+    (`opencl-plan-memory` reuses them by liveness). Constants are uploaded only when a
+    launch reads them (a packed filter replaces its raw constant)."""
     ops = list(func.body.block.ops)
-    ret = ops[-1]
+    ret = ops[-1] if ops else None
     if not isinstance(ret, ReturnOp):
         raise LoweringError(func, "entry does not end in func.return")
-    body_ops = ops[:-1]
-    index = {op: i for i, op in enumerate(body_ops)}
-
-    # Epilogue fusion: conv/FC followed by single-use unary activations.
-    fused_into: dict[Operation, Operation] = {}
-    epilogues: dict[Operation, list[Operation]] = {}
-    for op in body_ops:
-        if isinstance(op, nn.Conv2DOp | nn.FullyConnectedOp):
-            chain: list[Operation] = []
-            cur: Operation = op
-            while True:
-                uses = list(cur.results[0].uses)
-                if len(uses) != 1:
-                    break
-                user = uses[0].operation
-                if not isinstance(user, UNARY_OPS) or user in fused_into:
-                    break
-                chain.append(user)
-                fused_into[user] = op
-                cur = user
-            epilogues[op] = chain
-
     names: dict[SSAValue, str] = {arg: f"in{i}" for i, arg in enumerate(func.body.block.args)}
     outputs: dict[SSAValue, str] = {}
     for j, v in enumerate(ret.operands):
         if v not in outputs and v not in names:
             outputs[v] = f"out{j}"
-
-    last_use: dict[SSAValue, int] = {}
-    for op in body_ops:
-        reader = fused_into.get(op, op)
-        for v in op.operands:
-            last_use[v] = max(last_use.get(v, -1), index[reader])
-    planner = _Planner()
     launches: list[Launch] = []
-    slot_of: dict[SSAValue, int] = {}
+    allocs: list[int] = []
     lazy: dict[SSAValue, nn.ConstantOp] = {}
-    """Constants are uploaded only when a launch reads them (a packed filter replaces its
-    raw constant)."""
 
     def ref(v: SSAValue | str) -> str:
         if isinstance(v, str):
@@ -313,31 +396,32 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
             names[v] = program.constant(array_from_dense(lazy[v].value))
         return names[v]
 
-    for op in body_ops:
-        if op in fused_into:
-            continue
+    for op in ops[:-1]:
         if isinstance(op, nn.ConstantOp):
             lazy[op.output] = op
             continue
-        _check_layout(op)
-        final = epilogues[op][-1].results[0] if epilogues.get(op) else op.results[0]
-        if final in outputs:
-            names[final] = outputs[final]
-        else:
-            nbytes = 4 * _numel(_shape(final))
-            b = planner.take(nbytes)
-            slot_of[final] = b
-            names[final] = f"b{b}"
-        for kernel, inputs, gsize in _emit(op, epilogues.get(op, []), program):
+        producer, epilogue, final = _fusion_parts(op)
+        _check_layout(producer)
+        # an op with several results (nn.split) writes all of them in each of its launches
+        written = list(producer.results) if len(producer.results) > 1 else [final]
+        for value in written:
+            if value in outputs:
+                names[value] = outputs[value]
+            else:
+                names[value] = f"b{len(allocs)}"
+                allocs.append(_storage_bytes(value))
+        residuals = epilogue_inputs(producer, epilogue)
+        emitted = _emit(producer, epilogue, program)
+        if residuals and len(emitted) != 1:
+            raise LoweringError(producer, f"'{producer.name}' cannot fuse a residual epilogue")
+        for kernel, inputs, gsize in emitted:
+            if epilogue and FUSED_MARK not in program.comments[kernel]:
+                fused_ops = ", ".join(e.name for e in epilogue)
+                program.comments[kernel] += f"{FUSED_MARK}{fused_ops}"
             if min(gsize) == 0:
                 continue
-            launches.append(Launch(kernel, [ref(v) for v in inputs] + [names[final]], gsize))
-        # release buffers whose last reader was this op
-        for v in {*op.operands, *(o for e in epilogues.get(op, []) for o in e.operands)}:
-            if v in slot_of and last_use.get(v) == index[op] and v is not final:
-                planner.release(slot_of.pop(v))
-        if final in slot_of and final not in last_use:
-            planner.release(slot_of.pop(final))
+            args = [ref(v) for v in [*inputs, *residuals]] + [names[v] for v in written]
+            launches.append(Launch(kernel, args, gsize, len(written)))
 
     # results that are entry arguments, constants or repeated: copy into the output buffer
     for j, v in enumerate(ret.operands):
@@ -350,13 +434,22 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
         ct = _ctype(v)
         k = program.kernel(_kernel(1, "    y[gid] = x0[gid];\n", ct, ct), f"copy {ct}")
         launches.append(Launch(k, [ref(v), out], [n]))
-    return launches, list(planner.sizes)
+    return launches, allocs
+
+
+def _storage_bytes(value: SSAValue) -> int:
+    """Bytes of a tensor's device buffer (4 per float, 1 per 8-bit quantized element)."""
+    return (4 if _ctype(value) == "float" else 1) * _numel(_shape(value))
 
 
 def _emit(
     op: Operation, epilogue: list[Operation], program: Program
 ) -> list[tuple[str, list[SSAValue | str], list[int]]]:
     """[(kernel name, input values, global size)] for one op (output appended by the caller)."""
+    from irc.targets.opencl.kernels_extra import emit_extra  # imports this module
+
+    if (extra := emit_extra(op, epilogue, program)) is not None:
+        return extra
     desc = _describe(op)
     if isinstance(op, quant.DCastOp):
         return [_dcast(op, program, desc)]
@@ -365,7 +458,7 @@ def _emit(
     props = op.all_properties()
     fused = props.get("activation")
     act = [FUSED_ACTIVATION[get_str(props, "activation")]] if fused is not None else []
-    act += [unary_expr(e) for e in epilogue]
+    act += epilogue_exprs(op, epilogue)
     out_shape = _shape(epilogue[-1].results[0] if epilogue else op.results[0])
     n_out = _numel(out_shape)
 
@@ -379,7 +472,9 @@ def _emit(
         groups = get_int(props, "groups")
         ocg = oc // groups
         has_bias = op.bias is not None
-        tiled = _tiled_conv(op, program, act, (n, h, w, c), (oc, kh, kw, icg), out_shape, props)
+        tiled = _tiled(program, act).conv(
+            op, (n, h, w, c), (oc, kh, kw, icg), out_shape, props, desc
+        )
         if tiled is not None:
             return [tiled]
         body = (
@@ -403,6 +498,13 @@ def _emit(
 
     if isinstance(op, nn.FullyConnectedOp):
         nout, k = _shape(op.weights)
+        weights = op.weights.owner
+        if isinstance(weights, nn.ConstantOp) and k:
+            matrix = array_from_dense(weights.value).astype(np.float32).reshape(nout, k)
+            rows = _numel(_shape(op.input)) // k
+            tiled = _tiled(program, act).gemm(op.input, matrix, op.bias, rows, desc)
+            if tiled is not None:
+                return [tiled]
         body = (
             f"    const int m = gid / {nout}; const int o = gid % {nout};\n"
             + ("    float acc = x2[o];\n" if op.bias is not None else "    float acc = 0.0f;\n")
@@ -630,6 +732,17 @@ def _dcast(op: quant.DCastOp, program: Program, desc: str) -> tuple[str, list, l
     zps = np.array(element.zero_point_values, np.int64)
     if channels == 1:
         scales, zps = scales[:1], zps[:1]
+    n = _numel(shape)
+    if channels == 1 and n % CAST_VECTOR == 0:
+        # The table's formula, 16 values per work-item: the double product of one multiply is
+        # correctly rounded whatever the build options, then rounded once to float.
+        vt, ft = f"{ct}{CAST_VECTOR}", f"float{CAST_VECTOR}"
+        body = (
+            f"    const double{CAST_VECTOR} q = convert_double{CAST_VECTOR}("
+            f"convert_int{CAST_VECTOR}(x0[gid]) - {int(zps[0])});\n"
+            f"    y[gid] = convert_{ft}(q * {float(scales[0])!r});\n"
+        )
+        return program.kernel(_kernel(1, body, vt, ft), desc), [op.input], [n // CAST_VECTOR]
     table = (scales[:, None] * (stored[None, :] - zps[:, None])).astype(np.float32)
     index = f"(int)x0[gid] - ({qmin})"
     if channels > 1:
@@ -664,6 +777,9 @@ def _qcast(op: quant.QCastOp, program: Program, desc: str) -> tuple[str, list, l
             f"    const int ch = (gid / {inner}) % {channels};\n"
             "    const double s = (double)x1[2 * ch]; const int zp = (int)x1[2 * ch + 1];\n"
         )
+    n = _numel(shape)
+    if channels == 1 and n % CAST_VECTOR == 0:
+        return _qcast_vector(op, program, desc, float(scales[0]), int(zps[0]), (low, high), n)
     if op.rounding.data == "half_to_even":
         rounding = "    const float r = rint(v);\n"
     else:
@@ -683,78 +799,44 @@ def _qcast(op: quant.QCastOp, program: Program, desc: str) -> tuple[str, list, l
     return program.kernel(_kernel(len(inputs), body, "float", ct), desc), inputs, [_numel(shape)]
 
 
-def _vector_width(channels: int) -> int:
-    return 16 if channels % 16 == 0 else 8 if channels % 8 == 0 else 0
+CAST_VECTOR = 16
+"""Values per work-item of the per-tensor qcast / dcast kernels (when the element count allows):
+PoCL runs one-value work-items of these 8-bit casts ~15x slower than `float16` vectors."""
 
 
-def _tiled_conv(
-    op: nn.Conv2DOp,
+def _qcast_vector(
+    op: quant.QCastOp,
     program: Program,
-    act: list[str],
-    in_shape: tuple[int, ...],
-    filter_shape: tuple[int, ...],
-    out_shape: tuple[int, ...],
-    props: dict,
-) -> tuple[str, list[SSAValue | str], list[int]] | None:
-    """Register-tiled conv: one work-item computes VW (8 or 16) output channels of one pixel
-    in a `floatVW` accumulator, reading a filter packed at lowering as
-    `[OC/VW][KH][KW][C][VW]` (groups 1) or `[C/VW][KH][KW][VW]` (depthwise). Only for
-    constant filters and channel counts divisible by 8; None otherwise."""
-    n, h, w, c = in_shape
-    oc, kh, kw, icg = filter_shape
-    groups = get_int(props, "groups")
-    depthwise = groups == c and icg == 1 and oc == c
-    if groups != 1 and not depthwise:
-        return None
-    filt = op.filter.owner
-    vw = _vector_width(oc)
-    if not isinstance(filt, nn.ConstantOp) or not vw:
-        return None
-    weights = array_from_dense(filt.value).astype(np.float32)
-    _, oh, ow, _ = out_shape
-    sh, sw = get_ints(props, "strides")
-    dh, dw = get_ints(props, "dilations")
-    pt, pl = get_ints(props, "pads")[:2]
-    blocks = oc // vw
-    vec = f"float{vw}"
-    if depthwise:  # [C, KH, KW, 1] -> [C/VW, KH, KW, VW]
-        packed = weights.reshape(blocks, vw, kh, kw).transpose(0, 2, 3, 1)
-        inner = (
-            f"            const {vec} xv = ((__global const {vec}*)(x0 + "
-            f"((n * {h} + ih) * {w} + iw) * {c}))[cb];\n"
-            f"            acc += xv * wp[(cb * {kh} + kh) * {kw} + kw];\n"
+    desc: str,
+    scale: float,
+    zp: int,
+    storage: tuple[int, int],
+    n: int,
+) -> tuple[str, list, list[int]]:
+    """`_qcast`'s arithmetic on 16 values per work-item (per-tensor parameters): the same
+    double division rounded once to float, the same rounding and saturation, lane by lane."""
+    w = CAST_VECTOR
+    ct = _ctype(op.output)
+    low, high = storage
+    if op.rounding.data == "half_to_even":
+        rounding = f"    const float{w} r = rint(v);\n"
+    else:
+        rounding = (
+            f"    const float{w} m = fabs(v); const float{w} f = floor(m);\n"
+            f"    const float{w} r = copysign(f + select((float{w})(0.0f), (float{w})(1.0f),"
+            " m - f >= 0.5f), v);\n"
         )
-    else:  # [OC, KH, KW, C] -> [OC/VW, KH, KW, C, VW]
-        packed = weights.reshape(blocks, vw, kh, kw, c).transpose(0, 2, 3, 4, 1)
-        inner = (
-            f"            __global const float* xp = x0 + ((n * {h} + ih) * {w} + iw) * {c};\n"
-            f"            __global const {vec}* wq = wp + ((cb * {kh} + kh) * {kw} + kw) * {c};\n"
-            f"            for (int ic = 0; ic < {c}; ++ic) acc += xp[ic] * wq[ic];\n"
-        )
-    bias = (
-        f"    {vec} acc = ((__global const {vec}*)x2)[cb];\n"
-        if op.bias is not None
-        else f"    {vec} acc = ({vec})(0.0f);\n"
-    )
     body = (
-        _decompose((n, oh, ow, blocks), ["n", "oh", "ow", "cb"])
-        + f"    __global const {vec}* wp = (__global const {vec}*)x1;\n"
-        + bias
-        + f"    for (int kh = 0; kh < {kh}; ++kh) {{\n"
-        f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n"
-        f"        if (ih < 0 || ih >= {h}) continue;\n"
-        f"        for (int kw = 0; kw < {kw}; ++kw) {{\n"
-        f"            const int iw = ow * {sw} - {pl} + kw * {dw};\n"
-        f"            if (iw < 0 || iw >= {w}) continue;\n"
-        + inner
-        + "        }\n    }\n"
-        + f"    {vec} v = acc;\n"
-        + compose(act)
-        + f"    ((__global {vec}*)y)[gid] = v;\n"
+        f"    const float{w} v = convert_float{w}(convert_double{w}(x0[gid]) / {scale!r});\n"
+        + rounding
+        + f"    const float{w} c = fmin(fmax(r, (float{w})({float(low - zp)!r}f)),"
+        f" (float{w})({float(high - zp)!r}f));\n"
+        f"    y[gid] = convert_{ct}{w}(convert_int{w}(c) + {zp});\n"
     )
-    inputs: list[SSAValue | str] = [op.input, program.constant(packed)]
-    if op.bias is not None:
-        inputs.append(op.bias)
-    total = n * oh * ow * blocks
-    desc = _describe(op) + f" (tiled x{vw})"
-    return program.kernel(_kernel(len(inputs), body), desc), inputs, [total]
+    kernel = _kernel(1, body, f"float{w}", f"{ct}{w}")
+    return program.kernel(kernel, desc), [op.input], [n // w]
+
+
+def _tiled(program: Program, act: list[str]) -> TiledKernels:
+    """The register-blocked conv/GEMM kernel generator (conv_kernels.py) for one op."""
+    return TiledKernels(program, act, _kernel, RESIDUAL_LOAD)

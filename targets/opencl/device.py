@@ -29,9 +29,24 @@ class Device:
     queue: Any
     identity: str
     """Platform, device and driver versions: part of every program cache key."""
+    _profiling_queue: Any = None
+
+    def profiling_queue(self) -> Any:
+        """An in-order queue with event profiling on, created on first use: only profiled
+        runs and tuning use it, so normal runs pay nothing for profiling."""
+        with _lock:
+            if self._profiling_queue is None:
+                props = self.cl.command_queue_properties.PROFILING_ENABLE
+                self._profiling_queue = self.cl.CommandQueue(
+                    self.context, self.device, properties=props
+                )
+            return self._profiling_queue
 
 
 _devices: dict[str, Device] = {}
+_failures: dict[str, str] = {}
+"""Why no device matched a spec (pyopencl missing, no platform, no match): remembered per
+spec so that every compile's availability check does not enumerate platforms again."""
 _lock = threading.Lock()
 
 
@@ -66,17 +81,25 @@ def _find(cl: Any, spec: str) -> Any:
 
 
 def get_device() -> Device:
-    """The selected device with its context and in-order queue (created once per spec)."""
+    """The selected device with its context and in-order queue (created once per spec; a
+    spec that finds no device keeps failing with the same reason for the process)."""
     spec = os.environ.get(DEVICE_ENV, "").strip()
     with _lock:
         cached = _devices.get(spec)
         if cached is not None:
             return cached
+        if spec in _failures:
+            raise DeviceError(_failures[spec])
         try:
             import pyopencl as cl
         except Exception as exc:
-            raise DeviceError(f"pyopencl is not importable ({type(exc).__name__}: {exc})") from None
-        device = _find(cl, spec)
+            _failures[spec] = f"pyopencl is not importable ({type(exc).__name__}: {exc})"
+            raise DeviceError(_failures[spec]) from None
+        try:
+            device = _find(cl, spec)
+        except DeviceError as exc:
+            _failures[spec] = str(exc)
+            raise
         context = cl.Context([device])
         queue = cl.CommandQueue(context, device)
         platform = device.platform

@@ -1,11 +1,21 @@
-"""`lower-opencl`: lower the OpenCL target's executables to the `ocl` dialect.
+"""`lower-opencl{tune=false}`: lower the OpenCL target's executables to the `ocl` dialect.
 
-Every `delegate.executable ... target("opencl")` not lowered yet gets one `ocl.program`
-(the generated OpenCL C source of all its entries and the constants to upload once), and each
-entry's body becomes one `ocl.execute` holding the entry's buffer plan (`ocl.alloc`) and its
-kernel launches (`ocl.launch`), see `irc.dialects.ocl` and `irc.targets.opencl.codegen`. The
-lowering needs no device. Executables of other targets are left alone; an op the target cannot
-run fails the pass with an error at that op.
+The whole lowering, as one pass: on every `delegate.executable ... target("opencl")` not
+lowered yet it runs, in order, the four passes that irc-opt can also run one by one
+(`--print-ir-after-all` shows each step):
+
+1. `opencl-fuse` (`fuse.py`): producer + elementwise epilogue chains → `ocl.fusion`;
+2. `opencl-bufferize` (`bufferize.py`): kernels chosen, constants to upload, entries →
+   `ocl.execute` with `ocl.alloc`/`ocl.launch`;
+3. `opencl-plan-memory` (`memory_plan.py`): planned buffers reused by liveness;
+4. `opencl-codegen` (`generate.py`): the program's source and the local sizes (a rule, or
+   measured on the device with `tune=true`).
+
+The lowering needs no device unless `tune=true`. Executables of other targets are left
+alone; an op the target cannot run fails the pass with an error at that op. The target's
+`lowering_passes()` is `lower-opencl`, or `lower-opencl{tune=true}` when the environment
+variable `IRC_OPENCL_TUNE` is `1`/`true` (the way to ask for tuning from `irc.compile`,
+`irc-compile` and `irc-run`).
 """
 
 from __future__ import annotations
@@ -14,78 +24,46 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 
-from irc.diagnostics import emit_error
 from irc.dialects import delegate, ocl
-from irc.dialects.nn import dense_from_array
-from irc.targets.opencl.codegen import Launch, LoweringError, Program, generate_entry
-from irc.targets.opencl.support import check_op
+from irc.targets.opencl.bufferize import bufferize_executable
+from irc.targets.opencl.fuse import TARGET, fuse_executable, is_bufferized, opencl_executables
+from irc.targets.opencl.generate import generate_executable
+from irc.targets.opencl.memory_plan import plan_execute
 
-TARGET = "opencl"
-PROGRAM_NAME = "kernels"
+__all__ = ["TARGET", "LowerOpenCLPass", "is_lowered", "lower_executable"]
 
 
 def is_lowered(executable: delegate.ExecutableOp) -> bool:
-    """Whether `lower-opencl` already ran on this executable."""
-    return any(isinstance(op, ocl.ProgramOp) for op in executable.body.block.ops)
+    """Whether the executable is fully lowered (its program has its source)."""
+    programs = [op for op in executable.body.block.ops if isinstance(op, ocl.ProgramOp)]
+    return bool(programs) and not any(p.kernels for p in programs)
 
 
-def lower_executable(executable: delegate.ExecutableOp) -> None:
-    """Lower one OpenCL executable in place (generate everything first, then rewrite)."""
-    funcs: list[FuncOp] = []
-    for op in executable.body.block.ops:
-        if not isinstance(op, FuncOp):
-            emit_error(op, f"lower-opencl: unexpected '{op.name}' in an opencl executable")
-        funcs.append(op)
-    program = Program()
-    plans: list[tuple[list[Launch], list[int]]] = []
-    for func in funcs:
-        for op in func.body.block.ops:
-            answer = check_op(op) if not isinstance(op, ReturnOp) else None
-            if answer is not None and not answer:
-                emit_error(op, f"lower-opencl: {answer.reason}")
-        try:
-            plans.append(generate_entry(func, program))
-        except LoweringError as exc:
-            emit_error(exc.op, f"lower-opencl: {exc.message}")
-    taken = {f.sym_name.data for f in funcs}
-    name = PROGRAM_NAME
-    while name in taken:
-        name += "_"
-    uploads = [ocl.UploadOp(i, dense_from_array(a)) for i, a in enumerate(program.constants)]
-    Rewriter.insert_op(
-        ocl.ProgramOp(name, program.source(), uploads), InsertPoint.at_start(executable.body.block)
-    )
-    for func, (launches, allocs) in zip(funcs, plans, strict=True):
-        block = func.body.block
-        old_ops = list(block.ops)
-        body = [ocl.AllocOp(i, n) for i, n in enumerate(allocs)] + [
-            ocl.LaunchOp(launch.kernel, launch.args, launch.global_size, []) for launch in launches
-        ]
-        execute = ocl.ExecuteOp(
-            name, sum(allocs), block.args, func.function_type.outputs.data, body
-        )
-        block.add_ops([execute, ReturnOp(*execute.results)])
-        for op in reversed(old_ops):  # users before producers
-            block.erase_op(op)
+def lower_executable(
+    executable: delegate.ExecutableOp, *, tune: bool = False, pass_name: str = "lower-opencl"
+) -> None:
+    """Run the steps of `lower-opencl` that have not run yet on one executable, in place."""
+    if not is_bufferized(executable):
+        fuse_executable(executable)
+        bufferize_executable(executable, pass_name)
+        for op in executable.walk():
+            if isinstance(op, ocl.ExecuteOp):
+                plan_execute(op, pass_name)
+    generate_executable(executable, tune, pass_name)
 
 
 @dataclass(frozen=True)
 class LowerOpenCLPass(ModulePass):
-    """Lower `delegate.executable` ops of the OpenCL target to `ocl` programs and launches."""
+    """Lower `delegate.executable` ops of the OpenCL target to `ocl` programs and launches
+    (`opencl-fuse`, `opencl-bufferize`, `opencl-plan-memory`, `opencl-codegen`)."""
 
     name = "lower-opencl"
 
+    tune: bool = False
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        executables = [
-            e
-            for e in op.walk()
-            if isinstance(e, delegate.ExecutableOp)
-            and e.target.data == TARGET
-            and not is_lowered(e)
-        ]
-        for executable in executables:
-            lower_executable(executable)
+        for executable in opencl_executables(op):
+            if not is_lowered(executable):
+                lower_executable(executable, tune=self.tune)

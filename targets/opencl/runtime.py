@@ -8,10 +8,14 @@ DeviceValue of the same context is used in place), allocates fresh output buffer
 the per-call arguments and enqueues every launch without waiting; the results are
 `OpenCLValue`s that download on `to_host()`. The queue is in order, so planned buffers are
 safely reused from one call to the next; a lock serialises calls on one loaded executable.
+In a profiled run (`irc.runtime.profiling.active_profile()`), the launches go to the
+device's profiling queue instead and their OpenCL event times are added to the profile per
+kernel launch; normal runs use the plain queue and pay nothing for profiling.
 
 Program cache: in memory by key (SHA-256 of the source, the build options and the device
-identity), and on disk under `$IRC_CACHE_DIR/opencl/<key>.bin` with `<key>.json` recording the
-SHA-256 of the binary, which is checked before loading (a bad entry is rebuilt). Binaries are
+identity), and on disk in the private irc cache (`irc.cache`) as `opencl/<key>.bin` with
+`<key>.json` recording its size and SHA-256, checked before the binary reaches the driver (a
+missing, truncated or tampered entry is rebuilt from source and rewritten). Binaries are
 saved after the first call's launches have run, so they include the kernels compiled for the
 local sizes actually used. A build failure raises `OpenCLBuildError` with the build log and the
 ops whose kernels the compiler complained about.
@@ -20,13 +24,10 @@ ops whose kernels the compiler complained about.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,12 +35,13 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
+from irc import cache
 from irc.dialects import delegate, ocl
 from irc.dialects.nn import array_from_dense
 from irc.dtypes import numpy_dtype
 from irc.runtime.errors import InputError
+from irc.runtime.profiling import active_profile
 from irc.targets.base import DeviceValue, LoadedExecutable, TargetRuntime
-from irc.targets.cpu.toolchain import cache_dir
 from irc.targets.opencl.device import Device, get_device
 from irc.targets.opencl.lower import TARGET, is_lowered, lower_executable
 
@@ -92,9 +94,8 @@ class BuiltProgram:
     saved: bool
 
 
-def _paths(key: str) -> tuple[Path, Path]:
-    root = cache_dir() / "opencl"
-    return root / f"{key}.bin", root / f"{key}.json"
+CACHE_NAMESPACE = "opencl"
+"""The program binaries' directory in the private irc cache (`irc.cache`)."""
 
 
 def _kernel_ops(source: str) -> dict[int, str]:
@@ -116,17 +117,14 @@ def build_program(device: Device, source: str) -> BuiltProgram:
     with _programs_lock:
         if key in _programs:
             return BuiltProgram(_programs[key], key, True, True)
-        bin_path, meta_path = _paths(key)
-        try:
-            binary = bin_path.read_bytes()
-            meta = json.loads(meta_path.read_text())
-            if meta.get("key") == key and meta.get("sha256") == hashlib.sha256(binary).hexdigest():
+        try:  # only a binary matching its recorded SHA-256 is handed to the driver
+            if (binary := cache.read_verified(CACHE_NAMESPACE, key, ".bin")) is not None:
                 program = cl.Program(device.context, [device.device], [binary])
                 program.build(options=BUILD_OPTIONS)
                 _programs[key] = program
                 return BuiltProgram(program, key, True, True)
-        except (OSError, ValueError, cl.Error):
-            pass  # missing, corrupt or stale: rebuild from source
+        except cl.Error:
+            pass  # stale for this driver: rebuild from source
         program = cl.Program(device.context, source)
         try:
             program.build(options=BUILD_OPTIONS)
@@ -150,16 +148,8 @@ def save_binary(device: Device, built: BuiltProgram) -> None:
     built.saved = True
     try:
         (binary,) = built.program.get_info(device.cl.program_info.BINARIES)
-        bin_path, meta_path = _paths(built.key)
-        bin_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = bin_path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(bytes(binary))
-        tmp.replace(bin_path)
-        meta = {"key": built.key, "sha256": hashlib.sha256(bytes(binary)).hexdigest()}
-        tmp = meta_path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(meta))
-        tmp.replace(meta_path)
-    except (OSError, ValueError):
+        cache.write_entry(CACHE_NAMESPACE, built.key, ".bin", bytes(binary))
+    except OSError:
         pass  # a read-only cache only costs the next process a build
 
 
@@ -168,6 +158,8 @@ def save_binary(device: Device, built: BuiltProgram) -> None:
 
 @dataclass
 class _Launch:
+    name: str
+    description: str
     kernel: Any
     global_size: tuple[int, ...]
     local_size: tuple[int, ...] | None
@@ -202,8 +194,17 @@ def _dtypes(types: Sequence[Any]) -> list[np.dtype]:
 class LoadedOpenCLExecutable(LoadedExecutable):
     """A loaded OpenCL executable: program built, constants uploaded, kernels prepared."""
 
-    def __init__(self, device: Device, built: BuiltProgram, entries: dict[str, _Entry], keep: list):
+    def __init__(
+        self,
+        device: Device,
+        built: BuiltProgram,
+        entries: dict[str, _Entry],
+        keep: list,
+        name: str = "",
+    ):
         self.device = device
+        self.name = name
+        """The executable's symbol name (profile rows)."""
         self.built = built
         self._entries = entries
         self._keep = keep  # constant and planned buffers the kernels point at
@@ -260,15 +261,33 @@ class LoadedOpenCLExecutable(LoadedExecutable):
                     cl.enqueue_copy(queue, buffer, np.ascontiguousarray(arg), is_blocking=True)
                 in_buffers.append(buffer)
             out_buffers = [
-                cl.Buffer(self.device.context, cl.mem_flags.READ_WRITE, max(4, 4 * _size(s)))
-                for s in spec.outputs
+                cl.Buffer(self.device.context, cl.mem_flags.READ_WRITE, _buffer_bytes(s, d))
+                for s, d in zip(spec.outputs, spec.output_dtypes, strict=True)
             ]
+            profile = active_profile()
+            launch_queue = queue
+            if profile is not None:
+                queue.finish()  # earlier work (other dispatches' launches) out of the timing
+                launch_queue = self.device.profiling_queue()
+            events: list[Any] = []
             for launch in spec.launches:
                 for position, kind, index in launch.per_call:
                     buffers = in_buffers if kind == "in" else out_buffers
                     launch.kernel.set_arg(position, buffers[index])
-                cl.enqueue_nd_range_kernel(
-                    queue, launch.kernel, launch.global_size, launch.local_size
+                event = cl.enqueue_nd_range_kernel(
+                    launch_queue, launch.kernel, launch.global_size, launch.local_size
+                )
+                if profile is not None:
+                    events.append(event)
+            if profile is not None:
+                launch_queue.finish()
+                profile.record_kernels(
+                    TARGET,
+                    f"@{self.name}::@{entry}",
+                    [
+                        (i, launch.name, launch.description, e.profile.end - e.profile.start)
+                        for i, (launch, e) in enumerate(zip(spec.launches, events, strict=True))
+                    ],
                 )
             if not self.built.saved:
                 queue.finish()
@@ -279,8 +298,26 @@ class LoadedOpenCLExecutable(LoadedExecutable):
         ]
 
 
+def kernel_descriptions(source: str) -> dict[str, str]:
+    """Kernel name -> the comment (what it computes) right before its definition."""
+    out: dict[str, str] = {}
+    comment = ""
+    for line in source.splitlines():
+        if m := re.fullmatch(r"/\* (.*) \*/", line):
+            comment = m.group(1)
+        elif m := re.match(r"__kernel void (k[0-9]+)\(", line):
+            out[m.group(1)] = comment
+    return out
+
+
 def _size(shape: tuple[int, ...]) -> int:
     return int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
+def _buffer_bytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
+    """Bytes of a device buffer holding a tensor (its dtype's size per element: 8 for int64
+    indices, 1 for masks and 8-bit storage; at least 4, OpenCL refuses empty buffers)."""
+    return max(4, dtype.itemsize * _size(shape))
 
 
 class OpenCLRuntime(TargetRuntime):
@@ -297,7 +334,12 @@ class OpenCLRuntime(TargetRuntime):
         programs = [op for op in executable.body.block.ops if isinstance(op, ocl.ProgramOp)]
         if len(programs) != 1:
             raise OpenCLLoadError(f"opencl: expected one ocl.program, got {len(programs)}")
-        built = build_program(device, programs[0].source.data)
+        from irc.targets.opencl.aot import embedded_program  # irc-compile --embed-binaries
+
+        built = embedded_program(device, programs[0]) or build_program(
+            device, programs[0].source.data
+        )
+        descriptions = kernel_descriptions(programs[0].source.data)
         flags = cl.mem_flags
         keep: list[Any] = []
         constants: list[Any] = []
@@ -324,8 +366,10 @@ class OpenCLRuntime(TargetRuntime):
                 raise OpenCLLoadError(f"opencl: entry @{name} is not lowered to ocl.execute")
             inputs = _shapes(func.function_type.inputs.data, f"@{name}")
             outputs = _shapes(func.function_type.outputs.data, f"@{name}")
+            input_dtypes = _dtypes(func.function_type.inputs.data)
             input_buffers = [
-                cl.Buffer(device.context, flags.READ_ONLY, max(4, 4 * _size(s))) for s in inputs
+                cl.Buffer(device.context, flags.READ_ONLY, _buffer_bytes(s, d))
+                for s, d in zip(inputs, input_dtypes, strict=True)
             ]
             planned: dict[int, Any] = {}
             launches: list[_Launch] = []
@@ -351,6 +395,8 @@ class OpenCLRuntime(TargetRuntime):
                 local = tuple(a.value.data for a in op.local_size.data) or None
                 launches.append(
                     _Launch(
+                        op.kernel.data,
+                        descriptions.get(op.kernel.data, ""),
                         kernel,
                         tuple(a.value.data for a in op.global_size.data),
                         local,
@@ -363,7 +409,7 @@ class OpenCLRuntime(TargetRuntime):
                 outputs,
                 input_buffers,
                 launches,
-                _dtypes(func.function_type.inputs.data),
+                input_dtypes,
                 _dtypes(func.function_type.outputs.data),
             )
-        return LoadedOpenCLExecutable(device, built, entries, keep)
+        return LoadedOpenCLExecutable(device, built, entries, keep, executable.sym_name.data)

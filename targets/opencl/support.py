@@ -1,20 +1,24 @@
 """What the OpenCL target runs: the capability check behind `supports()`.
 
-Slice 1: float32 tensors of static shape. NCHW ops are accepted (inside the target's regions
-`convert-layout` gives them NHWC, the target's preferred layout); quantized ops arrive as
-float through `insert-qdq` (`runs_quantized` is False): its quant.dcast / quant.qcast and
-the data movement it keeps on stored integers run on 8-bit storage (char/uchar buffers).
+float32 tensors of static shape (plus the `i1` tensors of comparisons, logic and select, and
+int32/int64 gather indices); kernels in codegen.py and kernels_extra.py. NCHW ops are
+accepted (inside the target's regions `convert-layout` gives them NHWC, the target's
+preferred layout); quantized ops arrive as float through `insert-qdq` (`runs_quantized` is
+False): its quant.dcast / quant.qcast and the data movement it keeps on stored integers run
+on 8-bit storage (char/uchar buffers). Split writes all its pieces in one launch.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import Float32Type, TensorType
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
+from xdsl.ir import Operation, SSAValue
 
 from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType
 from irc.targets.base import Support
 from irc.targets.opencl.codegen import BINARY_EXPR, UNARY_OPS
+from irc.targets.opencl.kernels_extra import BOOL_OPS, EXTRA_OPS
+from irc.targets.opencl.kernels_extra import MOVEMENT_OPS as EXTRA_MOVEMENT_OPS
 
 OTHER_OPS: frozenset[type[Operation]] = frozenset(
     {
@@ -34,13 +38,46 @@ OTHER_OPS: frozenset[type[Operation]] = frozenset(
         quant.QCastOp,
     }
 )
-MOVEMENT_OPS = (nn.ReshapeOp, nn.TransposeOp, nn.ConcatOp, nn.PadOp)
+MOVEMENT_OPS = (
+    nn.ReshapeOp,
+    nn.TransposeOp,
+    nn.ConcatOp,
+    nn.PadOp,
+    nn.SelectOp,
+    *EXTRA_MOVEMENT_OPS,
+)
 """Ops `insert-qdq` may leave on stored integers: kernels on char/uchar buffers."""
 
 SUPPORTED_OPS: frozenset[type[Operation]] = (
-    frozenset(BINARY_EXPR) | frozenset(UNARY_OPS) | OTHER_OPS
+    frozenset(BINARY_EXPR) | frozenset(UNARY_OPS) | OTHER_OPS | EXTRA_OPS
 )
-REDUCE_KINDS = ("mean", "sum", "max", "min")
+REDUCE_KINDS = ("mean", "sum", "max", "min", "prod")
+PAD_MODES = ("constant", "reflect", "edge")
+
+
+def _is_bool(element: object) -> bool:
+    return isinstance(element, IntegerType) and element.width.data == 1
+
+
+def _typed_elsewhere(op: Operation, value: SSAValue) -> bool:
+    """Whether `value` (an operand or result of `op`) is one of the non-float tensors a
+    kernel takes: `i1` masks of the boolean ops, int32/int64 gather indices."""
+    t = value.type
+    assert isinstance(t, TensorType)
+    element = t.element_type
+    if isinstance(op, BOOL_OPS) and _is_bool(element):
+        return not isinstance(op, nn.SelectOp) or value is op.condition
+    if isinstance(op, nn.GatherOp) and value is op.indices and isinstance(element, IntegerType):
+        return element.width.data in (32, 64)
+    if isinstance(op, nn.ConstantOp) and isinstance(element, IntegerType) and value.uses:
+        # uploaded in the form its readers take (kernels_extra: masks as bytes, indices as a
+        # float table), so only for those readers
+        return all(
+            (isinstance(u.operation, BOOL_OPS) and _is_bool(element))
+            or (isinstance(u.operation, nn.GatherOp) and u.index == 1)
+            for u in value.uses
+        )
+    return False
 
 
 def check_op(op: Operation) -> Support:
@@ -50,8 +87,13 @@ def check_op(op: Operation) -> Support:
     types = [*op.operand_types, *op.result_types]
     if any(not isinstance(t, TensorType) for t in types):
         return Support.no("op", f"opencl: '{op.name}' has non-tensor operands or results")
-    for t in types:
+    for value in [*op.operands, *op.results]:
+        t = value.type
         assert isinstance(t, TensorType)
+        if any(d < 0 for d in t.get_shape()):
+            return Support.no("dynamic", f"opencl: '{op.name}' has a dynamic shape ({t})")
+        if _typed_elsewhere(op, value):
+            continue
         element = t.element_type
         if isinstance(element, UniformQuantizedType) and element.storage_width != 8:
             if isinstance(op, (quant.DCastOp, quant.QCastOp, *MOVEMENT_OPS)):
@@ -67,16 +109,8 @@ def check_op(op: Operation) -> Support:
             return Support.no(
                 "dtype", f"opencl: '{op.name}' on {t.element_type} tensors (float32 only)"
             )
-        if any(d < 0 for d in t.get_shape()):
-            return Support.no("dynamic", f"opencl: '{op.name}' has a dynamic shape ({t})")
-    if isinstance(op, nn.PadOp) and op.mode.data != "constant":
-        return Support.no(
-            "attribute", f"opencl: '{op.name}' with mode '{op.mode.data}' (constant only)"
-        )
+    if isinstance(op, nn.PadOp) and op.mode.data not in PAD_MODES:
+        return Support.no("attribute", f"opencl: '{op.name}' with mode '{op.mode.data}'")
     if isinstance(op, nn.ReduceOp) and op.kind.data not in REDUCE_KINDS:
         return Support.no("attribute", f"opencl: '{op.name}' of kind '{op.kind.data}'")
-    if isinstance(op, nn.SoftmaxOp):
-        rank = len(op.input.type.get_shape())  # type: ignore[union-attr]
-        if op.axis.value.data % rank != rank - 1:
-            return Support.no("attribute", "opencl: softmax over another axis than the last")
     return Support.yes()

@@ -8,12 +8,16 @@ regions arrive as float through `insert-qdq`.
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar
 
 from xdsl.ir import Operation
 
 from irc.targets.base import Availability, Layout, Support, Target, TargetRuntime
 from irc.targets.opencl.support import check_op
+
+TUNE_ENV = "IRC_OPENCL_TUNE"
+"""`1`/`true`: lower with `lower-opencl{tune=true}` (measured work-group sizes, cached)."""
 
 
 class OpenCLTarget(Target):
@@ -38,7 +42,8 @@ class OpenCLTarget(Target):
         return check_op(op)
 
     def lowering_passes(self) -> str:
-        return "lower-opencl"
+        tune = os.environ.get(TUNE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+        return "lower-opencl{tune=true}" if tune else "lower-opencl"
 
     def runtime(self) -> TargetRuntime:
         from irc.targets.opencl.runtime import OpenCLRuntime

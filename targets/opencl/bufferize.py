@@ -1,0 +1,101 @@
+"""`opencl-bufferize`: OpenCL entries on tensors → `ocl.execute` on device buffers.
+
+For every OpenCL executable not bufferized yet, each op of each entry (an `ocl.fusion`
+counting as one op) gets its shape-specialised kernel from the templates of
+`irc.targets.opencl.codegen`, and the executable gets one `ocl.program` holding the
+constants to upload once (`ocl.upload`) and those kernels (`ocl.kernel`, identical kernels
+shared by all entries). Each entry's body becomes one `ocl.execute`: an `ocl.alloc` per
+intermediate tensor (no reuse yet: `opencl-plan-memory` does that) and an `ocl.launch` per
+kernel run, naming its buffers and global size (local sizes are set by `opencl-codegen`); the
+launches of an op with several results (`nn.split`) write one buffer per result (`writes`).
+
+An op the target cannot run fails the pass with an error at that op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from irc.diagnostics import emit_error
+from irc.dialects import delegate, ocl
+from irc.dialects.nn import dense_from_array
+from irc.targets.opencl.codegen import Launch, LoweringError, Program, generate_entry
+from irc.targets.opencl.fuse import is_bufferized, opencl_executables
+from irc.targets.opencl.support import check_op
+
+PROGRAM_NAME = "kernels"
+
+
+def _check_ops(ops: list[Operation], pass_name: str) -> None:
+    for op in ops:
+        if isinstance(op, ocl.FusionOp):
+            _check_ops([o for o in op.body.block.ops if not isinstance(o, ocl.YieldOp)], pass_name)
+            continue
+        if isinstance(op, ReturnOp):
+            continue
+        answer = check_op(op)
+        if not answer:
+            emit_error(op, f"{pass_name}: {answer.reason}")
+
+
+def bufferize_executable(
+    executable: delegate.ExecutableOp, pass_name: str = "opencl-bufferize"
+) -> None:
+    """Bufferize one OpenCL executable in place (generate everything first, then rewrite);
+    errors name `pass_name`."""
+    funcs: list[FuncOp] = []
+    for op in executable.body.block.ops:
+        if not isinstance(op, FuncOp):
+            emit_error(op, f"{pass_name}: unexpected '{op.name}' in an opencl executable")
+        funcs.append(op)
+    program = Program()
+    plans: list[tuple[list[Launch], list[int]]] = []
+    for func in funcs:
+        _check_ops(list(func.body.block.ops), pass_name)
+        try:
+            plans.append(generate_entry(func, program))
+        except LoweringError as exc:
+            emit_error(exc.op, f"{pass_name}: {exc.message}")
+    taken = {f.sym_name.data for f in funcs}
+    name = PROGRAM_NAME
+    while name in taken:
+        name += "_"
+    body: list[Operation] = [
+        ocl.UploadOp(i, dense_from_array(a)) for i, a in enumerate(program.constants)
+    ]
+    body += [
+        ocl.KernelOp(kernel, text, program.comments[kernel])
+        for text, kernel in program.kernels.items()
+    ]
+    Rewriter.insert_op(ocl.ProgramOp(name, "", body), InsertPoint.at_start(executable.body.block))
+    for func, (launches, allocs) in zip(funcs, plans, strict=True):
+        block = func.body.block
+        old_ops = list(block.ops)
+        ops: list[Operation] = [ocl.AllocOp(i, n) for i, n in enumerate(allocs)]
+        ops += [
+            ocl.LaunchOp(launch.kernel, launch.args, launch.global_size, [], launch.writes)
+            for launch in launches
+        ]
+        execute = ocl.ExecuteOp(name, sum(allocs), block.args, func.function_type.outputs.data, ops)
+        block.add_ops([execute, ReturnOp(*execute.results)])
+        for op in reversed(old_ops):  # users before producers
+            block.erase_op(op)
+
+
+@dataclass(frozen=True)
+class OpenCLBufferizePass(ModulePass):
+    """Turn OpenCL entries into `ocl.execute` (allocations, uploads, kernel launches)."""
+
+    name = "opencl-bufferize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for executable in opencl_executables(op):
+            if not is_bufferized(executable):
+                bufferize_executable(executable)

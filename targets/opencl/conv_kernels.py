@@ -1,0 +1,451 @@
+"""Register-blocked OpenCL kernels for conv2d and fully_connected (PERF_NOTES.md's PoCL style).
+
+Every kernel here keeps an accumulator tile in registers: one work-item computes `MR` output
+pixels x `NV` vectors of `VW` output channels (`floatVW`, VW = 16 or 8), with the filter
+packed at lowering so that a work-item's channel vectors are contiguous. Inputs are read as
+scalars and broadcast (`a * b + c` on vectors), weights through `__global floatVW*`
+pointers; no vload/vstore/fma builtins, which PoCL does not inline.
+
+- `gemm`: 1x1 convs with unit strides and no padding, and fully_connected: a GEMM over
+  the flattened pixels (rows) x output channels, weights packed `[OC/NR][K][NV][VW]`
+  (NR = NV * VW). The last row tile reads its missing rows from the last row and stores nothing
+  for them.
+- `direct_conv`: any other conv with groups 1 (strides, dilations, pads): MR
+  consecutive pixels of one output row. A tile whose taps all lie inside the row reads the
+  input directly (one loop over (kw, ic) when the taps are contiguous); in an edge tile each
+  pixel's input pointer points at a zero vector of C floats (a lowering constant) where the
+  tap falls outside the image, so the channel loop has no branch. Weights packed
+  `[OC/NR][KH][KW][C][NV][VW]`.
+- `depthwise`: MR consecutive pixels x one `floatVW` of channels (VW 16, 8, 4 or 2); the input
+  columns a tile needs are loaded once per filter row and shared between its pixels and
+  taps (unguarded loads for tiles inside the row). Weights packed `[C/VW][KH][KW][VW]`.
+
+The fused epilogue (activation, then the `ocl.fusion` ops) runs on every accumulator vector
+before its store; a residual read `RESIDUAL<j>[gid]` becomes a `floatVW` load at the
+accumulator's own output vector, `RESIDUAL<j>[gid % C]` one at its channel vector.
+Only constant filters are tiled. Output channel counts above 8 not divisible by 8 (GEMM and
+direct conv) are padded to whole vectors with zero filter rows (and a constant bias padded
+alike); their results are stored in float4 pieces or lane by lane, the padding dropped.
+Depthwise convs need an even channel count (`float4` or `float2` vectors when not divisible
+by 8). The caller falls back to its one-element-per-work-item kernels otherwise (None).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from irc.dialects import nn
+from irc.dialects.nn import array_from_dense
+from irc.dialects.nn.base import get_int, get_ints
+
+TileKernel = tuple[str, list[SSAValue | str], list[int]]
+"""(kernel name, inputs, global size) as `codegen._emit` returns them."""
+
+ROW_TILES = (8, 7, 6)
+"""Pixel tile sizes (MR) tried for convs and GEMMs: the one wasting fewest rows wins, larger
+first on ties."""
+DEPTHWISE_TILES = (8, 7, 6, 4)
+DEPTHWISE_STRIDED_TILES = (4, 3)
+
+
+def vector_width(channels: int) -> int:
+    """16 or 8 when `channels` divides by it (the channel vector), else 0 (not tiled)."""
+    return 16 if channels % 16 == 0 else 8 if channels % 8 == 0 else 0
+
+
+def vectors_per_item(blocks: int, width: int) -> int:
+    """NV: how many `floatVW` vectors of output channels one work-item accumulates."""
+    if width == 16:  # 3 x float16 (48 channels) measured 0-25 % faster than 2 where both fit
+        return 3 if blocks % 3 == 0 else 2 if blocks % 2 == 0 else 1
+    for nv in (4, 3, 2):
+        if blocks % nv == 0:
+            return nv
+    return 1
+
+
+def row_tile(count: int, candidates: tuple[int, ...] = ROW_TILES) -> int:
+    """The pixel tile for `count` pixels (rows): fewest padded rows, larger tile on ties."""
+    if count <= min(candidates):
+        return max(count, 1)
+    return min(candidates, key=lambda mr: (-(-count // mr) * mr, -mr))
+
+
+class KernelProgram(Protocol):
+    """What the generators need of `codegen.Program`."""
+
+    def kernel(self, signature_and_body: str, comment: str) -> str: ...
+
+    def constant(self, array: np.ndarray) -> str: ...
+
+
+class TiledKernels:
+    """Generates the register-blocked kernels of one op into a `codegen.Program`.
+
+    `kernel` and `residual_pattern` are codegen's helpers (passed in: codegen
+    imports this module)."""
+
+    def __init__(
+        self,
+        program: KernelProgram,
+        act: list[str],
+        kernel: Callable[[int, str], str],
+        residual_pattern: re.Pattern[str],
+    ) -> None:
+        self.program = program
+        self.act = act
+        self.make_kernel = kernel
+        self.residual_pattern = residual_pattern
+
+    def _store(self, vw: int, acc: str, pixel: str, vector: str, channels: int) -> str:
+        """Apply the epilogue to accumulator `acc` (channel vector `vector` of output pixel
+        `pixel`) and store it: one `floatVW` store when `channels` divides by VW, else in
+        `float4` pieces (channels divisible by 4) or lane by lane, the lanes past `channels`
+        (zero-padded filter rows) dropped."""
+        vec = f"float{vw}"
+        if channels % vw == 0:
+            out_index = f"({pixel}) * {channels // vw} + {vector}"
+
+            def load(m: re.Match[str]) -> str:
+                index = out_index if m.group(2) is None else vector
+                return f"((__global const {vec}*)RESIDUAL{m.group(1)})[{index}]"
+
+            exprs = [self.residual_pattern.sub(load, e) for e in self.act]
+            body = "".join(f"            v = {e};\n" for e in exprs if e != "v")
+            return (
+                f"        {{ {vec} v = {acc};\n{body}"
+                f"            ((__global {vec}*)y)[{out_index}] = v; }}\n"
+            )
+        lines = [
+            f"        {{ const int c0 = ({vector}) * {vw}; const int e0 = ({pixel}) * {channels};\n"
+        ]
+        if channels % 4 == 0:  # whole float4 pieces, aligned: pixel * channels and c0 divide by 4
+            for quad in range(vw // 4):
+                lanes = "".join(f"{lane:x}" for lane in range(4 * quad, 4 * quad + 4))
+                element, channel = f"(e0 + c0) / 4 + {quad}", f"c0 / 4 + {quad}"
+
+                def quad_load(
+                    m: re.Match[str], element: str = element, channel: str = channel
+                ) -> str:
+                    index = element if m.group(2) is None else channel
+                    return f"((__global const float4*)RESIDUAL{m.group(1)})[{index}]"
+
+                exprs = [self.residual_pattern.sub(quad_load, e) for e in self.act]
+                body = "".join(f" v = {e};" for e in exprs if e != "v")
+                lines.append(
+                    f"            if (c0 + {4 * quad} < {channels}) {{ float4 v = {acc}.s{lanes};"
+                    f"{body} ((__global float4*)y)[{element}] = v; }}\n"
+                )
+            return "".join(lines) + "        }\n"
+        for lane in range(vw):
+            element, channel = f"e0 + c0 + {lane}", f"c0 + {lane}"
+
+            def scalar(m: re.Match[str], element: str = element, channel: str = channel) -> str:
+                return f"RESIDUAL{m.group(1)}[{element if m.group(2) is None else channel}]"
+
+            exprs = [self.residual_pattern.sub(scalar, e) for e in self.act]
+            body = "".join(f" v = {e};" for e in exprs if e != "v")
+            lines.append(
+                f"            if ({channel} < {channels}) {{ float v = {acc}.s{lane:x};{body}"
+                f" y[{element}] = v; }}\n"
+            )
+        return "".join(lines) + "        }\n"
+
+    def _finish(self, body: str, inputs: list[SSAValue | str], total: int, desc: str) -> TileKernel:
+        name = self.program.kernel(self.make_kernel(len(inputs), body), desc)
+        return name, inputs, [total]
+
+    def gemm(
+        self,
+        x: SSAValue,
+        weights: np.ndarray,
+        bias: SSAValue | np.ndarray | None,
+        rows: int,
+        desc: str,
+    ) -> TileKernel | None:
+        """y[rows, N] = x[rows, K] * weights[N, K]^T (+ bias), register-blocked."""
+        n_out, k = weights.shape
+        layout = self._channels(n_out, bias)
+        if layout is None:
+            return None
+        vw, nv, groups, weights, bias_input = layout(weights)
+        mr = row_tile(rows)
+        tiles = -(-rows // mr)
+        vec = f"float{vw}"
+        # [N, K] -> [N/NR][K][NV][VW]
+        packed = weights.reshape(groups, nv, vw, k).transpose(0, 3, 1, 2)
+        lines = [
+            f"    const int cg = gid % {groups}; const int m0 = (gid / {groups}) * {mr};\n",
+            f"    __global const {vec}* wp = (__global const {vec}*)x1 + cg * {k * nv};\n",
+        ]
+        for r in range(mr):
+            row = f"min(m0 + {r}, {rows - 1})" if tiles * mr > rows else f"m0 + {r}"
+            lines.append(f"    __global const float* a{r} = x0 + ({row}) * {k};\n")
+        for v in range(nv):
+            init = (
+                f"((__global const {vec}*)x2)[cg * {nv} + {v}]"
+                if bias_input is not None
+                else f"({vec})(0.0f)"
+            )
+            for r in range(mr):
+                lines.append(f"    {vec} acc{r}_{v} = {init};\n")
+        lines.append(f"    for (int k = 0; k < {k}; ++k) {{\n")
+        for v in range(nv):
+            lines.append(f"        const {vec} w{v} = wp[k * {nv} + {v}];\n")
+        for r in range(mr):
+            lines.append(f"        const float b{r} = a{r}[k];\n")
+            for v in range(nv):
+                lines.append(f"        acc{r}_{v} += b{r} * w{v};\n")
+        lines.append("    }\n")
+        for r in range(mr):
+            guard = f"    if (m0 + {r} < {rows}) {{\n" if tiles * mr > rows else "    {\n"
+            lines.append(guard)
+            for v in range(nv):
+                store = self._store(vw, f"acc{r}_{v}", f"m0 + {r}", f"cg * {nv} + {v}", n_out)
+                lines.append(store)
+            lines.append("    }\n")
+        inputs: list[SSAValue | str] = [x, self.program.constant(packed)]
+        if bias_input is not None:
+            inputs.append(bias_input)
+        desc += f" (tiled x{vw}) [{mr}x{nv * vw} tile]"
+        return self._finish("".join(lines), inputs, tiles * groups, desc)
+
+    def _channels(
+        self, channels: int, bias: SSAValue | np.ndarray | None
+    ) -> Callable[[np.ndarray], tuple[int, int, int, np.ndarray, SSAValue | str | None]] | None:
+        """How output channels are vectorised: a function of the filter `[OC, ...]` giving
+        (VW, NV, groups of NV vectors, filter zero-padded to whole vectors, bias input).
+        Channel counts above 8 not divisible by 8 are padded to one (a constant bias is
+        padded too); fewer channels, or a computed bias with padding, give None (untiled)."""
+        if isinstance(bias, SSAValue) and isinstance(bias.owner, nn.ConstantOp):
+            bias = array_from_dense(bias.owner.value).astype(np.float32)
+        if isinstance(bias, np.ndarray) and bias.size != channels:
+            return None
+        padded = -(-channels // 8) * 8
+        if padded != channels and (channels < 8 or isinstance(bias, SSAValue)):
+            return None  # under 8 channels, padding wastes most of the vector
+        vw = vector_width(padded)
+        blocks = padded // vw
+        nv = vectors_per_item(blocks, vw) if padded == channels else 1
+
+        def apply(weights: np.ndarray) -> tuple[int, int, int, np.ndarray, SSAValue | str | None]:
+            extra = [(0, padded - channels)] + [(0, 0)] * (weights.ndim - 1)
+            weights = np.pad(weights, extra)
+            bias_input: SSAValue | str | None = None
+            if isinstance(bias, np.ndarray):
+                padded_bias = np.pad(bias.reshape(-1).astype(np.float32), (0, padded - channels))
+                bias_input = self.program.constant(padded_bias)
+            elif bias is not None:
+                bias_input = bias
+            return vw, nv, blocks // nv, weights, bias_input
+
+        return apply
+
+    def direct_conv(
+        self,
+        op: nn.Conv2DOp,
+        weights: np.ndarray,
+        bias: SSAValue | np.ndarray | None,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        props: dict,
+        desc: str,
+    ) -> TileKernel | None:
+        """Groups-1 conv: MR pixels of one output row x NV*VW channels per work-item."""
+        n, h, w, c = in_shape
+        oc, kh, kw, _ = weights.shape
+        _, oh, ow, _ = out_shape
+        layout = self._channels(oc, bias)
+        if layout is None:
+            return None
+        vw, nv, groups, weights, bias_input = layout(weights)
+        sh, sw = get_ints(props, "strides")
+        dh, dw = get_ints(props, "dilations")
+        pt, pl = get_ints(props, "pads")[:2]
+        mr = row_tile(ow)
+        tiles_w = -(-ow // mr)
+        vec = f"float{vw}"
+        # [OC, KH, KW, C] -> [OC/NR][KH][KW][C][NV][VW] (OC padded to whole vectors)
+        packed = weights.reshape(groups, nv, vw, kh, kw, c).transpose(0, 3, 4, 5, 1, 2)
+        zeros = self.program.constant(np.zeros(c, np.float32))
+        lines = [
+            f"    const int cg = gid % {groups}; int t = gid / {groups};\n",
+            f"    const int ow0 = (t % {tiles_w}) * {mr}; t /= {tiles_w};\n",
+            f"    const int oh = t % {oh}; const int n = t / {oh};\n",
+            f"    __global const {vec}* wbase = (__global const {vec}*)x1"
+            f" + cg * {kh * kw * c * nv};\n",
+        ]
+        for v in range(nv):
+            init = (
+                f"((__global const {vec}*)x3)[cg * {nv} + {v}]"
+                if bias_input is not None
+                else f"({vec})(0.0f)"
+            )
+            for r in range(mr):
+                lines.append(f"    {vec} acc{r}_{v} = {init};\n")
+
+        def fma_loop(count: str, weight: str, indent: str) -> list[str]:
+            out = [f"{indent}for (int j = 0; j < {count}; ++j) {{\n"]
+            out += [
+                f"{indent}    const {vec} w{v} = {weight}[j * {nv} + {v}];\n" for v in range(nv)
+            ]
+            for r in range(mr):
+                out.append(f"{indent}    const float b{r} = a{r}[j];\n")
+                out += [f"{indent}    acc{r}_{v} += b{r} * w{v};\n" for v in range(nv)]
+            return [*out, f"{indent}}}\n"]
+
+        # a tile whose every tap lies inside the row reads it directly (one loop over
+        # (kw, ic) when the taps are contiguous); edge tiles point missing taps at zeros
+        last = (mr - 1) * sw + (kw - 1) * dw
+        lines += [
+            f"    const int iwt = ow0 * {sw} - {pl};\n",
+            f"    const int inside = iwt >= 0 && iwt + {last} < {w};\n",
+            f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
+            f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
+            f"        if (ih < 0 || ih >= {h}) continue;\n",
+            f"        __global const float* row = x0 + (n * {h} + ih) * {w * c};\n",
+            f"        __global const {vec}* wk = wbase + kh * {kw * c * nv};\n",
+            "        if (inside) {\n",
+        ]
+        if dw == 1:
+            lines += [
+                f"            __global const float* a{r} = row + (iwt + {r * sw}) * {c};\n"
+                for r in range(mr)
+            ]
+            lines += fma_loop(str(kw * c), "wk", "            ")
+        else:
+            lines.append(f"            for (int kw = 0; kw < {kw}; ++kw) {{\n")
+            lines += [
+                f"                __global const float* a{r} = row"
+                f" + (iwt + {r * sw} + kw * {dw}) * {c};\n"
+                for r in range(mr)
+            ]
+            lines.append(f"                __global const {vec}* wp = wk + kw * {c * nv};\n")
+            lines += fma_loop(str(c), "wp", "                ")
+            lines.append("            }\n")
+        lines += ["        } else {\n", f"            for (int kw = 0; kw < {kw}; ++kw) {{\n"]
+        for r in range(mr):
+            lines.append(
+                f"                const int iw{r} = iwt + {r * sw} + kw * {dw};\n"
+                f"                __global const float* a{r} = (iw{r} >= 0 && iw{r} < {w}"
+                f" && ow0 + {r} < {ow}) ? row + iw{r} * {c} : x2;\n"
+            )
+        lines.append(f"                __global const {vec}* wp = wk + kw * {c * nv};\n")
+        lines += fma_loop(str(c), "wp", "                ")
+        lines.append("            }\n        }\n    }\n")
+        ragged = tiles_w * mr > ow
+        for r in range(mr):
+            lines.append(f"    if (ow0 + {r} < {ow}) {{\n" if ragged else "    {\n")
+            pixel = f"((n * {oh} + oh) * {ow} + ow0 + {r})"
+            for v in range(nv):
+                lines.append(self._store(vw, f"acc{r}_{v}", pixel, f"cg * {nv} + {v}", oc))
+            lines.append("    }\n")
+        inputs: list[SSAValue | str] = [op.input, self.program.constant(packed), zeros]
+        if bias_input is not None:
+            inputs.append(bias_input)
+        desc += f" (tiled x{vw}) [{mr}x{nv * vw} tile]"
+        return self._finish("".join(lines), inputs, n * oh * tiles_w * groups, desc)
+
+    def depthwise(
+        self,
+        op: nn.Conv2DOp,
+        weights: np.ndarray,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        props: dict,
+        desc: str,
+    ) -> TileKernel | None:
+        """Depthwise conv: MR pixels of one output row x one `floatVW` of channels."""
+        n, h, w, c = in_shape
+        _, kh, kw, _ = weights.shape
+        _, oh, ow, _ = out_shape
+        vw = vector_width(c) or (4 if c % 4 == 0 else 2 if c % 2 == 0 else 0)
+        if not vw:
+            return None
+        sh, sw = get_ints(props, "strides")
+        dh, dw = get_ints(props, "dilations")
+        pt, pl = get_ints(props, "pads")[:2]
+        blocks = c // vw
+        mr = row_tile(ow, DEPTHWISE_TILES if sw == 1 else DEPTHWISE_STRIDED_TILES)
+        tiles_w = -(-ow // mr)
+        columns = (mr - 1) * sw + (kw - 1) * dw + 1
+        vec = f"float{vw}"
+        # [C, KH, KW, 1] -> [C/VW][KH][KW][VW]
+        packed = weights.reshape(blocks, vw, kh, kw).transpose(0, 2, 3, 1)
+        bias = f"((__global const {vec}*)x2)[cb]" if op.bias is not None else f"({vec})(0.0f)"
+        lines = [
+            f"    const int cb = gid % {blocks}; int t = gid / {blocks};\n",
+            f"    const int ow0 = (t % {tiles_w}) * {mr}; t /= {tiles_w};\n",
+            f"    const int oh = t % {oh}; const int n = t / {oh};\n",
+            f"    __global const {vec}* wp = (__global const {vec}*)x1 + cb * {kh * kw};\n",
+            f"    const int iw0 = ow0 * {sw} - {pl};\n",
+            f"    const int inside = iw0 >= 0 && iw0 + {columns - 1} < {w};\n",
+        ]
+        lines += [f"    {vec} acc{r} = {bias};\n" for r in range(mr)]
+        lines += [
+            f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
+            f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
+            f"        if (ih < 0 || ih >= {h}) continue;\n",
+            f"        __global const {vec}* xr = (__global const {vec}*)x0"
+            f" + (n * {h} + ih) * {w * blocks} + cb;\n",
+        ]
+
+        def taps(guarded: bool) -> list[str]:
+            out = []
+            for j in range(columns):
+                load = f"xr[(iw0 + {j}) * {blocks}]"
+                if guarded:
+                    load = f"(iw0 + {j} >= 0 && iw0 + {j} < {w}) ? {load} : ({vec})(0.0f)"
+                out.append(f"            const {vec} c{j} = {load};\n")
+            for x in range(kw):
+                out.append(f"            const {vec} w{x} = wp[kh * {kw} + {x}];\n")
+                out += [f"            acc{r} += c{r * sw + x * dw} * w{x};\n" for r in range(mr)]
+            return out
+
+        # tiles whose columns all lie inside the row load them unguarded
+        lines += ["        if (inside) {\n", *taps(False), "        } else {\n", *taps(True)]
+        lines.append("        }\n    }\n")
+        ragged = tiles_w * mr > ow
+        for r in range(mr):
+            lines.append(f"    if (ow0 + {r} < {ow}) {{\n" if ragged else "    {\n")
+            pixel = f"(n * {oh} + oh) * {ow} + ow0 + {r}"
+            lines.append(self._store(vw, f"acc{r}", pixel, "cb", c))
+            lines.append("    }\n")
+        inputs: list[SSAValue | str] = [op.input, self.program.constant(packed)]
+        if op.bias is not None:
+            inputs.append(op.bias)
+        desc += f" (tiled x{vw}) [{mr}x{vw} tile]"
+        return self._finish("".join(lines), inputs, n * oh * tiles_w * blocks, desc)
+
+    def conv(
+        self,
+        op: nn.Conv2DOp,
+        in_shape: tuple[int, ...],
+        filter_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        props: dict,
+        desc: str,
+    ) -> TileKernel | None:
+        """The register-blocked kernel of a conv with a constant filter, or None."""
+        filt = op.filter.owner
+        if not isinstance(filt, nn.ConstantOp):
+            return None
+        n, h, w, c = in_shape
+        oc, kh, kw, icg = filter_shape
+        groups = get_int(props, "groups")
+        weights = array_from_dense(filt.value).astype(np.float32).reshape(filter_shape)
+        if groups == c and icg == 1 and oc == c:
+            return self.depthwise(op, weights, in_shape, out_shape, props, desc)
+        if groups != 1:
+            return None
+        bias = op.bias
+        pads = get_ints(props, "pads")
+        pointwise = (kh, kw) == (1, 1) and tuple(get_ints(props, "strides")) == (1, 1)
+        if pointwise and not any(pads):
+            rows = n * h * w
+            return self.gemm(op.input, weights.reshape(oc, c), bias, rows, desc)
+        return self.direct_conv(op, weights, bias, in_shape, out_shape, props, desc)
