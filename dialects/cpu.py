@@ -1,6 +1,19 @@
 """The `cpu` dialect: the CPU target's lowered form of a `delegate.executable`.
 
-`lower-cpu` turns every `delegate.executable ... target("cpu")` into:
+`lower-cpu` is three passes, each printable on its own (`irc-opt --print-ir-after-all`):
+
+1. `cpu-fuse` wraps each chain of ops that runs as one C kernel in a `cpu.fusion` (a region
+   on tensors ended by `cpu.yield`; `kind` says which kernel): `"qconv"`, an int8
+   `cast -> sub zp -> conv2d / fully_connected -> rescale [-> scast -> clip]` chain;
+   `"qadd"`, the int8 add of `lower-quantized`; `"conv_add"`, a float conv2d and the
+   residual `nn.add` computed in its epilogue;
+2. `cpu-plan-memory` records the workspace plan as discardable attributes: on every op of
+   an entry (`nn.constant` aside) `cpu.offsets` (per result, its byte offset in the
+   workspace, or -1 when the op writes the entry's result buffer), `cpu.scratch` (byte
+   offsets of the scratch the kernel needs, when it needs some) or `cpu.alias` (the result
+   shares operand 0's buffer: a free reshape, `quant.scast`, a widening cast read through);
+   on the entry `cpu.workspace`, the arena's size in bytes;
+3. `cpu-codegen` generates the C from the fused, planned entries, which become:
 
 * one `cpu.module`: the C99 translation unit generated for the executable (`source`, one C
   function per entry) and, in its body, the constants those functions read, already packed
@@ -52,7 +65,14 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface, SymbolTable
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    NoTerminator,
+    SingleBlockImplicitTerminator,
+    SymbolOpInterface,
+    SymbolTable,
+)
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -269,4 +289,101 @@ class CallOp(IRDLOperation):
         return op
 
 
-CPU = Dialect("cpu", [CModuleOp, ConstantOp, CallOp], [])
+PLAN_OFFSETS = "cpu.offsets"
+"""Per result of a planned op: its byte offset in the workspace, -1 for an entry result."""
+PLAN_SCRATCH = "cpu.scratch"
+"""Byte offsets in the workspace of the scratch buffers a planned op's kernel needs."""
+PLAN_ALIAS = "cpu.alias"
+"""On a planned op whose result shares operand 0's buffer (nothing runs)."""
+PLAN_WORKSPACE = "cpu.workspace"
+"""On a planned entry: the size in bytes of its workspace arena."""
+
+FUSION_KINDS = {
+    "qconv": ("nn.conv2d", "nn.fully_connected"),
+    "qadd": ("nn.add",),
+    "conv_add": ("nn.conv2d",),
+}
+"""Kinds of `cpu.fusion` and the op names of which the region holds exactly one (the
+producer the kernel is named after)."""
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """The end of a `cpu.fusion` region: the fused kernel's result."""
+
+    name = "cpu.yield"
+
+    values = var_operand_def()
+
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusionOp)))
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class FusionOp(IRDLOperation):
+    """Ops that run as one C kernel of kind `kind` (`cpu-fuse`, see the module docstring).
+
+    The region (not isolated: it reads values from above, e.g. the int8 input and the
+    constants) holds the fused ops in order and `cpu.yield` of the kernel's result; no value
+    defined inside is used outside. Example (generic form):
+
+    ```mlir
+    %y = "cpu.fusion"() <{kind = "conv_add"}> ({
+      %c = nn.conv2d %x, %w layout = "NHWC" : ...
+      %a = nn.add %c, %r : ...
+      "cpu.yield"(%a) : (tensor<1x4x4x8xf32>) -> ()
+    }) : () -> tensor<1x4x4x8xf32>
+    ```
+    """
+
+    name = "cpu.fusion"
+
+    kind = prop_def(StringAttr)
+    outputs = var_result_def()
+    body = region_def("single_block")
+
+    traits = lazy_traits_def(lambda: (SingleBlockImplicitTerminator(YieldOp),))
+
+    def __init__(self, kind: str, result_types: Sequence[Attribute], ops: Sequence[Operation]):
+        super().__init__(
+            properties={"kind": StringAttr(kind)},
+            result_types=[list(result_types)],
+            regions=[Region(Block(list(ops)))],
+        )
+
+    @property
+    def members(self) -> list[Operation]:
+        """The fused ops, in order (without the yield)."""
+        return [op for op in self.body.block.ops if not isinstance(op, YieldOp)]
+
+    def verify_(self) -> None:
+        kind = self.kind.data
+        if kind not in FUSION_KINDS:
+            raise VerifyException(
+                f"unknown fusion kind '{kind}' (expected one of {', '.join(FUSION_KINDS)})"
+            )
+        ops = list(self.body.block.ops)
+        if len(ops) < 3 or not isinstance(ops[-1], YieldOp):
+            raise VerifyException("expected at least two fused ops and cpu.yield")
+        producers = [op for op in ops if op.name in FUSION_KINDS[kind]]
+        if len(producers) != 1:
+            names = " or ".join(f"'{n}'" for n in FUSION_KINDS[kind])
+            raise VerifyException(f"a '{kind}' fusion holds exactly one {names}")
+        if kind == "conv_add" and [op.name for op in ops[:-1]] != ["nn.conv2d", "nn.add"]:
+            raise VerifyException("a 'conv_add' fusion holds an nn.conv2d and the nn.add of it")
+        for op in ops[:-1]:
+            if op.regions:
+                raise VerifyException(f"'{op.name}' with regions cannot be fused")
+            for result in op.results:
+                for use in result.uses:
+                    if use.operation.parent is not self.body.block:
+                        raise VerifyException(
+                            f"the result of '{op.name}' is used outside the fusion"
+                        )
+        if [v.type for v in ops[-1].operands] != [v.type for v in self.outputs]:
+            raise VerifyException("cpu.yield must yield values of the fusion's result types")
+
+
+CPU = Dialect("cpu", [CModuleOp, ConstantOp, CallOp, FusionOp, YieldOp], [])

@@ -525,6 +525,50 @@ def _block_graph(x, w1, b1, w2, wfc):
     return [c1, dw, add, pool, flat, logits, prob]
 
 
+def _residual_pointwise(x, r, w, b):
+    """A 1x1 conv (one row of 35 pixels, 20 channels: tails) whose result is added to `r`
+    (residual on the left) with relu6: the add runs in the conv's epilogue."""
+    conv = nn.Conv2DOp.make(x, w, b, layout="NHWC")
+    return [conv, nn.AddOp.make(r, conv.output, activation="relu6")]
+
+
+def _residual_strided(x, r, w):
+    """A padded, strided 3x3 conv with relu, then + r: residual after the conv's own
+    activation."""
+    conv = nn.Conv2DOp.make(
+        x, w, None, strides=[2, 2], pads=[1, 0, 1, 1], layout="NHWC", activation="relu"
+    )
+    return [conv, nn.AddOp.make(conv.output, r)]
+
+
+def _residual_shared(x, r, w):
+    """The conv's result has a second use: the add stays a separate op."""
+    conv = nn.Conv2DOp.make(x, w, None, layout="NHWC")
+    add = nn.AddOp.make(conv.output, r)
+    return [conv, add, nn.MulOp.make(add.output, conv.output)]
+
+
+RESIDUAL_CASES = [
+    Case(
+        "residual_pointwise",
+        _residual_pointwise,
+        [rand(1, 5, 7, 8), rand(1, 5, 7, 20, low=-4, high=4), rand(20, 1, 1, 8), rand(20)],
+        frozenset({2, 3}),
+    ),
+    Case(
+        "residual_strided",
+        _residual_strided,
+        [rand(1, 9, 10, 6), rand(1, 5, 5, 40), rand(40, 3, 3, 6)],
+        frozenset({2}),
+    ),
+    Case(
+        "residual_shared",
+        _residual_shared,
+        [rand(1, 3, 3, 4), rand(1, 3, 3, 8), rand(8, 1, 1, 4)],
+        frozenset({2}),
+    ),
+]
+
 GRAPH_CASES = [
     Case(
         "block",
@@ -532,7 +576,16 @@ GRAPH_CASES = [
         [rand(1, 6, 6, 3), rand(8, 3, 3, 3), rand(8), rand(8, 3, 3, 1), rand(5, 8)],
         frozenset({1, 2, 3, 4}),
     ),
+    *RESIDUAL_CASES,
 ]
+
+
+def test_residual_add_runs_in_the_conv_epilogue() -> None:
+    module, executable, _ = build_executable(RESIDUAL_CASES[:2])
+    lower(module)
+    (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
+    assert "/* nn.add" not in source
+    assert source.count(", NULL, 0);") == 0  # both convs carry their residual
 
 
 @pytest.fixture(scope="module")

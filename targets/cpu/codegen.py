@@ -1,8 +1,9 @@
 """C code generation of the CPU target: one C function per entry of a `delegate.executable`.
 
-`generate_function(func, c_name, constants)` turns an entry (a `func.func` of `nn` ops on
-static float32 tensors, or of the integer form `lower-quantized` gives quantized ops:
-integer `nn` ops, `quant.scast`, `quant.rescale`) into one C function that runs all of its
+`generate_function(func, c_name, constants)` (the heart of `cpu-codegen`) turns an entry
+(a `func.func` of `nn` ops and `cpu.fusion`s on static float32 tensors, or of the integer
+form `lower-quantized` gives quantized ops: integer `nn` ops, `quant.scast`,
+`quant.rescale`) into one C function that runs all of its
 ops; pointers carry each value's C type (`float`, `int8_t`, `uint8_t`, `int16_t`,
 `int32_t`; a quantized tensor is its storage integers):
 
@@ -14,7 +15,10 @@ ops; pointers carry each value's C type (`float`, `int8_t`, `uint8_t`, `int16_t`
   intermediate tensor, and the scratch an op needs (a zero-padded input, a filter packed at
   run time), gets an offset in one workspace arena: first-fit over live ranges, 64-byte
   aligned, so buffers are reused as soon as their last reader ran. Reshapes are free (the
-  result shares its input's buffer).
+  result shares its input's buffer). `plan_function` computes the plan and records it on
+  the entry (`cpu-plan-memory`: `cpu.offsets`, `cpu.scratch`, `cpu.alias`,
+  `cpu.workspace`); `FunctionCodegen.generate` follows the recorded plan (`read_plan`
+  checks it against the ops).
 * **Constants.** `nn.constant` values are passed in the constants table `consts`, which the
   runtime builds once at load time; filters are packed at compile time into the layout
   their kernel reads (`packing`), so the table holds them packed. A constant operand of an
@@ -29,6 +33,14 @@ ops; pointers carry each value's C type (`float`, `int8_t`, `uint8_t`, `int16_t`
   `irc_depthwise_i32`, inputs widened to int32 and zero-padded in the workspace, constant
   filters packed to int32 at compile time); pools, reductions, casts, clamps and
   add/sub/mul (wrapping, as numpy's int32) follow the reference kernels exactly.
+* **Fusion.** A `cpu.fusion` (`cpu-fuse`) is one kernel: kind "qconv", an int8 chain
+  `x -> i32 - zp -> conv2d / fully_connected -> rescale [-> clip]` read back from the region
+  with `qfusion.match_chain`, runs as ONE kernel that reads the int8 input and writes the
+  int8 result (`fused_int8`: vpdpbusd dot products with the zero-point correction folded
+  into the bias, or the int16 depthwise kernel; requantization in the epilogue); "qadd",
+  the int8 add (`fused_int8_add`); "conv_add", a float conv2d with the residual add in its
+  epilogue. A fusion whose ops are not a chain of its kind is refused. `IRC_CPU_PROFILE=1`
+  times every kernel (`KernelProfiler`, read with `targets/cpu/profiling.py`).
 * **Kernels.** Heavy ops call the kernel library (`csrc`: convolution as a register-blocked
   implicit GEMM, depthwise, pooling, softmax, resize); elementwise ops, reductions and data
   movement become loop nests with literal bounds, their dimensions collapsed where the data
@@ -45,15 +57,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, UnitAttr, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
-from irc.dialects import nn, quant
+from irc.dialects import cpu, nn, quant
 from irc.dialects.nn.base import ints_of
 from irc.dialects.quant import quantized_element
 from irc.dtypes import numpy_dtype
-from irc.targets.cpu import csrc, packing
+from irc.sanitize import c_comment, c_identifier
+from irc.targets.cpu import csrc, packing, qfusion
+from irc.targets.cpu.profiling import KernelProfiler, profile_enabled
+from irc.targets.cpu.qfusion import QuantAddChain, QuantChain, match_add, match_chain
 from irc.targets.cpu.support import (
     BINARY_OPS,
     C_TYPES,
@@ -195,7 +210,7 @@ def parallel(dims: Sequence[int], lines: Lines) -> Lines:
     """`lines` (a loop nest over `dims`) split across OpenMP threads when it is large enough."""
     if numel(dims) < _PAR_ELEMENTS or not dims or dims[0] < 2:
         return lines
-    return ["IRC_PRAGMA(omp parallel for schedule(static))", *lines]
+    return ["IRC_PARFOR(schedule(static))", *lines]
 
 
 def loop_nest(
@@ -222,7 +237,8 @@ def loop_nest(
 
 def block(comment: str, decls: Lines, body: Lines) -> Lines:
     """A `{ ... }` statement block with a comment line (comments never contain model text)."""
-    return [f"/* {comment} */", "{", *("  " + d for d in decls), *("  " + b for b in body), "}"]
+    head = f"/* {c_comment(comment)} */"
+    return [head, "{", *("  " + d for d in decls), *("  " + b for b in body), "}"]
 
 
 def describe(op: Operation) -> str:
@@ -310,6 +326,10 @@ class Lowered:
     """Kernel-library snippets the emitted code calls."""
     alias: bool = False
     """The (single) result shares operand 0's buffer: nothing to run."""
+    reads: tuple[SSAValue, ...] = ()
+    """Values the emitted code reads besides the op's operands (kept alive until it ran)."""
+    timed: tuple[Operation, tuple[SSAValue, ...]] | None = None
+    """For a fusion: the op its kernel is profiled as, and the values labelling its type."""
 
 
 class Emitter:
@@ -352,6 +372,27 @@ def _value_range(value: SSAValue) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
+def fusion_inputs(fusion: cpu.FusionOp) -> tuple[SSAValue, ...]:
+    """The values the ops of a fusion read from above it, in first-use order."""
+    members = fusion.members
+    inside = set(members)
+    found: dict[SSAValue, None] = {}
+    for op in members:
+        for value in op.operands:
+            if value.owner not in inside:
+                found[value] = None
+    return tuple(found)
+
+
+def _holds_exactly(
+    members: list[Operation], skipped: list[Operation], final: Operation, yielded: object
+) -> bool:
+    """Whether a fusion's ops are exactly a matched chain ending in the yielded op."""
+    return (
+        yielded is final and set(members) == {*skipped, final} and len(members) == len(skipped) + 1
+    )
+
+
 def _wrap_activation(expr: str, code: int) -> str:
     return expr if code == 0 else f"irc_act({expr}, {code})"
 
@@ -363,6 +404,8 @@ class OpLowering:
         self.codegen = codegen
 
     def lower(self, op: Operation) -> Lowered:
+        if isinstance(op, cpu.FusionOp):
+            return self.fusion(op)
         support = check_op(op)
         if not support:
             raise LoweringError(op, support.reason.removeprefix("cpu: "))
@@ -381,6 +424,44 @@ class OpLowering:
             return method(op)
         return self.unary(op)
 
+    def fusion(self, fusion: cpu.FusionOp) -> Lowered:
+        """A `cpu.fusion` (`cpu-fuse`) as the one kernel of its kind."""
+        members = fusion.members
+        for member in members:
+            support = check_op(member)
+            if not support:
+                raise LoweringError(member, support.reason.removeprefix("cpu: "))
+        kind = fusion.kind.data
+        yielded = fusion.body.block.last_op
+        final = yielded.operands[0].owner if yielded is not None and yielded.operands else None
+        reads = fusion_inputs(fusion)
+        if kind == "qconv":
+            producer = next(
+                op for op in members if isinstance(op, nn.Conv2DOp | nn.FullyConnectedOp)
+            )
+            chain = match_chain(producer)
+            if chain is not None and _holds_exactly(members, chain.skipped, chain.final, final):
+                lowered = self.fused_int8(chain)
+                timed = (chain.conv, (chain.source,))
+                return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
+        elif kind == "qadd":
+            add = next(op for op in members if isinstance(op, nn.AddOp))
+            add_chain = match_add(add)
+            if add_chain is not None and _holds_exactly(
+                members, add_chain.skipped, add_chain.final, final
+            ):
+                lowered = self.fused_int8_add(add_chain)
+                timed = (add_chain.add, add_chain.sources)
+                return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
+        elif kind == "conv_add":
+            conv, add = members
+            if isinstance(conv, nn.Conv2DOp) and isinstance(add, nn.AddOp) and final is add:
+                other = add.operands[1] if add.operands[0] is conv.output else add.operands[0]
+                lowered = self.lower_conv2d(conv, (other, _activation_code(add)))
+                timed = (conv, tuple(conv.operands))
+                return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
+        raise LoweringError(fusion, f"the '{kind}' fusion does not hold a chain of its kind")
+
     # ---- The integer form of lower-quantized ----
 
     def lower_integer(self, op: Operation) -> Lowered:
@@ -398,6 +479,154 @@ class OpLowering:
         if type(op) in INTEGER_BINARY_OPS:
             return self.integer_binary(op)  # type: ignore[arg-type]
         raise LoweringError(op, f"no integer kernel for '{op.name}'")
+
+    def fused_int8(self, chain: QuantChain) -> Lowered:
+        """An int8 conv2d / fully_connected chain (`qfusion`) as one kernel: int8 in, int8
+        out, the rescale and clamp in the epilogue (`csrc` snippet "qfused")."""
+        conv, source = chain.conv, chain.source
+        out_value = chain.final.results[0]
+        filter_array = self.codegen.constant_array(conv.operands[1])
+        assert filter_array is not None
+        weights = filter_array.astype(np.int8)  # values in int8 range (checked by the match)
+        bias_value = conv.operands[2] if len(conv.operands) > 2 else None
+        bias = None if bias_value is None else self.codegen.constant_array(bias_value)
+        offset = qfusion.flip_offset(source)
+        signed = offset == 128
+        zp = chain.zero_point
+        zp_out = _zero_point(chain.rescale.output)
+        low, high = chain.low, chain.high
+
+        def requant(padded: int, channels: int) -> tuple[Lines, tuple[object, ...]]:
+            """The epilogue's arguments (its parameters are a constant, packed at compile
+            time: `qfusion.requant_blocks`)."""
+            params, mode = qfusion.requant_blocks(chain.rescale, channels, padded)
+            table = self._fused_constant(conv, f"qrequant_i64 [{padded // 16}][64]", params)
+            rq = f"(const int64_t *){table}"
+            return [], (rq, mode, f"{zp_out}LL", f"{low}LL", f"{high}LL")
+
+        if chain.depthwise:
+            assert isinstance(conv, nn.Conv2DOp)
+            geo = qfusion.conv_geometry(conv)
+            (n, h, w, c), (_, kh, kw, _) = shape(source), shape(conv.operands[1])
+            _, oh, ow, _ = shape(out_value)
+            cp = -(-c // 16) * 16
+            pack = qfusion.pack_depthwise_i16(weights, cp)
+            # Two int8 x int8 products fit in int16 unless a weight is -128 (|x w| <= 16256).
+            pairs = int(signed and int(weights.min()) >= -127)
+            folded_dw = qfusion.fold_bias(weights, bias, zp, 0, cp)
+            _, mode = qfusion.requant_blocks(chain.rescale, c, cp)
+            kernel_dw = csrc.fused_depthwise_kernel(signed, (kh, kw) == (3, 3), mode)
+
+            def emit_dw(em: Emitter, res: list[str], _: list[str]) -> Lines:
+                wk = em.packed(conv.operands[1], "qdepthwise_i16 [KH][KW][Cp16]", lambda a: pack)
+                bk = self._fused_constant(conv, "qdepthwise_bias_i32 [Cp16]", folded_dw)
+                decls, epilogue = requant(cp, c)
+                args = (em.ptr(source), n, h, w, c, cp, zp, pairs)
+                args += (f"(const int16_t *){wk}", f"(const int32_t *){bk}")
+                args += (*epilogue, f"(uint8_t *){res[0]}", oh, ow, kh, kw)
+                args += (*geo["strides"], *geo["dilations"], geo["pads"][0], geo["pads"][1])
+                return block(describe(conv), decls, [c_call(kernel_dw, *args)])
+
+            return Lowered(emit_dw, snippets=(kernel_dw,), reads=(source,))
+
+        if isinstance(conv, nn.FullyConnectedOp):
+            m, k = numel(shape(source)[:-1]), shape(source)[-1]
+            oc = shape(conv.operands[1])[0]
+            ohwi = weights.reshape(oc, 1, 1, k)
+            n, h, w, c, oh, ow = 1, 1, m, k, 1, m
+            strides, dilations, pads = [1, 1], [1, 1], [0, 0, 0, 0]
+            kh = kw = 1
+        else:
+            geo = qfusion.conv_geometry(conv)
+            ohwi = weights
+            (n, h, w, c), (oc, kh, kw, _) = shape(source), shape(conv.operands[1])
+            _, oh, ow, _ = shape(out_value)
+            strides, dilations, pads = geo["strides"], geo["dilations"], geo["pads"]
+            if kh == kw == 1 and tuple(strides) == (1, 1) and not any(pads):  # one row of pixels
+                n, h, w, oh, ow = 1, 1, n * h * w, 1, n * h * w
+        nv = qfusion.vnni_blocks(oc)
+        nb = 16 * nv
+        padded = -(-oc // nb) * nb
+        c4 = -(-c // 4)
+        pt, pl, pb, pr = pads
+        hp, wp = h + pt + pb, w + pl + pr
+        needs_copy = any(pads) or c % 4 != 0
+        temps = [-(-(n * hp * wp * c4 * 4) // 4)] if needs_copy else []
+        mr = 8 if ow >= 4 else 1
+        if mr == 1:
+            nv, nb = 2, 32
+            padded = -(-oc // nb) * nb
+        mode = qfusion.requant_blocks(chain.rescale, oc, padded)[1]
+        kernel = csrc.fused_conv_kernel(mr, nv, mode)
+        packed_w = qfusion.pack_vnni(ohwi, nv)
+        folded = qfusion.fold_bias(ohwi, bias, zp, offset, padded)
+        flip = "0x80808080u" if signed else "0u"
+
+        def emit(em: Emitter, res: list[str], tmp: list[str]) -> Lines:
+            wk = em.packed(
+                conv.operands[1],
+                f"qconv_vnni_i8 [OC/{nb}][KH][KW][C/4][{nb}][4]",
+                lambda a: packed_w,
+            )
+            bk = self._fused_constant(conv, f"qconv_vnni_bias_i32 [{padded}]", folded)
+            body: Lines = []
+            x = f"(const uint8_t *){em.ptr(source)}"
+            if needs_copy:
+                fill = zp & 255
+                body.append(
+                    c_call(
+                        "irc_qpad",
+                        f"(uint8_t *){tmp[0]}",
+                        x,
+                        n,
+                        h,
+                        w,
+                        c,
+                        c4 * 4,
+                        pt,
+                        pl,
+                        pb,
+                        pr,
+                        fill,
+                    )
+                )
+                x = f"(const uint8_t *){tmp[0]}"
+            args = (x, n, hp, wp, c4 * 4, flip, f"(const int8_t *){wk}", f"(const int32_t *){bk}")
+            decls, epilogue = requant(padded, oc)
+            args += (*epilogue, f"(uint8_t *){res[0]}", oh, ow, oc, kh, kw)
+            args += (*strides, *dilations, c4)
+            body.append(c_call(kernel, *args))
+            return block(describe(conv), decls, body)
+
+        return Lowered(emit, temps, (kernel,), reads=(source,))
+
+    def fused_int8_add(self, chain: QuantAddChain) -> Lowered:
+        """An int8 add chain (`qfusion.match_add_chains`) as one elementwise kernel: both
+        inputs requantized to the common scale, summed, requantized to the int8 result."""
+        sa, sb = chain.sources
+        count = numel(shape(chain.add.output))
+        kernel = "irc_qadd_s8" if ctype(sa) == "int8_t" else "irc_qadd_u8"
+        blocks = [
+            qfusion.requant_blocks(r, 16, 16)[0] for r in (*chain.input_rescales, chain.rescale)
+        ]
+        zp_out = _zero_point(chain.rescale.output)
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            tables = [
+                self._fused_constant(chain.add, f"qadd_requant_i64 [1][64] {name}", params)
+                for name, params in zip(("lhs", "rhs", "sum"), blocks, strict=True)
+            ]
+            args = (em.ptr(sa), em.ptr(sb), count, *chain.zero_points, *chain.factors)
+            args += (*(f"(const int64_t *){t}" for t in tables), f"{zp_out}LL")
+            args += (f"{chain.low}LL", f"{chain.high}LL", f"(uint8_t *){res[0]}")
+            return block(describe(chain.add), [], [c_call(kernel, *args)])
+
+        return Lowered(emit, snippets=(kernel,), reads=(sa, sb))
+
+    def _fused_constant(self, conv: Operation, packing_name: str, array: np.ndarray) -> str:
+        """A constant computed for one fused chain (keyed by its conv: it depends on the
+        filter, the bias and the zero point together)."""
+        return f"K[{self.codegen.constants.add(conv.results[0], packing_name, lambda: array)}]"
 
     def rescale(self, op: quant.RescaleOp) -> Lowered:
         """`quant.rescale`: TFLite's MultiplyByQuantizedMultiplier (`irc_mbqm`), exactly the
@@ -459,9 +688,7 @@ class OpLowering:
                     f"typedef {ct_in} irc_in8 __attribute__((vector_size({8 * size_in})));",
                     f"typedef {ct_out} irc_out8 __attribute__((vector_size({8 * size_out})));",
                 ]
-            pragma = (
-                ["IRC_PRAGMA(omp parallel for schedule(static))"] if count >= _PAR_RESCALE else []
-            )
+            pragma = ["IRC_PARFOR(schedule(static))"] if count >= _PAR_RESCALE else []
             if not count:
                 body: Lines = []
             elif inner == 1:  # per-channel on the innermost axis: channels innermost
@@ -852,7 +1079,11 @@ class OpLowering:
             return "NULL"
         return em.ptr(bias)
 
-    def lower_conv2d(self, op: nn.Conv2DOp) -> Lowered:
+    def lower_conv2d(
+        self, op: nn.Conv2DOp, residual: tuple[SSAValue, int] | None = None
+    ) -> Lowered:
+        """A float conv2d; with `residual` = (value, activation code) the result is
+        act(conv + value) (a residual add fused into the epilogue: `residual_adds`)."""
         props = op.all_properties()
         layout = op.layout.data
         groups = op.groups.value.data
@@ -940,6 +1171,7 @@ class OpLowering:
             bias = self._bias(em, op.bias)
             sh, sw = strides
             dh, dw = dilations
+            extra = ("NULL", 0) if residual is None else (em.ptr(residual[0]), residual[1])
             if depthwise:
                 body.append(
                     c_call(
@@ -950,10 +1182,10 @@ class OpLowering:
             elif pointwise:
                 m = n * h * w
                 geometry = (1, 1, m, c, wk, bias, y, 1, m, oc, 1, 1, 1, 1, 1, 1)
-                body.append(c_call("irc_conv2d", nv, x, *geometry, groups, cg, ocg, act))
+                body.append(c_call("irc_conv2d", nv, x, *geometry, groups, cg, ocg, act, *extra))
             else:
                 geometry = (n, hp, wp, c, wk, bias, y, oh, ow, oc, kh, kw, sh, sw, dh, dw)
-                body.append(c_call("irc_conv2d", nv, x, *geometry, groups, cg, ocg, act))
+                body.append(c_call("irc_conv2d", nv, x, *geometry, groups, cg, ocg, act, *extra))
             if layout == "NCHW":
                 body += transpose_lines(y, res[0], (n, oh, ow, oc), (0, 3, 1, 2))
             return block(describe(op), [], body)
@@ -989,7 +1221,8 @@ class OpLowering:
             bias = self._bias(em, op.bias)
             if m:
                 geometry = (1, 1, m, k, wk, bias, res[0], 1, m, oc, 1, 1, 1, 1, 1, 1)
-                body.append(c_call("irc_conv2d", nv, em.ptr(op.input), *geometry, 1, k, oc, act))
+                args = (nv, em.ptr(op.input), *geometry, 1, k, oc, act, "NULL", 0)
+                body.append(c_call("irc_conv2d", *args))
             return block(describe(op), [], body)
 
         snippets = ("conv2d",) if weights_const else ("conv2d", "pack_filter")
@@ -1349,16 +1582,31 @@ class _Arena:
         del self.live[ident]
 
 
+@dataclass
+class BufferPlan:
+    """Where an entry's values and scratch live: what `cpu-plan-memory` records."""
+
+    results: dict[Operation, list[int]]
+    """Per op running a kernel: each result's workspace offset in floats, -1 for an entry
+    result (written in place into the caller's output buffer)."""
+    scratch: dict[Operation, list[int]]
+    """Per op running a kernel: its scratch buffers' workspace offsets in floats."""
+    aliases: set[Operation]
+    """Ops whose result shares operand 0's buffer (nothing runs)."""
+    workspace_floats: int
+
+
 class FunctionCodegen:
     """Generates the C function of one entry (see the module docstring)."""
 
     def __init__(self, func: FuncOp, c_name: str, constants: ConstantTable):
         self.func = func
-        self.c_name = c_name
+        self.c_name = c_identifier(c_name)
         self.constants = constants
         self._storage: dict[SSAValue, Storage] = {}
         self._constant_values: dict[SSAValue, np.ndarray] = {}
         self._base: dict[SSAValue, SSAValue] = {}
+        self._plan_comment: Lines = []
 
     def constant_array(self, value: SSAValue) -> np.ndarray | None:
         return self._constant_values.get(value)
@@ -1386,7 +1634,8 @@ class FunctionCodegen:
             self._storage[base] = Storage("const", index, C_TYPES[array.dtype])
         return self._storage[base].expr()
 
-    def generate(self) -> GeneratedFunction:
+    def _analyse(self) -> tuple[list[tuple[Operation, Lowered]], list[SSAValue]]:
+        """How every op runs (constants aside) and the returned values; checks the entry."""
         block = self.func.body.block
         ops = list(block.ops)
         if not ops or not isinstance(ops[-1], ReturnOp):
@@ -1395,7 +1644,6 @@ class FunctionCodegen:
         for i, arg in enumerate(block.args):
             ct = c_type(arg.type) or "float"  # checked after the ops
             self._storage[arg] = Storage("in", i, ct)
-
         lowering = OpLowering(self)
         plans: list[tuple[Operation, Lowered]] = []
         for op in ops[:-1]:
@@ -1406,27 +1654,45 @@ class FunctionCodegen:
                 array = np.ascontiguousarray(op.to_array()).astype(dtype(op.output), copy=False)
                 self._constant_values[op.output] = array
                 continue
-            if not isinstance(op, nn.NNOp | quant.SCastOp | quant.RescaleOp):
+            if not isinstance(op, nn.NNOp | quant.SCastOp | quant.RescaleOp | cpu.FusionOp):
                 raise LoweringError(op, f"no kernel for '{op.name}'")
             lowered = lowering.lower(op)
             if lowered.alias:
                 self._base[op.results[0]] = op.operands[0]
             plans.append((op, lowered))
-
         # Ops first (their refusals say most), then what crosses the boundary.
         for arg in block.args:
             self._check_tensor(arg, self.func)
         for value in returned:
             self._check_tensor(value, ops[-1])
-        temps_of = self._plan_buffers(plans, returned)
+        return plans, returned
+
+    def plan_memory(self) -> BufferPlan:
+        """The entry's buffer plan (see the module docstring), computed from its ops."""
+        plans, returned = self._analyse()
+        return self._plan_buffers(plans, returned)
+
+    def generate(self) -> GeneratedFunction:
+        """The C function, following the buffer plan recorded on the entry's ops."""
+        plans, returned = self._analyse()
+        plan = read_plan(self.func, plans, self._output_of(plans, returned))
+        temps_of = self._apply_plan(plans, plan, returned)
+        block = self.func.body.block
         emitter = Emitter(self)
+        profiling = profile_enabled()
+        profiler = KernelProfiler(self.c_name)
         body: Lines = []
         snippets: set[str] = {"common"}
         for op, lowered in plans:
             if lowered.alias:
                 continue
             results = [self.pointer(r) for r in op.results]
-            body += lowered.emit(emitter, results, temps_of[op])
+            lines = lowered.emit(emitter, results, temps_of[op])
+            if profiling:
+                timed, data = lowered.timed or (op, tuple(op.operands))
+                element = ctype(self.base(data[0])) if data else ctype(op.results[0])
+                lines = profiler.wrap(timed, f"{describe(timed)} {element}", lines)
+            body += lines
             snippets.update(lowered.snippets)
         for j, value in enumerate(returned):
             src = self.pointer(value)
@@ -1439,7 +1705,8 @@ class FunctionCodegen:
         params += [f"{ctype(v)} *out{j}" for j, v in enumerate(returned)]
         params += ["const void *const *consts", "float *ws"]
         header = [
-            f"/* {self.c_name}: {len(plans)} ops, workspace {self._workspace_floats * 4} bytes. */",
+            f"/* {c_comment(self.c_name)}: {len(plans)} ops, "
+            f"workspace {plan.workspace_floats * 4} bytes. */",
             *self._plan_comment,
             f"void {self.c_name}({', '.join(params)}) {{",
             "  const float *const *K = (const float *const *)consts;",
@@ -1447,10 +1714,13 @@ class FunctionCodegen:
             "  (void)ws;",
         ]
         source = "\n".join([*header, *("  " + line for line in body), "}"]) + "\n"
+        if profiling:
+            source = profiler.table() + source
+            snippets.add("profile")
         return GeneratedFunction(
             self.c_name,
             source,
-            self._workspace_floats * 4,
+            plan.workspace_floats * 4,
             frozenset(snippets),
             len(block.args),
             len(returned),
@@ -1465,53 +1735,180 @@ class FunctionCodegen:
                 op, f"entry arguments and results must be float32 or integer tensors, got {type_}"
             )
 
-    def _plan_buffers(
+    def _output_of(
         self, plans: list[tuple[Operation, Lowered]], returned: list[SSAValue]
-    ) -> dict[Operation, list[str]]:
-        """Give every produced value a storage; returns each op's scratch pointers."""
-        # Returned values produced here are written straight into the output buffers.
+    ) -> dict[SSAValue, int]:
+        """Returned values produced here -> the output buffer they are written into."""
         produced = {r for op, lowered in plans if not lowered.alias for r in op.results}
+        outputs: dict[SSAValue, int] = {}
         for j, value in enumerate(returned):
             base = self.base(value)
-            if base in produced and base not in self._storage:
-                self._storage[base] = Storage("out", j, ctype(base))
+            if base in produced and base not in outputs:
+                outputs[base] = j
+        return outputs
+
+    def _plan_buffers(
+        self, plans: list[tuple[Operation, Lowered]], returned: list[SSAValue]
+    ) -> BufferPlan:
+        """First-fit over live ranges: every produced value and every op's scratch."""
+        outputs = self._output_of(plans, returned)
         # Last use of every buffer (through aliases), in op positions.
         last_use: dict[SSAValue, int] = {}
-        for i, (op, _) in enumerate(plans):
-            for value in (*op.operands, *op.results):
+        for i, (op, lowered) in enumerate(plans):
+            for value in (*op.operands, *op.results, *lowered.reads):
                 last_use[self.base(value)] = i
         arena = _Arena()
         live: dict[SSAValue, int] = {}
-        temps_of: dict[Operation, list[str]] = {}
-        lines: Lines = []
+        plan = BufferPlan({}, {}, set(), 0)
         for i, (op, lowered) in enumerate(plans):
-            if not lowered.alias:
+            if lowered.alias:
+                plan.aliases.add(op)
+            else:
+                offsets = []
                 for result in op.results:
-                    if result not in self._storage:
-                        ident, offset = arena.alloc(units(result))
-                        live[result] = ident
-                        self._storage[result] = Storage("ws", offset, ctype(result))
-                        lines.append(f" *   op {i} result: ws[{offset}..+{units(result)}]")
-                    else:
-                        lines.append(f" *   op {i} result: {self._storage[result].expr()}")
-            scratch = [arena.alloc(size) for size in lowered.temps]
-            temps_of[op] = [f"(ws + {offset})" for _, offset in scratch]
-            for (ident, offset), size in zip(scratch, lowered.temps):
-                lines.append(f" *   op {i} scratch: ws[{offset}..+{size}]")
-                arena.free(ident)
+                    if result in outputs:
+                        offsets.append(-1)
+                        continue
+                    ident, offset = arena.alloc(units(result))
+                    live[result] = ident
+                    offsets.append(offset)
+                plan.results[op] = offsets
+                scratch = [arena.alloc(size) for size in lowered.temps]
+                plan.scratch[op] = [offset for _, offset in scratch]
+                for ident, _ in scratch:
+                    arena.free(ident)
             for value, ident in list(live.items()):
                 if last_use.get(value, i) <= i:
                     arena.free(ident)
                     del live[value]
-        self._workspace_floats = arena.peak
-        self._plan_comment = [" * Buffer plan (offsets in floats):", *lines, " */"] if lines else []
-        if self._plan_comment:
-            self._plan_comment.insert(0, "/*")
+        plan.workspace_floats = arena.peak
+        return plan
+
+    def _apply_plan(
+        self, plans: list[tuple[Operation, Lowered]], plan: BufferPlan, returned: list[SSAValue]
+    ) -> dict[Operation, list[str]]:
+        """Give every produced value its storage; returns each op's scratch pointers."""
+        outputs = self._output_of(plans, returned)
+        temps_of: dict[Operation, list[str]] = {}
+        lines: Lines = []
+        for i, (op, lowered) in enumerate(plans):
+            if lowered.alias:
+                continue
+            for result, offset in zip(op.results, plan.results[op], strict=True):
+                if offset < 0:
+                    self._storage[result] = Storage("out", outputs[result], ctype(result))
+                    lines.append(f" *   op {i} result: {self._storage[result].expr()}")
+                else:
+                    self._storage[result] = Storage("ws", offset, ctype(result))
+                    lines.append(f" *   op {i} result: ws[{offset}..+{units(result)}]")
+            temps_of[op] = [f"(ws + {offset})" for offset in plan.scratch[op]]
+            for offset, size in zip(plan.scratch[op], lowered.temps, strict=True):
+                lines.append(f" *   op {i} scratch: ws[{offset}..+{size}]")
+        self._plan_comment = (
+            ["/*", " * Buffer plan (offsets in floats):", *lines, " */"] if lines else []
+        )
         return temps_of
 
 
+def record_plan(func: FuncOp, plan: BufferPlan) -> None:
+    """Write `plan` on the entry and its ops (`cpu.offsets`, `cpu.scratch`, `cpu.alias`,
+    `cpu.workspace`; byte offsets), replacing an earlier plan."""
+    for op in func.body.block.ops:
+        for name in (cpu.PLAN_OFFSETS, cpu.PLAN_SCRATCH, cpu.PLAN_ALIAS):
+            op.attributes.pop(name, None)
+    for op in plan.aliases:
+        op.attributes[cpu.PLAN_ALIAS] = UnitAttr()
+    for op, offsets in plan.results.items():
+        op.attributes[cpu.PLAN_OFFSETS] = DenseArrayBase.from_list(
+            i64, [o * 4 if o >= 0 else -1 for o in offsets]
+        )
+        if plan.scratch[op]:
+            op.attributes[cpu.PLAN_SCRATCH] = DenseArrayBase.from_list(
+                i64, [o * 4 for o in plan.scratch[op]]
+            )
+    func.attributes[cpu.PLAN_WORKSPACE] = IntegerAttr(plan.workspace_floats * 4, i64)
+
+
+def _byte_offsets(op: Operation, name: str) -> list[int] | None:
+    attr = op.attributes.get(name)
+    if attr is None:
+        return None
+    if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
+        raise LoweringError(op, f"'{name}' must be an array<i64: ...> of byte offsets")
+    return [int(v) for v in attr.get_values()]
+
+
+def read_plan(
+    func: FuncOp,
+    plans: list[tuple[Operation, Lowered]],
+    outputs: dict[SSAValue, int],
+) -> BufferPlan:
+    """The plan recorded by `cpu-plan-memory`, checked against the ops (offsets in floats)."""
+    workspace = func.attributes.get(cpu.PLAN_WORKSPACE)
+    if workspace is None:
+        raise LoweringError(
+            func, f"the entry has no buffer plan ('{cpu.PLAN_WORKSPACE}'): run cpu-plan-memory"
+        )
+    if not isinstance(workspace, IntegerAttr) or workspace.value.data < 0:
+        raise LoweringError(func, f"'{cpu.PLAN_WORKSPACE}' must be a non-negative integer")
+    limit = workspace.value.data
+    align = ALIGN_FLOATS * 4
+    if limit % 4:
+        raise LoweringError(func, f"'{cpu.PLAN_WORKSPACE}' must be a multiple of 4 bytes")
+    plan = BufferPlan({}, {}, set(), limit // 4)
+    for op, lowered in plans:
+        if lowered.alias:
+            if cpu.PLAN_ALIAS not in op.attributes:
+                raise LoweringError(op, f"the op is an alias but lacks '{cpu.PLAN_ALIAS}'")
+            plan.aliases.add(op)
+            continue
+        if cpu.PLAN_ALIAS in op.attributes:
+            raise LoweringError(op, f"'{cpu.PLAN_ALIAS}' on an op that runs a kernel")
+        offsets = _byte_offsets(op, cpu.PLAN_OFFSETS)
+        if offsets is None or len(offsets) != len(op.results):
+            raise LoweringError(
+                op, f"expected '{cpu.PLAN_OFFSETS}' with one offset per result (the plan)"
+            )
+        scratch = _byte_offsets(op, cpu.PLAN_SCRATCH) or []
+        if len(scratch) != len(lowered.temps):
+            raise LoweringError(
+                op,
+                f"the kernel needs {len(lowered.temps)} scratch buffers, the plan has "
+                f"{len(scratch)}",
+            )
+        sizes = [units(r) * 4 for r in op.results]
+        for result, offset in zip(op.results, offsets, strict=True):
+            if offset == -1 and result not in outputs:
+                raise LoweringError(op, "offset -1 for a value that is not an entry result")
+        for offset, size in [
+            *zip(offsets, sizes),
+            *((s, t * 4) for s, t in zip(scratch, lowered.temps)),
+        ]:
+            if offset == -1:
+                continue
+            if offset < 0 or offset % align or offset + size > limit:
+                raise LoweringError(
+                    op,
+                    f"planned offset {offset} (+{size} bytes) is not {align}-byte aligned "
+                    f"inside the {limit}-byte workspace",
+                )
+        plan.results[op] = [o // 4 if o >= 0 else -1 for o in offsets]
+        plan.scratch[op] = [o // 4 for o in scratch]
+    return plan
+
+
+def plan_function(func: FuncOp) -> BufferPlan:
+    """Compute the buffer plan of one entry and record it on it (`cpu-plan-memory`)."""
+    plan = FunctionCodegen(func, "plan", ConstantTable()).plan_memory()
+    record_plan(func, plan)
+    return plan
+
+
 def generate_function(func: FuncOp, c_name: str, constants: ConstantTable) -> GeneratedFunction:
-    """Lower one entry function to C (raises LoweringError on an op it cannot run)."""
+    """Lower one entry to C (raises LoweringError on an op it cannot run); the entry is
+    planned first (`plan_function`) when it carries no buffer plan."""
+    if cpu.PLAN_WORKSPACE not in func.attributes:
+        plan_function(func)
     return FunctionCodegen(func, c_name, constants).generate()
 
 

@@ -12,7 +12,10 @@ fork/join).
 
 Integer kernels (snippets "quant", "conv_int", "pool_int") run the `lower-quantized` form
 with the reference's exact integer semantics; `irc_mbqm` is TFLite's
-MultiplyByQuantizedMultiplier as targets/reference/quant.py defines it.
+MultiplyByQuantizedMultiplier as targets/reference/quant.py defines it. The fused int8
+kernels ("qfused" and its instances `fused_conv_kernel` / `fused_depthwise_kernel`) run a
+whole conv -> rescale -> clamp chain: AVX512-VNNI vpdpbusd when the compiler targets it,
+AVX-512 requantization, and portable C paths for both (IRC_PORTABLE, tested).
 
 Float semantics follow the reference kernels: NaN propagates through max/min/relu/clip like
 numpy's `maximum`/`minimum`, fused activations are TFLite's.
@@ -69,10 +72,26 @@ _snippet(
 #define IRC_INLINE static inline __attribute__((always_inline))
 #define IRC_PARALLEL_WORK 4000000.0 /* multiply-adds below which an op stays on one thread */
 #if defined(_OPENMP)
+#include <omp.h>
 #define IRC_PRAGMA(x) _Pragma(#x)
 #else
 #define IRC_PRAGMA(x)
 #endif
+/* An OpenMP parallel loop on the library's thread count (irc_nthreads), with `clauses`. */
+#define IRC_PARFOR(clauses) IRC_PRAGMA(omp parallel for num_threads(irc_nthreads()) clauses)
+
+/* Threads of this library's parallel loops (every `omp parallel` names them):
+   irc_set_threads(n) from the runtime (IRC_CPU_THREADS), n <= 0: OpenMP's default. */
+static int irc_threads_wanted = 0;
+void irc_set_threads(int n) { irc_threads_wanted = n; }
+static int irc_nthreads(void) {
+#if defined(_OPENMP)
+  return irc_threads_wanted > 0 ? irc_threads_wanted : omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+int irc_get_threads(void) { return irc_nthreads(); }
 
 typedef float irc_v16 __attribute__((vector_size(64)));
 typedef float irc_v16u __attribute__((vector_size(64), aligned(4)));
@@ -94,6 +113,21 @@ IRC_INLINE float irc_act(float v, int act) {
     case IRC_ACT_RELU_N1_TO_1: return irc_clampf(v, -1.0f, 1.0f);
     case IRC_ACT_TANH: return tanhf(v);
     default: return v;
+  }
+}
+
+/* o[j] = act(o[j] + r[j]) for j < n: a residual add fused into a producer's epilogue. */
+IRC_INLINE void irc_residual(float *restrict o, long n, const float *restrict r, int act) {
+  long j;
+  switch (act) {
+    case IRC_ACT_NONE: for (j = 0; j < n; ++j) o[j] += r[j]; break;
+    case IRC_ACT_RELU:
+      for (j = 0; j < n; ++j) o[j] = o[j] + r[j] < 0.0f ? 0.0f : o[j] + r[j];
+      break;
+    case IRC_ACT_RELU6:
+      for (j = 0; j < n; ++j) o[j] = irc_clampf(o[j] + r[j], 0.0f, 6.0f);
+      break;
+    default: for (j = 0; j < n; ++j) o[j] = irc_act(o[j] + r[j], act); break;
   }
 }
 
@@ -203,7 +237,7 @@ IRC_INLINE void irc_conv2d_task(const int NV, long t, int nchunk, int chunk,
                                 const float *restrict w, const float *restrict bias,
                                 float *restrict y, int OH, int OW, int OC, int KH, int KW,
                                 int SH, int SW, int DH, int DW, int G, int Cg, int OCg,
-                                int act) {
+                                int act, const float *restrict res, int act2) {
   const int NB = 16 * NV;
   const int nblk = (OCg + NB - 1) / NB;
   const long wblk = (long)KH * KW * Cg * NB;
@@ -224,38 +258,43 @@ IRC_INLINE void irc_conv2d_task(const int NV, long t, int nchunk, int chunk,
         float *restrict o = yrow + (long)ow * OC + oc0;
         irc_conv_tile(IRC_MR, NV, xrow + (long)ow * SW * C + g * Cg, (long)SW * C,
                       (long)DH * Wp * C, (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid);
-        for (int m = 0; m < IRC_MR; ++m) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
+        for (int m = 0; m < IRC_MR; ++m) {
+          irc_epilogue(o + (long)m * OC, nvalid, bb, act);
+          if (res) irc_residual(o + (long)m * OC, nvalid, res + (o - y) + (long)m * OC, act2);
+        }
       }
       for (; ow < ow1; ++ow) {
         float *restrict o = yrow + (long)ow * OC + oc0;
         irc_conv_tile(1, NV, xrow + (long)ow * SW * C + g * Cg, (long)SW * C,
                       (long)DH * Wp * C, (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid);
         irc_epilogue(o, nvalid, bb, act);
+        if (res) irc_residual(o, nvalid, res + (o - y), act2);
       }
     }
 }
 
 /* y[N][OH][OW][OC] = act(conv(x[N][Hp][Wp][C] (already padded), w packed by
-   irc_pack_filter with NB = 16 * NV) + bias), groups G (Cg = C / G, OCg = OC / G). Tasks
+   irc_pack_filter with NB = 16 * NV) + bias), groups G (Cg = C / G, OCg = OC / G); with a
+   residual `res` (same shape as y, or NULL) then y = act2(y + res), tile by tile. Tasks
    are chunks of output rows; the OpenMP loop lives here, outside the inlined task, so that
    NV stays a literal constant inside the outlined parallel body. */
 static void irc_conv2d(int NV, const float *restrict x, int N, int Hp, int Wp, int C,
                        const float *restrict w, const float *restrict bias, float *restrict y,
                        int OH, int OW, int OC, int KH, int KW, int SH, int SW, int DH, int DW,
-                       int G, int Cg, int OCg, int act) {
+                       int G, int Cg, int OCg, int act, const float *restrict res, int act2) {
   const int chunk = 8 * IRC_MR;
   const int nchunk = (OW + chunk - 1) / chunk;
   const long tasks = (long)N * OH * nchunk;
   const double work = (double)N * OH * OW * KH * KW * Cg * OC;
   (void)work;
-  IRC_PRAGMA(omp parallel for schedule(static) if (tasks > 1 && work > IRC_PARALLEL_WORK))
+  IRC_PARFOR(schedule(static) if (tasks > 1 && work > IRC_PARALLEL_WORK))
   for (long t = 0; t < tasks; ++t) {
     if (NV == 2)
       irc_conv2d_task(2, t, nchunk, chunk, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH, KW, SH,
-                      SW, DH, DW, G, Cg, OCg, act);
+                      SW, DH, DW, G, Cg, OCg, act, res, act2);
     else
       irc_conv2d_task(1, t, nchunk, chunk, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH, KW, SH,
-                      SW, DH, DW, G, Cg, OCg, act);
+                      SW, DH, DW, G, Cg, OCg, act, res, act2);
   }
 }
 """,
@@ -318,7 +357,7 @@ static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
   int ow_hi = last < 0 ? 0 : last / SW + 1;
   if (ow_hi > OW) ow_hi = OW;
   (void)work;
-  IRC_PRAGMA(omp parallel for schedule(static) if (rows > 1 && work > IRC_PARALLEL_WORK))
+  IRC_PARFOR(schedule(static) if (rows > 1 && work > IRC_PARALLEL_WORK))
   for (long r = 0; r < rows; ++r) {
     const int n = (int)(r / OH), oh = (int)(r % OH);
     const int ih0 = oh * SH - PT;
@@ -373,7 +412,7 @@ static void irc_pool2d(int is_max, const float *restrict x, int N, int H, int W,
   const long rows = (long)N * OH;
   const double work = (double)rows * OW * KH * KW * C;
   (void)work;
-  IRC_PRAGMA(omp parallel for schedule(static) if (rows > 1 && work > IRC_PARALLEL_WORK))
+  IRC_PARFOR(schedule(static) if (rows > 1 && work > IRC_PARALLEL_WORK))
   for (long r = 0; r < rows; ++r) {
     const int n = (int)(r / OH), oh = (int)(r % OH);
     for (int ow = 0; ow < OW; ++ow) {
@@ -593,7 +632,7 @@ static void irc_conv2d_i32(const int32_t *restrict x, int N, int Hp, int Wp, int
   const int nblk = (OCg + 15) / 16;
   const long rows = (long)N * OH;
   const double work = (double)rows * OW * OC * KH * KW * Cg;
-  IRC_PRAGMA(omp parallel for schedule(static) if (work > IRC_PARALLEL_WORK))
+  IRC_PARFOR(schedule(static) if (work > IRC_PARALLEL_WORK))
   for (long r = 0; r < rows; ++r) {
     const long n = r / OH, oh = r % OH;
     /* 4 output pixels x 16 channels per register tile; a tail tile repeats its last
@@ -643,7 +682,7 @@ static void irc_depthwise_i32(const int32_t *restrict x, int N, int Hp, int Wp, 
                               int SW, int DH, int DW) {
   const long rows = (long)N * OH;
   const double work = (double)rows * OW * C * KH * KW;
-  IRC_PRAGMA(omp parallel for schedule(static) if (work > IRC_PARALLEL_WORK))
+  IRC_PARFOR(schedule(static) if (work > IRC_PARALLEL_WORK))
   for (long r = 0; r < rows; ++r) {
     const long n = r / OH, oh = r % OH;
     for (int ow = 0; ow < OW; ++ow) {
@@ -711,3 +750,466 @@ IRC_POOL_INT(int32_t)
 """,
     ("quant",),
 )
+
+# ---- Fused int8 convolution (VNNI) and depthwise ------------------------------------------------
+
+_snippet(
+    "qfused",
+    r"""
+/* Fused int8 kernels: the lower-quantized chain `x (int8/uint8) -> i32 - zp -> conv -> rescale
+   -> clamp -> int8/uint8` in one pass, no i32 tensor in memory. Exact: the products and the
+   int32 sums are the chain's; requantization is irc_mbqm on 8 int64 lanes. */
+typedef int32_t irc_vi32 __attribute__((vector_size(64)));
+typedef uint32_t irc_vu32 __attribute__((vector_size(64)));
+typedef int32_t irc_vi32x8 __attribute__((vector_size(32)));
+typedef int8_t irc_vb8 __attribute__((vector_size(8)));
+
+#if defined(__AVX512VNNI__) && defined(__AVX512F__) && !defined(IRC_PORTABLE)
+#include <immintrin.h>
+#define IRC_HAVE_VNNI 1
+/* acc[j] += sum_i a.u8[i] * w[j].s8[i] (vpdpbusd, no saturation). */
+IRC_INLINE irc_vi32 irc_dot4(irc_vi32 acc, uint32_t a, irc_vi32 w) {
+  return (irc_vi32)_mm512_dpbusd_epi32((__m512i)acc, _mm512_set1_epi32((int)a), (__m512i)w);
+}
+#else
+#define IRC_HAVE_VNNI 0
+/* Portable form of the same: each lane of w holds 4 signed bytes, a 4 unsigned bytes. */
+IRC_INLINE irc_vi32 irc_dot4(irc_vi32 acc, uint32_t a, irc_vi32 w) {
+  const irc_vu32 u = (irc_vu32)w;
+  const irc_vi32 w0 = (irc_vi32)(u << 24) >> 24, w1 = (irc_vi32)(u << 16) >> 24;
+  const irc_vi32 w2 = (irc_vi32)(u << 8) >> 24, w3 = w >> 24;
+  return acc + (int32_t)(a & 255u) * w0 + (int32_t)((a >> 8) & 255u) * w1 +
+         (int32_t)((a >> 16) & 255u) * w2 + (int32_t)(a >> 24) * w3;
+}
+#endif
+
+/* 1 when the fused int8 kernels use vpdpbusd (AVX512-VNNI; IRC_PORTABLE turns the
+   intrinsics off for the portable C path). */
+int irc_have_vnni(void) { return IRC_HAVE_VNNI; }
+
+/* Requantization of 16 int32 lanes (16 consecutive channels) to bytes, exactly irc_mbqm:
+   `q` holds the block's parameters as int64 in even/odd lane order (q[0..7] multipliers of
+   channels 0, 2, .., 14, q[8..15] of 1, 3, .., 15; then the same for `a` (left shift) and
+   `b` (right shift; with single rounding: the total shift)). `mode`: bit 0 single rounding,
+   bit 1 some left shift > 0, bit 2 some multiplier == INT32_MIN (the saturating case).
+   The result is clamp(r + zp, lo, hi), stored as the low byte (int8 or uint8) of `cnt`
+   lanes. With AVX-512 the two int64 halves use vpmuldq: the doubling high multiply with
+   its nudge is exactly (p + 2^30) >> 31 for either sign of p (truncation toward zero of
+   (p + nudge) / 2^31), and the rounding right shift (h + half - (h < 0 && b > 0)) >> b.
+   Mode 0 (double rounding, no left shift, right shifts <= 31) folds both into one shift,
+   floor(floor(a / 2^31) + c) / 2^b) = floor((a + c 2^31) / 2^(31 + b)): the block then
+   holds m, K1 = 2^30 + half 2^31, K2 = 2^30 + (half - (b > 0)) 2^31 and S = 31 + b, and
+   r = (p + (p < -2^30 ? K2 : K1)) >> S, which fits in int32. */
+#define IRC_RQ_BLOCK 64 /* int64 parameters per 16 channels */
+#if defined(__AVX512F__) && !defined(IRC_PORTABLE)
+#include <immintrin.h>
+typedef struct {
+  __m512i m[2], a[2], b[2], half[2], adj[2];
+} irc_rqp;
+
+IRC_INLINE irc_rqp irc_rq_load(const int64_t *restrict q, int mode) {
+  irc_rqp p;
+  const __m512i one = _mm512_set1_epi64(1), zero = _mm512_setzero_si512();
+  if (mode == 0) {
+    for (int k = 0; k < 2; ++k) {
+      p.m[k] = _mm512_loadu_si512((const void *)(q + 8 * k));
+      p.half[k] = _mm512_loadu_si512((const void *)(q + 16 + 8 * k));
+      p.adj[k] = _mm512_loadu_si512((const void *)(q + 32 + 8 * k));
+      p.b[k] = _mm512_loadu_si512((const void *)(q + 48 + 8 * k));
+      p.a[k] = zero;
+    }
+    return p;
+  }
+  for (int k = 0; k < 2; ++k) {
+    p.m[k] = _mm512_loadu_si512((const void *)(q + 8 * k));
+    p.a[k] = _mm512_loadu_si512((const void *)(q + 16 + 8 * k));
+    p.b[k] = _mm512_loadu_si512((const void *)(q + 32 + 8 * k));
+    p.half[k] = _mm512_srli_epi64(_mm512_sllv_epi64(one, p.b[k]), 1);
+    p.adj[k] = _mm512_mask_sub_epi64(p.half[k], _mm512_cmpgt_epi64_mask(p.b[k], zero),
+                                     p.half[k], one);
+  }
+  return p;
+}
+
+IRC_INLINE void irc_rq_store_bytes(__m128i bytes, uint8_t *restrict dst, int cnt) {
+  if (cnt == 16)
+    _mm_storeu_si128((__m128i *)dst, bytes);
+  else {
+    uint8_t tmp[16];
+    _mm_storeu_si128((__m128i *)tmp, bytes);
+    memcpy(dst, tmp, (size_t)cnt);
+  }
+}
+
+/* Mode 0 on 16 int32 lanes: the requantized values (before zero point and clamp), int32. */
+IRC_INLINE __m512i irc_rq0_lanes(__m512i acc, const irc_rqp *p) {
+  const __m512i lim = _mm512_set1_epi64(-((int64_t)1 << 30));
+  const __m512i xs[2] = {acc, _mm512_srli_epi64(acc, 32)}; /* vpmuldq: low dwords */
+  __m512i r[2];
+  for (int k = 0; k < 2; ++k) {
+    const __m512i prod = _mm512_mul_epi32(xs[k], p->m[k]);
+    const __mmask8 neg = _mm512_cmplt_epi64_mask(prod, lim);
+    r[k] = _mm512_srav_epi64(
+        _mm512_add_epi64(prod, _mm512_mask_mov_epi64(p->half[k], neg, p->adj[k])), p->b[k]);
+  }
+  return _mm512_or_si512(_mm512_and_si512(r[0], _mm512_set1_epi64(0xffffffffLL)),
+                         _mm512_slli_epi64(r[1], 32));
+}
+
+IRC_INLINE void irc_rq_store(__m512i acc, const irc_rqp *p, int mode, int64_t zp, int64_t lo,
+                             int64_t hi, uint8_t *restrict dst, int cnt) {
+  if (mode == 0) {
+    __m512i v = irc_rq0_lanes(acc, p);
+    v = _mm512_max_epi32(_mm512_min_epi32(v, _mm512_set1_epi32((int)(hi - zp))),
+                         _mm512_set1_epi32((int)(lo - zp)));
+    v = _mm512_add_epi32(v, _mm512_set1_epi32((int)zp));
+    irc_rq_store_bytes(_mm512_cvtepi32_epi8(v), dst, cnt);
+    return;
+  }
+  const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
+  const __m512i vlo = _mm512_set1_epi64(lo - zp), vhi = _mm512_set1_epi64(hi - zp);
+  __m512i x[2] = {_mm512_srai_epi64(_mm512_slli_epi64(acc, 32), 32), _mm512_srai_epi64(acc, 32)};
+  __m512i r[2];
+  for (int k = 0; k < 2; ++k) {
+    if (mode & 1) {
+      const __m512i rounder = _mm512_sllv_epi64(one, _mm512_sub_epi64(p->b[k], one));
+      r[k] = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(x[k], p->m[k]), rounder),
+                               p->b[k]);
+    } else {
+      __m512i s = x[k];
+      if (mode & 2) {
+        s = _mm512_sllv_epi64(s, p->a[k]);
+        s = _mm512_max_epi64(_mm512_min_epi64(s, _mm512_set1_epi64(INT32_MAX)),
+                             _mm512_set1_epi64(INT32_MIN));
+      }
+      __m512i h = _mm512_srai_epi64(
+          _mm512_add_epi64(_mm512_mul_epi32(s, p->m[k]), _mm512_set1_epi64((int64_t)1 << 30)),
+          31);
+      if (mode & 4) {
+        const __m512i min32 = _mm512_set1_epi64(INT32_MIN);
+        const __mmask8 sat =
+            _mm512_cmpeq_epi64_mask(s, min32) & _mm512_cmpeq_epi64_mask(p->m[k], min32);
+        h = _mm512_mask_mov_epi64(h, sat, _mm512_set1_epi64(INT32_MAX));
+      }
+      const __mmask8 neg = _mm512_cmplt_epi64_mask(h, zero);
+      r[k] = _mm512_srav_epi64(_mm512_add_epi64(h, _mm512_mask_mov_epi64(p->half[k], neg,
+                                                                            p->adj[k])),
+                               p->b[k]);
+    }
+    r[k] = _mm512_max_epi64(_mm512_min_epi64(r[k], vhi), vlo);
+  }
+  const __m512i v = _mm512_add_epi32(
+      _mm512_or_si512(_mm512_and_si512(r[0], _mm512_set1_epi64(0xffffffffLL)),
+                      _mm512_slli_epi64(r[1], 32)),
+      _mm512_set1_epi32((int)zp));
+  irc_rq_store_bytes(_mm512_cvtepi32_epi8(v), dst, cnt);
+}
+#define IRC_RQ_PARAMS(NAME, Q, MODE) const irc_rqp NAME = irc_rq_load(Q, MODE)
+#define IRC_RQ_STORE(ACC, P, Q, MODE, ZP, LO, HI, DST, CNT) \
+  irc_rq_store((__m512i)(ACC), &(P), MODE, ZP, LO, HI, DST, CNT)
+#else
+/* Portable: irc_mbqm per lane. */
+IRC_INLINE void irc_rq_store_scalar(irc_vi32 acc, const int64_t *restrict q, int mode, int64_t zp,
+                                    int64_t lo, int64_t hi, uint8_t *restrict dst, int cnt) {
+  for (int j = 0; j < cnt; ++j) {
+    const int e = (j & 1) * 8 + j / 2;
+    const int64_t m = q[e], a = q[16 + e], b = q[32 + e], x = acc[j];
+    int64_t r;
+    if (mode == 0) { /* m, K1, K2, S */
+      const int64_t prod = x * m;
+      r = (prod + (prod < -((int64_t)1 << 30) ? b : a)) >> q[48 + e];
+    } else if (mode & 1) {
+      r = (x * m + (b > 0 ? ((int64_t)1 << (b - 1)) : 0)) >> b;
+    } else {
+      int64_t s = x << a;
+      s = s < INT32_MIN ? INT32_MIN : (s > INT32_MAX ? INT32_MAX : s);
+      r = irc_rdbpot(irc_srdhm(s, m), (int)b);
+    }
+    r += zp;
+    dst[j] = (uint8_t)(r < lo ? lo : (r > hi ? hi : r));
+  }
+}
+#define IRC_RQ_PARAMS(NAME, Q, MODE) const int64_t *restrict NAME = (Q)
+#define IRC_RQ_STORE(ACC, P, Q, MODE, ZP, LO, HI, DST, CNT) \
+  irc_rq_store_scalar(ACC, P, MODE, ZP, LO, HI, DST, CNT)
+#endif
+
+/* dst [N][H+PT+PB][W+PL+PR][Cp] bytes = src [N][H][W][C] with `fill` around and in the
+   channels beyond C (the input's zero point: those taps then contribute nothing). */
+static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N, long H, long W,
+                     long C, long Cp, long PT, long PL, long PB, long PR, int fill) {
+  const long Hp = H + PT + PB, Wp = W + PL + PR;
+  memset(dst, fill, (size_t)(N * Hp * Wp * Cp));
+  for (long n = 0; n < N; ++n)
+    for (long h = 0; h < H; ++h) {
+      uint8_t *restrict d = dst + ((n * Hp + h + PT) * Wp + PL) * Cp;
+      const uint8_t *restrict s = src + (n * H + h) * W * C;
+      if (C == Cp)
+        memcpy(d, s, (size_t)(W * C));
+      else
+        for (long w = 0; w < W; ++w) memcpy(d + w * Cp, s + w * C, (size_t)C);
+    }
+}
+
+/* Fused int8 convolution / fully connected as u8 x s8 dot products of 4 channels:
+   x bytes [N][Hp][Wp][Cs] (Cs channels per pixel, a multiple of 4, already padded), each
+   4-byte group XORed with `flip` (0x80808080 makes int8 storage unsigned: x + 128);
+   w packed [ceil(OC/NB)][KH][KW][C4][NB][4] int8 (NB = 16 * NV, zero beyond OC); bias
+   [ceil(OC/NB) * NB] int32 with the correction -(zp + 128 or 0) * sum(w) folded in at compile
+   time; y [N][OH][OW][OC] bytes. Register tile: MR output pixels x NB channels; a tail tile
+   repeats its last pixel (computed again, written once). Tasks (row, pixel tile, channel
+   block) are split across threads. */
+#define IRC_QCONV(NAME, MR, NV, MODEC)                                                       \
+  static void NAME(const uint8_t *restrict x, long N, long Hp, long Wp, long Cs,             \
+                   uint32_t flip, const int8_t *restrict w, const int32_t *restrict bias,    \
+                   const int64_t *restrict q, int mode, int64_t zp, int64_t lo,              \
+                   int64_t hi, uint8_t *restrict y, long OH, long OW, long OC, int KH,       \
+                   int KW, int SH, int SW, int DH, int DW, long C4) {                        \
+    const long NB = 16 * (NV), nblk = (OC + NB - 1) / NB, tiles = (OW + (MR) - 1) / (MR);   \
+    const long tasks = N * OH * tiles * nblk;                                                \
+    const int md = (MODEC) >= 0 ? (MODEC) : mode;                                            \
+    const double work = (double)N * OH * OW * OC * KH * KW * C4 * 4;                         \
+    IRC_PARFOR(schedule(static) if (work > IRC_PARALLEL_WORK))                               \
+    for (long t = 0; t < tasks; ++t) {                                                       \
+      const long b = t % nblk, rt = t / nblk, r = rt / tiles, ow0 = (rt % tiles) * (MR);     \
+      const long n = r / OH, oh = r % OH;                                                    \
+      const uint8_t *xp[MR];                                                                 \
+      for (int p = 0; p < (MR); ++p) {                                                       \
+        const long pix = ow0 + p < OW ? ow0 + p : OW - 1;                                    \
+        xp[p] = x + ((n * Hp + oh * SH) * Wp + pix * SW) * Cs;                               \
+      }                                                                                      \
+      irc_vi32 acc[MR][NV];                                                                  \
+      for (int p = 0; p < (MR); ++p)                                                         \
+        for (int v = 0; v < (NV); ++v) acc[p][v] = (irc_vi32){0};                            \
+      const int8_t *restrict wb = w + b * KH * KW * C4 * NB * 4;                             \
+      for (int kh = 0; kh < KH; ++kh)                                                        \
+        for (int kw = 0; kw < KW; ++kw) {                                                    \
+          const long off = ((long)kh * DH * Wp + (long)kw * DW) * Cs;                        \
+          const int8_t *restrict wp = wb + ((long)kh * KW + kw) * C4 * NB * 4;               \
+          for (long c4 = 0; c4 < C4; ++c4) {                                                 \
+            irc_vi32 wv[NV];                                                                 \
+            for (int v = 0; v < (NV); ++v)                                                   \
+              __builtin_memcpy(&wv[v], wp + (c4 * NB + v * 16) * 4, 64);                     \
+            for (int p = 0; p < (MR); ++p) {                                                 \
+              uint32_t a;                                                                    \
+              __builtin_memcpy(&a, xp[p] + off + c4 * 4, 4);                                 \
+              a ^= flip;                                                                     \
+              for (int v = 0; v < (NV); ++v) acc[p][v] = irc_dot4(acc[p][v], a, wv[v]);      \
+            }                                                                                \
+          }                                                                                  \
+        }                                                                                    \
+      for (int v = 0; v < (NV); ++v) {                                                       \
+        const long oc0 = b * NB + v * 16;                                                    \
+        if (oc0 >= OC) break;                                                                \
+        const int cnt = OC - oc0 < 16 ? (int)(OC - oc0) : 16;                                \
+        irc_vi32 bv;                                                                         \
+        __builtin_memcpy(&bv, bias + oc0, 64);                                               \
+        IRC_RQ_PARAMS(rq, q + oc0 / 16 * IRC_RQ_BLOCK, md);                                  \
+        for (int p = 0; p < (MR) && ow0 + p < OW; ++p)                                       \
+          IRC_RQ_STORE(acc[p][v] + bv, rq, q, md, zp, lo, hi,                                \
+                       y + (r * OW + ow0 + p) * OC + oc0, cnt);                              \
+      }                                                                                      \
+    }                                                                                        \
+  }
+
+/* Fused int8 depthwise convolution (one filter per channel), 16 channels per vector:
+   x * w exactly in int16 (|x| <= 255, |w| <= 128) summed in int32, the zero point's share
+   -zp * sum(w) folded into the bias at compile time; a tap outside the input (padding, worth
+   (zp - zp) * w = 0) adds zp * w back. x [N][H][W][C] of T (int8_t or uint8_t); w [KH][KW][Cp]
+   int16 (Cp = C rounded up to 16, zero beyond C); bias [Cp] int32 (folded); q the
+   requantization blocks; y [N][OH][OW][C] bytes. KHC/KWC: compile-time kernel size (the
+   taps of an interior pixel unroll) or 0. */
+typedef int16_t irc_vh16 __attribute__((vector_size(32)));
+typedef int8_t irc_vsb16 __attribute__((vector_size(16)));
+typedef uint8_t irc_vub16 __attribute__((vector_size(16)));
+
+/* One tap of 16 channels: x (16 bytes) widened to int16 times w (exact in int16), and the
+   widening of int16 lanes to int32. */
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && !defined(IRC_PORTABLE)
+IRC_INLINE irc_vh16 irc_dw_prod_irc_vsb16(irc_vsb16 b, irc_vh16 w) {
+  return (irc_vh16)_mm256_mullo_epi16(_mm256_cvtepi8_epi16((__m128i)b), (__m256i)w);
+}
+IRC_INLINE irc_vh16 irc_dw_prod_irc_vub16(irc_vub16 b, irc_vh16 w) {
+  return (irc_vh16)_mm256_mullo_epi16(_mm256_cvtepu8_epi16((__m128i)b), (__m256i)w);
+}
+IRC_INLINE irc_vi32 irc_dw_widen(irc_vh16 p) {
+  return (irc_vi32)_mm512_cvtepi16_epi32((__m256i)p);
+}
+#else
+IRC_INLINE irc_vh16 irc_dw_prod_irc_vsb16(irc_vsb16 b, irc_vh16 w) {
+  return __builtin_convertvector(b, irc_vh16) * w;
+}
+IRC_INLINE irc_vh16 irc_dw_prod_irc_vub16(irc_vub16 b, irc_vh16 w) {
+  return __builtin_convertvector(b, irc_vh16) * w;
+}
+IRC_INLINE irc_vi32 irc_dw_widen(irc_vh16 p) { return __builtin_convertvector(p, irc_vi32); }
+#endif
+#define irc_dw_tap_irc_vsb16(B, W) irc_dw_widen(irc_dw_prod_irc_vsb16(B, W))
+#define irc_dw_tap_irc_vub16(B, W) irc_dw_widen(irc_dw_prod_irc_vub16(B, W))
+
+#define IRC_QDW(NAME, T, TV, KHC, KWC, MODEC)                                                 \
+  static void NAME(const T *restrict x, long N, long H, long W, long C, long Cp, int zp_in,   \
+                   int pairs, const int16_t *restrict w, const int32_t *restrict bias,        \
+                   const int64_t *restrict q, int mode, int64_t zp, int64_t lo, int64_t hi,   \
+                   uint8_t *restrict y, long OH, long OW, int KH_, int KW_, int SH, int SW,   \
+                   int DH, int DW, int PT, int PL) {                                          \
+    const int KH = (KHC) ? (KHC) : KH_, KW = (KWC) ? (KWC) : KW_;                             \
+    const long rows = N * OH;                                                                 \
+    const double work = (double)rows * OW * C * KH * KW;                                      \
+    const int md = (MODEC) >= 0 ? (MODEC) : mode;                                             \
+    IRC_PARFOR(schedule(static) if (work > IRC_PARALLEL_WORK / 4))                            \
+    for (long r = 0; r < rows; ++r) {                                                         \
+      const long n = r / OH, oh = r % OH, ih0 = oh * SH - PT;                                 \
+      const int rows_in = ih0 >= 0 && ih0 + (long)(KH - 1) * DH < H;                          \
+      for (long c = 0; c < Cp; c += 16) {                                                     \
+        const int cnt = C - c < 16 ? (int)(C - c) : 16;                                       \
+        irc_vi32 bv;                                                                          \
+        __builtin_memcpy(&bv, bias + c, 64);                                                  \
+        IRC_RQ_PARAMS(rq, q + c / 16 * IRC_RQ_BLOCK, md);                                     \
+        for (long ow = 0; ow < OW; ++ow) {                                                    \
+          const long iw0 = ow * SW - PL;                                                      \
+          irc_vi32 acc = bv;                                                                  \
+          if (cnt == 16 && rows_in && iw0 >= 0 && iw0 + (long)(KW - 1) * DW < W) {            \
+            const T *restrict xp = x + ((n * H + ih0) * W + iw0) * C + c;                     \
+            int t = 0;                                                                        \
+            if (pairs) /* two products still fit in int16: add them before widening */       \
+              for (; t + 1 < KH * KW; t += 2) {                                               \
+                const int h0 = t / KW, w0 = t % KW, h1 = (t + 1) / KW, w1 = (t + 1) % KW;     \
+                TV b0, b1;                                                                    \
+                irc_vh16 v0, v1;                                                              \
+                __builtin_memcpy(&b0, xp + ((long)h0 * DH * W + (long)w0 * DW) * C, 16);      \
+                __builtin_memcpy(&b1, xp + ((long)h1 * DH * W + (long)w1 * DW) * C, 16);      \
+                __builtin_memcpy(&v0, w + ((long)h0 * KW + w0) * Cp + c, 32);                 \
+                __builtin_memcpy(&v1, w + ((long)h1 * KW + w1) * Cp + c, 32);                 \
+                acc += irc_dw_widen(irc_dw_prod_##TV(b0, v0) + irc_dw_prod_##TV(b1, v1));     \
+              }                                                                               \
+            for (; t < KH * KW; ++t) {                                                        \
+              const int kh = t / KW, kw = t % KW;                                             \
+              TV b;                                                                           \
+              irc_vh16 wv;                                                                    \
+              __builtin_memcpy(&b, xp + ((long)kh * DH * W + (long)kw * DW) * C, 16);         \
+              __builtin_memcpy(&wv, w + ((long)kh * KW + kw) * Cp + c, 32);                   \
+              acc += irc_dw_tap_##TV(b, wv);                                                  \
+            }                                                                                 \
+          } else {                                                                            \
+            for (int kh = 0; kh < KH; ++kh) {                                                 \
+              const long ih = ih0 + (long)kh * DH;                                            \
+              for (int kw = 0; kw < KW; ++kw) {                                               \
+                const long iw = iw0 + (long)kw * DW;                                          \
+                irc_vh16 wv;                                                                  \
+                __builtin_memcpy(&wv, w + ((long)kh * KW + kw) * Cp + c, 32);                 \
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W) {                                 \
+                  TV b = (TV){0} + (T)zp_in;                                                  \
+                  __builtin_memcpy(&b, x + ((n * H + ih) * W + iw) * C + c, (size_t)cnt);     \
+                  acc += irc_dw_tap_##TV(b, wv);                                              \
+                } else {                                                                      \
+                  acc += __builtin_convertvector(wv, irc_vi32) * zp_in;                       \
+                }                                                                             \
+              }                                                                               \
+            }                                                                                 \
+          }                                                                                   \
+          IRC_RQ_STORE(acc, rq, q, md, zp, lo, hi, y + (r * OW + ow) * C + c, cnt);           \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+  }
+
+/* Mode 0 on one value (lane 0 of a parameter block): exact, as irc_rq0_lanes. */
+IRC_INLINE int64_t irc_rq0_scalar(int64_t x, const int64_t *restrict q) {
+  const int64_t prod = x * q[0];
+  return (prod + (prod < -((int64_t)1 << 30) ? q[32] : q[16])) >> q[48];
+}
+
+/* Fused int8 add (TFLite's general 8-bit add in lower-quantized's form): y = clamp(zp +
+   rq_o(rq_a((a - za) * ka) + rq_b((b - zb) * kb)), lo, hi) over n elements of T, each rq_*
+   a mode-0 requantization (per tensor: block lane 0 holds the parameters); the int32 sum
+   wraps as the chain's nn.add. Chunks of 4096 elements are split across threads. */
+#if defined(__AVX512F__) && !defined(IRC_PORTABLE)
+#define IRC_QADD_VECTOR(CVT)                                                                 \
+  {                                                                                          \
+    const irc_rqp pa = irc_rq_load(qa, 0), pb = irc_rq_load(qb, 0), po = irc_rq_load(qo, 0); \
+    const __m512i vza = _mm512_set1_epi32(za), vzb = _mm512_set1_epi32(zb);                  \
+    const __m512i vka = _mm512_set1_epi32(ka), vkb = _mm512_set1_epi32(kb);                  \
+    for (; i + 16 <= i1; i += 16) {                                                          \
+      const __m512i xa = _mm512_mullo_epi32(                                                 \
+          _mm512_sub_epi32(CVT(_mm_loadu_si128((const __m128i *)(a + i))), vza), vka);       \
+      const __m512i xb = _mm512_mullo_epi32(                                                 \
+          _mm512_sub_epi32(CVT(_mm_loadu_si128((const __m128i *)(b + i))), vzb), vkb);       \
+      const __m512i sum = _mm512_add_epi32(irc_rq0_lanes(xa, &pa), irc_rq0_lanes(xb, &pb));  \
+      irc_rq_store(sum, &po, 0, zp, lo, hi, y + i, 16);                                      \
+    }                                                                                        \
+  }
+#else
+#define IRC_QADD_VECTOR(CVT)
+#endif
+#define IRC_QADD(NAME, T, CVT)                                                                \
+  static void NAME(const T *restrict a, const T *restrict b, long n, int za, int zb, int ka,  \
+                   int kb, const int64_t *restrict qa, const int64_t *restrict qb,            \
+                   const int64_t *restrict qo, int64_t zp, int64_t lo, int64_t hi,            \
+                   uint8_t *restrict y) {                                                     \
+    const long chunks = (n + 4095) / 4096;                                                    \
+    IRC_PARFOR(schedule(static) if (n >= 65536))                                              \
+    for (long t = 0; t < chunks; ++t) {                                                       \
+      const long i1 = (t + 1) * 4096 < n ? (t + 1) * 4096 : n;                                \
+      long i = t * 4096;                                                                      \
+      IRC_QADD_VECTOR(CVT)                                                                    \
+      for (; i < i1; ++i) {                                                                   \
+        const int64_t va = irc_rq0_scalar((int64_t)((int32_t)a[i] - za) * ka, qa);           \
+        const int64_t vb = irc_rq0_scalar((int64_t)((int32_t)b[i] - zb) * kb, qb);           \
+        const int32_t s = (int32_t)((uint32_t)(int32_t)va + (uint32_t)(int32_t)vb);           \
+        const int64_t r = zp + irc_rq0_scalar(s, qo);                                         \
+        y[i] = (uint8_t)(r < lo ? lo : (r > hi ? hi : r));                                    \
+      }                                                                                       \
+    }                                                                                         \
+  }
+""",
+    ("quant",),
+)
+
+_snippet(
+    "profile",
+    r"""
+#include <time.h>
+/* Monotonic clock in ns (kernel profiling, IRC_CPU_PROFILE=1). */
+static double irc_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+""",
+    ("common",),
+)
+
+
+def fused_conv_kernel(mr: int, nv: int, mode: int) -> str:
+    """The fused int8 conv kernel for an MR x 16*NV register tile (`mr`, `nv` in (8, 2),
+    (8, 1), (1, 2)); `mode` 0 (double rounding, no left shift: the common case) gets an
+    instance with the requantization branches removed. Its name is also its snippet's."""
+    return f"irc_qconv_m{mr}n{nv}" + ("_m0" if mode == 0 else "")
+
+
+def fused_depthwise_kernel(signed: bool, kernel_3x3: bool, mode: int) -> str:
+    """The fused int8 depthwise kernel (int8 or uint8 input; 3x3 taps unrolled or any
+    size); `mode` as `fused_conv_kernel`. Its name is also its snippet's."""
+    size = "3x3" if kernel_3x3 else ""
+    return f"irc_qdepthwise{size}_{'s8' if signed else 'u8'}" + ("_m0" if mode == 0 else "")
+
+
+for _mr, _nv in ((8, 2), (8, 1), (1, 2)):
+    for _mode in (0, 1):
+        _name = fused_conv_kernel(_mr, _nv, _mode)
+        _modec = 0 if _mode == 0 else -1
+        _snippet(_name, f"IRC_QCONV({_name}, {_mr}, {_nv}, {_modec})", ("qfused",))
+for _signed in (True, False):
+    for _k3 in (True, False):
+        for _mode in (0, 1):
+            _name = fused_depthwise_kernel(_signed, _k3, _mode)
+            _t = ("int8_t", "irc_vsb16") if _signed else ("uint8_t", "irc_vub16")
+            _k = 3 if _k3 else 0
+            _modec = 0 if _mode == 0 else -1
+            _snippet(
+                _name, f"IRC_QDW({_name}, {_t[0]}, {_t[1]}, {_k}, {_k}, {_modec})", ("qfused",)
+            )
+
+_snippet("irc_qadd_s8", "IRC_QADD(irc_qadd_s8, int8_t, _mm512_cvtepi8_epi32)", ("qfused",))
+_snippet("irc_qadd_u8", "IRC_QADD(irc_qadd_u8, uint8_t, _mm512_cvtepu8_epi32)", ("qfused",))

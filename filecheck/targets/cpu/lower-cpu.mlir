@@ -6,7 +6,7 @@
 // CHECK-LABEL: delegate.executable private @main_cpu_0 target("cpu") {
 // CHECK-NEXT:    cpu.module @kernels source = "{{.*}}void irc_fn_0(const float *in0, float *out0, const void *const *consts, float *ws)
 // CHECK-SAME:      irc_pad_nhwc((ws + [[PAD:[0-9]+]]), in0, 1, 5, 5, 2, 1, 1, 1, 1);
-// CHECK-SAME:      irc_conv2d(1, (ws + [[PAD]]), 1, 7, 7, 2, K[0], K[1], (ws + {{[0-9]+}}), 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 2, 4, 1);
+// CHECK-SAME:      irc_conv2d(1, (ws + [[PAD]]), 1, 7, 7, 2, K[0], K[1], (ws + {{[0-9]+}}), 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 2, 4, 1, NULL, 0);
 // CHECK-SAME:      po[i0 * 4 + i1] = (a + b);
 // CHECK-NEXT:      cpu.constant 0 packing = "conv2d_filter [G][OCg/16][KH][KW][Cg][16]" dense<{{.*}}> : tensor<1x1x3x3x2x16xf32>
 // CHECK-NEXT:      cpu.constant 1 packing = "raw" dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>
@@ -30,6 +30,25 @@ delegate.executable private @main_cpu_0 target("cpu") {
 func.func @main(%x: tensor<1x5x5x2xf32>) -> tensor<1x5x5x4xf32> {
   %y = delegate.dispatch @main_cpu_0::@entry(%x) : (tensor<1x5x5x2xf32>) -> tensor<1x5x5x4xf32>
   func.return %y : tensor<1x5x5x4xf32>
+}
+
+// -----
+
+// A residual add of a float conv's result and a tensor of the same shape runs in the conv's
+// epilogue: the conv writes the add's result, act(conv + bias) then relu6(. + %r) tile by
+// tile (residual pointer and activation code 2 are the last arguments); no add loop.
+// CHECK-LABEL: delegate.executable private @res_cpu_0 target("cpu") {
+// CHECK:         /* nn.conv2d 1x4x4x8, 16x1x1x8 -> 1x4x4x16 */
+// CHECK-SAME:      irc_conv2d(1, in0, 1, 1, 16, 8, K[0], NULL, out0, 1, 16, 16, 1, 1, 1, 1, 1, 1, 1, 8, 16, 0, in1, 2);
+// CHECK-NOT:       nn.add
+// CHECK-SAME:    "
+delegate.executable private @res_cpu_0 target("cpu") {
+  func.func @entry(%x: tensor<1x4x4x8xf32>, %r: tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32> {
+    %w = nn.constant dense<0.5> : tensor<16x1x1x8xf32>
+    %c = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x8xf32>, tensor<16x1x1x8xf32> -> tensor<1x4x4x16xf32>
+    %y = nn.add %r, %c activation = "relu6" : tensor<1x4x4x16xf32>, tensor<1x4x4x16xf32> -> tensor<1x4x4x16xf32>
+    func.return %y : tensor<1x4x4x16xf32>
+  }
 }
 
 // -----

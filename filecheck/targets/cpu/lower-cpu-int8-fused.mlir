@@ -1,0 +1,53 @@
+// RUN: irc-opt %s --split-input-file -p lower-cpu | filecheck %s
+
+// A quantized depthwise conv2d (groups = channels) fuses into the int16 depthwise kernel:
+// 3x3 taps unrolled for interior pixels, int8 storage read directly (no padded copy), the
+// zero point's share -zp * sum(w) folded into the bias (-(-2) * (1 + 2 - 1) = 4 for
+// channel 0 with bias 0), the filter widened to int16 [KH][KW][C rounded up to 16]; the
+// weights lie in [-127, 127], so pairs of taps are summed in int16 (the 1 after the zero
+// point) before widening.
+// CHECK-LABEL: delegate.executable private @dw_cpu_0 target("cpu") {
+// CHECK:         irc_qdepthwise3x3_s8_m0(in0, 1, 4, 4, 2, 16, -2, 1, (const int16_t *)K[0], (const int32_t *)K[1], (const int64_t *)K[2], 0, 1LL, -128LL, 127LL, (uint8_t *)out0, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1);
+// CHECK-NOT:     irc_depthwise_i32(
+// CHECK:         cpu.constant 0 packing = "qdepthwise_i16 [KH][KW][Cp16]" {{.*}} : tensor<3x3x16xi16>
+// CHECK-NEXT:    cpu.constant 1 packing = "qdepthwise_bias_i32 [Cp16]" dense<[4, 10, 0, {{.*}}]> : tensor<16xi32>
+// CHECK-NEXT:    cpu.constant 2 packing = "qrequant_i64 [1][64]" {{.*}} : tensor<64xi64>
+delegate.executable private @dw_cpu_0 target("cpu") {
+  func.func @entry(%x: tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-2>>) -> tensor<1x4x4x2x!quant.uniform<i8:f32, 0.25:1>> {
+    %w = nn.constant dense<[[[[1], [0], [0]], [[2], [0], [0]], [[-1], [0], [0]]], [[[0], [0], [0]], [[0], [5], [0]], [[0], [0], [0]]]]> : tensor<2x3x3x1xi8> -> tensor<2x3x3x1x!quant.uniform<i8:f32, 0.125>>
+    %y = nn.conv2d %x, %w pads = [1, 1, 1, 1] groups = 2 layout = "NHWC" : tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-2>>, tensor<2x3x3x1x!quant.uniform<i8:f32, 0.125>> -> tensor<1x4x4x2x!quant.uniform<i8:f32, 0.25:1>>
+    func.return %y : tensor<1x4x4x2x!quant.uniform<i8:f32, 0.25:1>>
+  }
+}
+
+// -----
+
+// A quantized fully_connected with one row uses the 1-pixel x 32-channel VNNI tile.
+// CHECK-LABEL: delegate.executable private @fc_cpu_0 target("cpu") {
+// CHECK:         irc_qconv_m1n2_m0((const uint8_t *)in0, 1, 1, 1, 8, 0x80808080u, (const int8_t *)K[0], (const int32_t *)K[1], (const int64_t *)K[2], 0, -7LL, -128LL, 127LL, (uint8_t *)out0, 1, 1, 3, 1, 1, 1, 1, 1, 1, 2);
+// CHECK:         cpu.constant 0 packing = "qconv_vnni_i8 [OC/32][KH][KW][C/4][32][4]" {{.*}} : tensor<1x1x1x2x32x4xi8>
+delegate.executable private @fc_cpu_0 target("cpu") {
+  func.func @entry(%x: tensor<1x8x!quant.uniform<i8:f32, 0.5>>) -> tensor<1x3x!quant.uniform<i8:f32, 0.25:-7>> {
+    %w = nn.constant dense<1> : tensor<3x8xi8> -> tensor<3x8x!quant.uniform<i8:f32, 0.125>>
+    %y = nn.fully_connected %x, %w : tensor<1x8x!quant.uniform<i8:f32, 0.5>>, tensor<3x8x!quant.uniform<i8:f32, 0.125>> -> tensor<1x3x!quant.uniform<i8:f32, 0.25:-7>>
+    func.return %y : tensor<1x3x!quant.uniform<i8:f32, 0.25:-7>>
+  }
+}
+
+// -----
+
+// A quantized add (TFLite's general 8-bit add: inputs minus their zero points, shifted left
+// by 20, rescaled to a common scale, summed, rescaled) is one elementwise kernel reading both
+// int8 inputs and writing the int8 result; its three rescales are constants.
+// CHECK-LABEL: delegate.executable private @add_cpu_0 target("cpu") {
+// CHECK:         irc_qadd_s8(in0, in1, 24, -3, 10, 1048576, 1048576, (const int64_t *)K[0], (const int64_t *)K[1], (const int64_t *)K[2], 2LL, -128LL, 127LL, (uint8_t *)out0);
+// CHECK-NOT:     quant.rescale
+// CHECK:         cpu.constant 0 packing = "qadd_requant_i64 [1][64] lhs"
+// CHECK-NEXT:    cpu.constant 1 packing = "qadd_requant_i64 [1][64] rhs"
+// CHECK-NEXT:    cpu.constant 2 packing = "qadd_requant_i64 [1][64] sum"
+delegate.executable private @add_cpu_0 target("cpu") {
+  func.func @entry(%a: tensor<2x3x4x!quant.uniform<i8:f32, 0.05:-3>>, %b: tensor<2x3x4x!quant.uniform<i8:f32, 0.08:10>>) -> tensor<2x3x4x!quant.uniform<i8:f32, 0.07:2>> {
+    %y = nn.add %a, %b : tensor<2x3x4x!quant.uniform<i8:f32, 0.05:-3>>, tensor<2x3x4x!quant.uniform<i8:f32, 0.08:10>> -> tensor<2x3x4x!quant.uniform<i8:f32, 0.07:2>>
+    func.return %y : tensor<2x3x4x!quant.uniform<i8:f32, 0.07:2>>
+  }
+}

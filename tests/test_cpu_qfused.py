@@ -1,0 +1,280 @@
+"""The CPU target's fused int8 kernels (targets/cpu/qfusion.py, csrc snippet "qfused").
+
+`lower-cpu` runs each lower-quantized chain `int8 x -> i32 - zp -> conv2d / fully_connected
+-> quant.rescale [-> clip]` as one kernel: vpdpbusd dot products (u8 x s8, the correction
+folded into the bias) or the int16 depthwise kernel, with the requantization in the
+epilogue; a quantized add (both inputs rescaled, summed, rescaled) is one elementwise
+kernel. Every case must be bit-exact with the reference target, once with the AVX-512 /
+VNNI intrinsics and once with the portable C path (`IRC_CPU_PORTABLE=1`); the cases cover
+odd channel counts (tails of 4, 16 and 32), 1x1 convolutions flattened to one row, strides,
+dilations, asymmetric padding, int8 and uint8 storage, zero points, per-tensor and
+per-channel scales, a left-shifting rescale (scale ratio > 1), narrower fused activations
+(clip), fully connected layers with one or several rows, and adds with scalar tails and
+a size split across threads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cpu_support import lower
+from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.dialects.builtin import f32 as f32_type
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from irc.dialects import delegate, nn
+from irc.dialects.quant import UniformQuantizedType
+from irc.dtypes import element_type
+from irc.targets.cpu import toolchain
+from irc.targets.cpu.runtime import CpuRuntime
+from irc.targets.cpu.target import CpuTarget
+from irc.targets.reference.target import ReferenceRuntime
+
+pytestmark = pytest.mark.skipif(
+    not CpuTarget().available(), reason="no working C compiler for the cpu target"
+)
+
+rng = np.random.default_rng(8)
+
+Add = Callable[[Operation], SSAValue]
+
+
+def _qtype(dtype: str, scale: float | Sequence[float], zp: int = 0) -> UniformQuantizedType:
+    storage = element_type(dtype)
+    if isinstance(scale, float):
+        return UniformQuantizedType.per_tensor(storage, f32_type, scale, zp)  # type: ignore[arg-type]
+    scales = [float(np.float32(s)) for s in scale]
+    return UniformQuantizedType.per_axis(storage, f32_type, 0, scales, [zp] * len(scales))  # type: ignore[arg-type]
+
+
+def _random(shape: Sequence[int], dtype: str) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, int(info.max) + 1, size=shape).astype(dtype)
+
+
+class Case:
+    """One quantized conv2d / fully_connected on an entry argument."""
+
+    def __init__(
+        self,
+        id: str,
+        shape: tuple[int, ...],
+        out_c: int,
+        kernel: tuple[int, int] = (1, 1),
+        *,
+        dtype: str = "int8",
+        zp_in: int = 0,
+        zp_out: int = 0,
+        strides: tuple[int, int] = (1, 1),
+        pads: tuple[int, int, int, int] = (0, 0, 0, 0),
+        dilations: tuple[int, int] = (1, 1),
+        depthwise: bool = False,
+        per_channel: bool = True,
+        act: str = "none",
+        out_scale: float = 0.3,
+        bias: bool = True,
+        fc: bool = False,
+        symmetric: bool = False,
+        extreme: bool = False,
+    ):
+        self.id = id
+        self.x = _random(shape, dtype)
+        self.in_type = TensorType(_qtype(dtype, 0.05, zp_in), list(shape))
+        groups = shape[-1] if depthwise else 1
+        cg = 1 if depthwise else shape[-1]
+        w_shape = (out_c, shape[-1]) if fc else (out_c, *kernel, cg)
+        self.w = _random(w_shape, dtype)  # uint8 filters: zero point 128 (weights - 128)
+        if symmetric:  # int8 weights in [-127, 127]: depthwise sums tap pairs in int16
+            self.w = np.maximum(self.w, -127).astype(dtype)
+        if extreme:  # the largest products: -128 inputs, -127 weights
+            self.x[...] = -128
+            self.w[...] = -127
+        scales = list(rng.uniform(0.002, 0.02, out_c)) if per_channel else 0.01
+        self.w_type = _qtype(dtype, scales, 128 if dtype == "uint8" else 0)
+        self.b = rng.integers(-3000, 3000, out_c).astype(np.int32) if bias else None
+        self.out_el = _qtype(dtype, out_scale, zp_out)
+        self.props = dict(activation=act, result_elements=self.out_el)
+        if not fc:
+            self.props |= dict(
+                strides=list(strides),
+                pads=list(pads),
+                dilations=list(dilations),
+                groups=groups,
+                layout="NHWC",
+            )
+        self.fc = fc
+        self.types, self.feeds = [self.in_type], [self.x]
+
+    def build(self, add: Add, args: Sequence[SSAValue]) -> SSAValue:
+        (x,) = args
+        w = add(nn.ConstantOp.from_array(self.w, TensorType(self.w_type, list(self.w.shape))))
+        b = None if self.b is None else add(nn.ConstantOp.from_array(self.b))
+        op_type = nn.FullyConnectedOp if self.fc else nn.Conv2DOp
+        return add(op_type.make(x, w, b, **self.props))
+
+
+class AddCase:
+    """One quantized add of two entry arguments (different scales and zero points)."""
+
+    def __init__(self, id: str, shape: tuple[int, ...], dtype: str = "int8", act: str = "none"):
+        self.id = id
+        zps = (-3, 10, 2) if dtype == "int8" else (120, 131, 128)
+        self.types = [
+            TensorType(_qtype(dtype, scale, zp), list(shape))
+            for scale, zp in ((0.05, zps[0]), (0.08, zps[1]))
+        ]
+        self.feeds = [_random(shape, dtype), _random(shape, dtype)]
+        self.out_el = _qtype(dtype, 0.07, zps[2])
+        self.act = act
+
+    def build(self, add: Add, args: Sequence[SSAValue]) -> SSAValue:
+        return add(nn.AddOp.make(*args, activation=self.act, result_elements=self.out_el))
+
+
+CASES: list[Case | AddCase] = [
+    Case("pw_flat_tail17", (1, 5, 7, 16), 17, zp_in=-3, zp_out=5),
+    Case("pw_c33_oc40", (2, 3, 5, 33), 40, zp_in=11, act="relu6"),
+    Case("pw_oc5_per_tensor", (1, 4, 4, 8), 5, per_channel=False),
+    Case("pw_stride2", (1, 9, 7, 12), 24, strides=(2, 2), zp_in=-128, zp_out=-128),
+    Case("pw_uint8", (1, 6, 5, 20), 36, dtype="uint8", zp_in=128, zp_out=120),
+    Case("pw_left_shift", (1, 3, 3, 8), 16, out_scale=1e-5, zp_out=3),
+    Case("conv3x3_c3", (1, 11, 9, 3), 32, (3, 3), strides=(2, 2), pads=(0, 0, 1, 1)),
+    Case("conv3x3_same", (1, 7, 6, 10), 20, (3, 3), pads=(1, 1, 1, 1), zp_in=7, zp_out=-4),
+    Case("conv_dilated", (2, 9, 10, 5), 9, (3, 2), pads=(2, 0, 1, 1), dilations=(2, 1)),
+    Case("conv_uint8_nobias", (1, 6, 6, 4), 7, (2, 2), dtype="uint8", zp_in=200, bias=False),
+    Case("dw3x3_c24", (1, 10, 9, 24), 24, (3, 3), depthwise=True, pads=(1, 1, 1, 1), zp_in=-5),
+    Case("dw3x3_s2_c32", (1, 9, 9, 32), 32, (3, 3), depthwise=True, strides=(2, 2), act="relu6"),
+    Case("dw5x5_dil_c20", (1, 8, 11, 20), 20, (5, 3), depthwise=True, pads=(2, 1, 2, 1)),
+    Case("dw3x3_uint8", (1, 6, 7, 16), 16, (3, 3), depthwise=True, pads=(1, 0, 1, 2),
+         dtype="uint8", zp_in=130, zp_out=100),
+    Case("dw3x3_pairs", (1, 7, 8, 48), 48, (3, 3), depthwise=True, pads=(1, 1, 1, 1),
+         zp_in=-7, symmetric=True),
+    Case("dw5x3_pairs_extreme", (1, 6, 6, 16), 16, (5, 3), depthwise=True, extreme=True,
+         out_scale=4.0, zp_in=5),
+    Case("fc_one_row", (1, 70), 33, zp_in=-9, fc=True),
+    Case("fc_rows", (9, 24), 10, zp_in=4, fc=True, bias=False, act="relu"),
+    AddCase("add_odd", (3, 5, 7)),
+    AddCase("add_relu6_threads", (1, 64, 64, 20), act="relu6"),
+    AddCase("add_uint8", (2, 9, 16), dtype="uint8", act="relu"),
+]  # fmt: skip
+
+
+def _executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
+    types = [t for c in CASES for t in c.types]
+    block = Block(arg_types=types)
+    args = iter(block.args)
+    results: list[SSAValue] = []
+    for case in CASES:
+        ops: list[Operation] = []
+
+        def add(op: Operation, ops: list[Operation] = ops) -> SSAValue:
+            ops.append(op)
+            return op.results[0]
+
+        results.append(case.build(add, [next(args) for _ in case.types]))
+        block.add_ops(ops)
+    block.add_op(ReturnOp(*results))
+    func = FuncOp("entry", FunctionType.from_lists(types, [r.type for r in results]), Region(block))
+    executable = delegate.ExecutableOp("test_cpu_qfused", "cpu", [func])
+    module = ModuleOp([executable])
+    module.verify()
+    return module, executable, [f for c in CASES for f in c.feeds]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("irc-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IRC_CACHE_DIR", str(path))
+        mp.delenv("IRC_CPU_FUSE_INT8", raising=False)
+        yield path
+
+
+@pytest.fixture(scope="module")
+def lowered() -> tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]]:
+    module, executable, feed = _executable()
+    expected = ReferenceRuntime().load(executable).execute("entry", feed)
+    lower(module)
+    return executable, feed, list(expected)
+
+
+def _cpu_flags() -> str:
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+
+
+def loaded_flags() -> tuple[str, ...]:
+    probe = toolchain.probe()
+    return () if probe.toolchain is None else probe.toolchain.flags
+
+
+def _source(executable: delegate.ExecutableOp) -> str:
+    (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
+    return source
+
+
+def test_every_chain_is_fused(
+    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]],
+) -> None:
+    source = _source(lowered[0])
+    assert "irc_conv2d_i32(" not in source
+    assert "irc_depthwise_i32(" not in source
+    assert "quant.rescale" not in source  # every rescale runs in a kernel's epilogue
+    assert source.count("irc_qconv_m") >= 12
+    assert source.count("irc_qdepthwise") >= 4
+    assert source.count("irc_qadd_s8(") == 2
+    assert source.count("irc_qadd_u8(") == 1
+
+
+@pytest.mark.parametrize("portable", [False, True], ids=["intrinsics", "portable"])
+def test_fused_bit_exact(
+    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]],
+    portable: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executable, feed, expected = lowered
+    if portable:
+        monkeypatch.setenv(toolchain.PORTABLE_ENV, "1")
+    loaded = CpuRuntime().load(executable)
+    vnni = ctypes.CDLL(str(loaded.library.path)).irc_have_vnni()
+    if portable:
+        assert vnni == 0
+    elif "avx512_vnni" in _cpu_flags() and "-march=native" in loaded_flags():
+        assert vnni == 1  # the compiler targets this CPU, which has VNNI: vpdpbusd is used
+    actual = loaded.execute("entry", feed)
+    for case, got, want in zip(CASES, actual, expected, strict=True):
+        assert got.dtype == want.dtype, case.id
+        np.testing.assert_array_equal(got, want, err_msg=case.id)
+
+
+def test_fusion_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IRC_CPU_FUSE_INT8", "0")
+    module, executable, _ = _executable()
+    lower(module)
+    source = _source(executable)
+    assert "irc_qconv_m" not in source
+    assert "irc_conv2d_i32(" in source
+
+
+def test_thread_count(
+    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executable, feed, expected = lowered
+    monkeypatch.setenv("IRC_CPU_THREADS", "1")
+    loaded = CpuRuntime().load(executable)
+    assert loaded.threads == 1
+    one = loaded.execute("entry", feed)
+    loaded.set_threads(2)
+    assert loaded.threads == (2 if toolchain.probe().toolchain.openmp else 1)  # type: ignore[union-attr]
+    two = loaded.execute("entry", feed)
+    for a, b, want in zip(one, two, expected, strict=True):
+        np.testing.assert_array_equal(a, want)
+        np.testing.assert_array_equal(b, want)
