@@ -30,11 +30,27 @@ function right after the passes that run before `partition` (deterministic, so t
 every round). A temporary `irc.source_op = N` attribute carries that position through the
 pipeline (the rewriting passes copy discardable attributes to the ops they create) and is
 removed from the final module.
+
+Artifacts (`CompiledModel.save`, `irc-compile -o`) carry `irc.format_version = 1` on the
+module; `irc.load` refuses a version it does not know (a newer irc wrote it) and runs an
+artifact as it is, without running any pass. `save(path, embed_binaries=True)` adds the
+OpenCL program binaries built on this machine's device (`irc.targets.opencl.aot`).
+
+Dynamic shapes (`irc.specialize`): a model with dynamic input dimensions keeps its source
+(the model file's bytes, or the IR before specialisation); `run()` on inputs of other shapes
+compiles a specialisation for them, cached per shape signature (LRU of
+`irc.specialize.SHAPE_CACHE_SIZE`), and `resize({name: shape})` does it explicitly and makes
+those shapes current. `compile(..., shape_buckets={"x": [1, 4, 8]})` compiles several
+specialisations into one module behind a guarded entry; running a bucketed shape compiles
+nothing, and a shape outside the buckets is specialised when the source is at hand (a model
+compiled in this process) and an `InputError` otherwise (an artifact loaded with `irc.load`).
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -48,8 +64,54 @@ if TYPE_CHECKING:
     from irc.passes.partition import PartitionReport
     from irc.pipelines import LoweringError
     from irc.runtime import Program, TensorSpec
+    from irc.specialize import ModelSource, ShapeKey
 
-__all__ = ["SOURCE_ATTR", "CompiledModel", "LoweringRefusal", "compile", "load"]
+__all__ = [
+    "FORMAT_ATTR",
+    "FORMAT_VERSION",
+    "SOURCE_ATTR",
+    "ArtifactError",
+    "CompiledModel",
+    "LoweringRefusal",
+    "check_format",
+    "compile",
+    "load",
+]
+
+FORMAT_VERSION = 1
+"""The artifact format this irc writes and the newest it reads."""
+
+FORMAT_ATTR = "irc.format_version"
+"""The module attribute that marks a compiled artifact and gives its format version."""
+
+
+class ArtifactError(ValueError):
+    """A compiled module this irc cannot load (an unknown format version)."""
+
+
+def check_format(module: ModuleOp, path: str | os.PathLike[str]) -> bool:
+    """Whether `module` is a compiled artifact (it has `irc.format_version`); raises
+    `ArtifactError` for a version this irc does not read."""
+    from xdsl.dialects.builtin import IntegerAttr
+
+    attr = module.attributes.get(FORMAT_ATTR)
+    if attr is None:
+        return False
+    version = attr.value.data if isinstance(attr, IntegerAttr) else None
+    if version is None or not 1 <= version <= FORMAT_VERSION:
+        shown = version if version is not None else str(attr)
+        raise ArtifactError(
+            f"{os.fspath(path)}: artifact format version {shown} is not supported (this irc "
+            f"reads versions 1 to {FORMAT_VERSION}); compile the model again with this irc"
+        )
+    return True
+
+
+def _mark_artifact(module: ModuleOp) -> None:
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    module.attributes[FORMAT_ATTR] = IntegerAttr(FORMAT_VERSION, i64)
+
 
 SOURCE_ATTR = "irc.source_op"
 """Temporary attribute: an op's position among its function's ops before partitioning."""
@@ -98,6 +160,8 @@ class CompiledModel:
 
     `module` is the compiled (partitioned, outlined, lowered) module; `summary` says where
     every op went; `program` is the host program (`irc.runtime.Program`), compiled once.
+    A model with dynamic input dimensions re-specialises on inputs of new shapes (see the
+    module docstring); `module` and `program` are those of the current shapes.
     """
 
     module: ModuleOp
@@ -117,14 +181,37 @@ class CompiledModel:
         refusals: Sequence[LoweringRefusal] = (),
         program: Program | None = None,
         check: bool = False,
+        buckets: Sequence[Program] | None = None,
+        source: ModelSource | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
+        """`buckets`: the programs of a guarded entry's specialisations, when already
+        compiled; `source` and `options`: what re-specialisation compiles, and with which
+        `compile` options (without them, other shapes are an `InputError`)."""
         from irc.runtime import compile_function
+        from irc.specialize import guarded_specializations, shape_key
 
         self.module = module
         self.entry = entry
         self.targets = tuple(targets)
         self.summary = summary
         self.refusals = tuple(refusals)
+        self._check = check
+        self._source = source
+        self._options = dict(options or {})
+        self._lock = threading.Lock()
+        self._compile_lock = threading.Lock()
+        self._variants: OrderedDict[ShapeKey, CompiledModel] = OrderedDict()
+        self._buckets: dict[ShapeKey, Program] = {}
+        guarded = guarded_specializations(module, entry) if program is None else None
+        if guarded is not None or buckets is not None:
+            programs = list(buckets or ())
+            if not programs:
+                programs = [compile_function(module, name, check=check) for name in guarded or ()]
+            for bucket in programs:
+                shapes = {spec.name: spec.shape for spec in bucket.inputs}
+                self._buckets[shape_key(bucket.input_names, shapes)] = bucket
+            program = programs[0]
         self.program = (
             program if program is not None else compile_function(module, entry, check=check)
         )
@@ -146,18 +233,140 @@ class CompiledModel:
     def outputs(self) -> tuple[TensorSpec, ...]:
         return self.program.outputs
 
+    @property
+    def buckets(self) -> tuple[dict[str, tuple[int, ...]], ...]:
+        """The input shapes of a guarded entry's specialisations (empty without buckets)."""
+        return tuple(dict(key) for key in self._buckets)
+
+    @property
+    def specializations(self) -> int:
+        """How many specialisations (the first compilation's included) are cached."""
+        return len(self._variants)
+
+    def _remember_current(self) -> None:
+        """Cache the current specialisation under its shapes (when they are static)."""
+        from irc.specialize import shape_key
+
+        shapes = {spec.name: spec.shape for spec in self.inputs}
+        if all(d >= 0 for shape in shapes.values() for d in shape):
+            current = CompiledModel(
+                self.module, entry=self.entry, targets=self.targets, program=self.program
+            )
+            self._variants[shape_key(self.input_names, shapes)] = current
+
     def run(self, inputs: Mapping[str, np.ndarray], **kwargs: Any) -> dict[str, np.ndarray]:
         """Run on `inputs` keyed by input name; outputs keyed by output name. Keyword
-        arguments go to `Program.run` (`listener=`, `profile=`)."""
-        return self.program.run(inputs, **kwargs)
+        arguments go to `Program.run` (`listener=`, `profile=`, `check_finite=`), which
+        documents the input checks (names, shapes, exact dtypes, any strides; NaN and Inf are
+        not checked unless `check_finite=True`). Inputs of shapes other than the current ones
+        run on their specialisation (compiled on first use, then cached). Safe to call from
+        several threads at once."""
+        return self.program_for(inputs).run(inputs, **kwargs)
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the compiled module as IR text (`irc.load` reads it back), atomically."""
-        import tempfile
+    def program_for(self, inputs: Mapping[str, Any]) -> Program:
+        """The program that runs `inputs` (by their shapes): the current one, a bucket's,
+        or a specialisation (compiled now if new). Raises `InputError` for shapes outside
+        the buckets of a model without its source."""
+        program = self.program
+        if not self._buckets and self._source is None:
+            return program
+        if not isinstance(inputs, Mapping) or set(inputs) != set(program.input_names):
+            return program  # the program reports what is wrong
+        shapes = {name: tuple(getattr(value, "shape", ())) for name, value in inputs.items()}
+        if all(spec.shape == shapes[spec.name] for spec in program.inputs):
+            return program
+        return self._specialization(shapes).program
 
+    def resize(self, shapes: Mapping[str, Sequence[int]]) -> None:
+        """Make `shapes` (some or all inputs, by name) the current input shapes: the
+        specialisation for them is compiled now if it is new (`Kernel::ReSize`), so the
+        next `run` costs nothing extra. Raises `ValueError` for unknown inputs and shapes
+        this model cannot take."""
+        unknown = sorted(set(shapes) - set(self.input_names))
+        if unknown:
+            known = ", ".join(repr(n) for n in self.input_names)
+            raise ValueError(f"resize: no input named {unknown[0]!r} (inputs: {known})")
+        current = {spec.name: spec.shape for spec in self.inputs}
+        wanted = current | {name: tuple(int(d) for d in shape) for name, shape in shapes.items()}
+        if wanted == current and all(d >= 0 for s in current.values() for d in s):
+            return
+        from irc.runtime import InputError
+
+        try:
+            variant = self._specialization(wanted)
+        except InputError as exc:
+            raise ValueError(f"resize: {exc}") from None
+        if any(spec.shape != wanted[spec.name] for spec in variant.program.inputs):
+            raise ValueError(
+                "resize: this model was compiled for "
+                + ", ".join(f"{s.name}={s.describe_shape()}" for s in self.inputs)
+                + " and has no dynamic dimensions to re-specialise"
+            )
+        self.module, self.program = variant.module, variant.program
+
+    def _specialization(self, shapes: Mapping[str, tuple[int, ...]]) -> CompiledModel:
+        """The compiled model for `shapes`: a bucket, a cached specialisation, or a new one."""
+        from irc.runtime import InputError
+        from irc.specialize import SHAPE_CACHE_SIZE, format_shape, shape_key
+
+        key = shape_key(self.input_names, shapes)
+        with self._lock:
+            if key in self._buckets:
+                bucket = self._buckets[key]
+                return CompiledModel(self.module, entry=self.entry, program=bucket)
+            if key in self._variants:
+                self._variants.move_to_end(key)
+                return self._variants[key]
+        described = ", ".join(f"{name}={format_shape(shape)}" for name, shape in key)
+        if self._source is None:
+            if not self._buckets:
+                return self  # a static model: its program reports the mismatch
+            known = "; ".join(
+                ", ".join(f"{name}={format_shape(shape)}" for name, shape in bucket)
+                for bucket in self._buckets
+            )
+            raise InputError(
+                f"no specialisation of @{self.entry} for {described}: the compiled buckets are "
+                f"{known}; compile with a bucket for these shapes, or compile from the model to "
+                "re-specialise"
+            )
+        try:
+            self._source.check(shapes)
+        except ValueError as exc:
+            raise InputError(f"cannot specialise @{self.entry} for {described}: {exc}") from None
+        with self._compile_lock:
+            with self._lock:
+                if key in self._variants:
+                    return self._variants[key]
+            variant = _compile_source(
+                self._source, shapes, self.targets, self.entry, self._check, self._options
+            )
+            with self._lock:
+                self._variants[key] = variant
+                while len(self._variants) > SHAPE_CACHE_SIZE:
+                    self._variants.popitem(last=False)
+        return variant
+
+    def to_text(self, *, embed_binaries: bool = False) -> str:
+        """The compiled module as IR text, with `irc.format_version`; `embed_binaries`
+        adds the OpenCL program binaries built for this machine's device."""
         from irc.printing import print_ir
 
-        text = print_ir(self.module) + "\n"
+        module = self.module
+        if embed_binaries:
+            from irc.targets.opencl.aot import embed_binaries as embed
+
+            module = module.clone()
+            embed(module)
+        _mark_artifact(module)
+        return print_ir(module) + "\n"
+
+    def save(self, path: str | os.PathLike[str], *, embed_binaries: bool = False) -> None:
+        """Write the compiled module as IR text (`irc.load` reads it back), atomically;
+        `embed_binaries` adds the OpenCL program binaries (see `to_text`)."""
+        import tempfile
+
+        text = self.to_text(embed_binaries=embed_binaries)
         path = os.fspath(path)
         fd, temp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
         try:
@@ -187,31 +396,6 @@ class CompiledModel:
 
 
 # ---- Compiling ---------------------------------------------------------------------------------
-
-
-def _source_module(
-    model: ModuleOp | str | os.PathLike[str],
-    input_shapes: Mapping[str, Sequence[int]] | None,
-    bind: Mapping[str, int | float] | None,
-) -> ModuleOp:
-    from xdsl.dialects.builtin import ModuleOp
-
-    if isinstance(model, ModuleOp):
-        return model.clone()
-    if not isinstance(model, str | os.PathLike):
-        raise TypeError(
-            f"expected a ModuleOp or a path, got {type(model).__name__}; "
-            "parse IR text with irc.parse_module first"
-        )
-    from irc.tools.common import is_model_file
-
-    if is_model_file(os.fspath(model)):
-        from irc.importers import import_model
-
-        return import_model(model, bind=bind, input_shapes=input_shapes)
-    import irc
-
-    return irc.read_module(model)
 
 
 def _units(module: ModuleOp) -> list[Operation]:
@@ -337,6 +521,7 @@ def _run_pipeline(
     from irc.diagnostics import capture_diagnostics, verify_module
     from irc.passes.partition import partition
     from irc.pipelines import default_pipeline, parse_pipeline, run_passes
+    from irc.timing import step
 
     passes = parse_pipeline(default_pipeline(targets, **options))
     split = next((i for i, p in enumerate(passes) if p.name == "partition"), 0)
@@ -349,7 +534,8 @@ def _run_pipeline(
                 run_passes(module, [module_pass], ctx)
                 continue
             arguments = {f.name: getattr(module_pass, f.name) for f in fields(module_pass)}
-            report = partition(module, ctx=ctx, **arguments)
+            with step("partition", module) as partition_step:
+                report = partition_step.result = partition(module, ctx=ctx, **arguments)
             verify_module(module)
     return report
 
@@ -381,15 +567,19 @@ def compile(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     bind: Mapping[str, int | float] | None = None,
     check: bool = False,
+    shape_buckets: Mapping[str, Sequence[int | Sequence[int]]] | None = None,
     **options: Any,
 ) -> CompiledModel:
     """Compile a model for `targets` (priority order) with the default pipeline.
 
     `model`: a `.tflite` / `.onnx` path (imported with `input_shapes` and `bind`), an IR
-    file, or a `ModuleOp` (cloned: the caller's module is never modified). `options` go to
-    the pipeline (`irc.pipelines.default_pipeline`): partition options (`min_ops`,
-    `max_regions`, `deny_ops`, `place`, `strict`, `report`) and insert-qdq's
-    `emulate_rounding`. `check=True` checks every step's results against the IR types.
+    file, or a `ModuleOp` (cloned: the caller's module is never modified; `input_shapes`
+    specialise its dynamic arguments). `options` go to the pipeline
+    (`irc.pipelines.default_pipeline`): partition options (`min_ops`, `max_regions`,
+    `deny_ops`, `place`, `strict`, `report`) and insert-qdq's `emulate_rounding`.
+    `check=True` checks every step's results against the IR types. `shape_buckets`
+    (`{"x": [1, 4, 8]}`: sizes of the input's dynamic dimension, or whole shapes) compiles
+    one specialisation per bucket behind a guarded entry (`irc.specialize`).
 
     A target that fails to lower or load a region does not fail the compilation: the
     failing op moves to the next target or the host (see the module docstring). Raises
@@ -397,12 +587,136 @@ def compile(
     xDSL's `ParseError` and `IrcDiagnosticError` for bad models, IR or pass failures, and
     `CompileError` when the host program cannot be prepared.
     """
+    from irc.timing import step
+
+    names = list(dict.fromkeys(targets))
+    with step("import"):
+        source = _model_source(model, bind, entry)
+    keep = source if source.is_dynamic else None
+    if shape_buckets is not None:
+        return _compile_buckets(
+            source, keep, shape_buckets, input_shapes, names, entry, check, options
+        )
+    if source.module is not None and input_shapes:
+        source.check(input_shapes)
+    with step("import"):
+        module = source.instantiate(input_shapes)
+    compiled = _compile_module(module, names, entry, check, options)
+    if keep is not None:
+        compiled._source, compiled._options = keep, dict(options)
+        compiled._remember_current()
+    return compiled
+
+
+def _model_source(
+    model: ModuleOp | str | os.PathLike[str],
+    bind: Mapping[str, int | float] | None,
+    entry: str,
+) -> ModelSource:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from irc.specialize import ModelSource
+
+    if isinstance(model, ModuleOp):
+        return ModelSource("<module>", module=model.clone(), entry=entry)
+    if not isinstance(model, str | os.PathLike):
+        raise TypeError(
+            f"expected a ModuleOp or a path, got {type(model).__name__}; "
+            "parse IR text with irc.parse_module first"
+        )
+    from irc.tools.common import is_model_file
+
+    path = os.fspath(model)
+    if is_model_file(path):
+        return ModelSource.read(path, bind)
+    import irc
+
+    return ModelSource(path, module=irc.read_module(model), entry=entry)
+
+
+def _compile_source(
+    source: ModelSource,
+    shapes: Mapping[str, Sequence[int]],
+    targets: Sequence[str],
+    entry: str,
+    check: bool,
+    options: Mapping[str, Any],
+) -> CompiledModel:
+    """One specialisation of `source` (no source kept: it is a cache entry)."""
+    return _compile_module(source.instantiate(shapes), list(targets), entry, check, options)
+
+
+def _compile_buckets(
+    source: ModelSource,
+    keep: ModelSource | None,
+    shape_buckets: Mapping[str, Sequence[int | Sequence[int]]],
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    names: list[str],
+    entry: str,
+    check: bool,
+    options: Mapping[str, Any],
+) -> CompiledModel:
+    """One specialisation per bucket, as `@<entry>_s<i>`, behind the guarded `@entry`."""
+    from xdsl.dialects.builtin import ModuleOp, StringAttr
+
+    from irc.specialize import build_guard, expand_buckets, find_function, format_shape
+
+    buckets = expand_buckets(shape_buckets, source.signature(), input_shapes)
+    merged = ModuleOp([])
+    symbols: set[str] = set()
+    variants: list[CompiledModel] = []
+    summaries: list[str] = []
+    for index, shapes in enumerate(buckets):
+        module = source.instantiate(shapes)
+        function = find_function(module, entry)
+        if function is None:
+            raise ValueError(f"{source.path}: no function @{entry} to specialise")
+        name = f"{entry}_s{index}"
+        function.sym_name = StringAttr(name)
+        variant = _compile_module(module, names, name, check, options)
+        variants.append(variant)
+        described = ", ".join(f"{n}={format_shape(s)}" for n, s in shapes.items())
+        summaries.append(f"bucket @{name} ({described}):\n{variant.summary}")
+        for op in list(variant.module.body.block.ops):
+            symbol = op.attributes.get("sym_name") or op.properties.get("sym_name")
+            if isinstance(symbol, StringAttr):
+                if symbol.data in symbols:
+                    raise ValueError(
+                        f"{source.path}: shape buckets need a module whose only function is "
+                        f"@{entry}; @{symbol.data} appears in every specialisation"
+                    )
+                symbols.add(symbol.data)
+            op.detach()
+            merged.body.block.add_op(op)
+    functions = [find_function(merged, f"{entry}_s{i}") for i in range(len(buckets))]
+    merged.body.block.add_op(build_guard(entry, functions))  # type: ignore[arg-type]
+    _mark_artifact(merged)
+    return CompiledModel(
+        merged,
+        entry=entry,
+        targets=names,
+        summary="\n".join(summaries),
+        refusals=[r for v in variants for r in v.refusals],
+        buckets=[v.program for v in variants],
+        check=check,
+        source=keep,
+        options=options,
+    )
+
+
+def _compile_module(
+    source: ModuleOp,
+    names: list[str],
+    entry: str,
+    check: bool,
+    options: Mapping[str, Any],
+) -> CompiledModel:
+    """The default pipeline with lowering refusals (see the module docstring) on `source`."""
     from irc.context import make_context
     from irc.pipelines import lower_executables, lower_host
     from irc.runtime import CompileError, ExecutorError, compile_function
+    from irc.timing import step
 
-    names = list(dict.fromkeys(targets))
-    source = _source_module(model, input_shapes, bind)
     ctx = make_context()
     state = _Pins(names)
     for _ in range(_MAX_ROUNDS):
@@ -421,7 +735,8 @@ def compile(
             raise _as_diagnostic_error(failures[0])
         lower_host(module, ctx)
         try:
-            program = compile_function(module, entry, check=check)
+            with step("prepare", module):  # load every executable on its target
+                program = compile_function(module, entry, check=check)
         except ExecutorError as exc:  # a runtime that cannot load (build) an executable
             executable = _executable_of(exc.op)
             if executable is None or executable.sym_name.data in existing:  # type: ignore[attr-defined]
@@ -431,6 +746,7 @@ def compile(
                 continue
             raise
         _untag(module)
+        _mark_artifact(module)
         return CompiledModel(
             module,
             entry=entry,
@@ -438,6 +754,7 @@ def compile(
             summary=_summary(names, report, state.refusals),
             refusals=state.refusals,
             program=program,
+            check=check,
         )
     raise CompileError(f"gave up after {_MAX_ROUNDS} partitioning rounds: targets keep failing")
 
@@ -467,14 +784,18 @@ def load(
 ) -> CompiledModel:
     """Read a compiled module (`CompiledModel.save`, `irc-compile -o`) and prepare it to run.
 
-    The executables are taken as they are (lowered when they were saved); the host
-    functions get the reference preparation (a no-op for a compiled module). The targets
-    named by the executables must be registered (installed, `IRC_PLUGINS`, `load_plugin`).
+    An artifact (with `irc.format_version`) runs as it is: no pass runs, and the OpenCL
+    programs come from their embedded binaries where one matches the device. A version this
+    irc does not read raises `ArtifactError`. Other IR files get the reference preparation
+    of their host functions first. The targets named by the executables must be registered
+    (installed, `IRC_PLUGINS`, `load_plugin`). A guarded entry (shape buckets) loads every
+    specialisation; other shapes raise `InputError` when run (the model is not at hand).
     """
     import irc
     from irc.pipelines import lower_host
 
     module = irc.read_module(path)
-    lower_host(module)
+    if not check_format(module, path):
+        lower_host(module)
     targets = list(dict.fromkeys(op.target.data for op in _executables(module)))
     return CompiledModel(module, entry=entry, targets=targets, check=check)

@@ -24,12 +24,13 @@ Presets only string registered passes together (by their DESIGN.md §6 names, th
   the reference kernels.
 
 How a target's lowering passes reach only its executables: they are ordinary `ModulePass`es
-and run, from Python, on one executable at a time. The executable's body (its `func.func
-@entry` and any helpers) is moved into a temporary `builtin.module`, the passes run on that
-module (verified after each), and the body moves back; attributes the passes set on the
-temporary module land on the executable (where a target can record, e.g., kernel sources).
-This is IREE's nested pass manager on `hal.executable` without a registered helper pass, so
-every target's pipeline stays runnable alone with `irc-opt -p` on an executable's contents.
+and run, from Python, on one executable at a time. The executable is moved into a temporary
+`builtin.module` of its own, the passes run on that module (verified after each), and the
+executable moves back to its place; attributes the passes set on the temporary module land
+on the executable (where a target can record, e.g., kernel sources). This is IREE's nested
+pass manager on `hal.executable` without a registered helper pass: a target's passes lower
+the `delegate.executable` ops of their target that they find (`lower-opencl`, `lower-cpu`),
+so every target's pipeline stays runnable alone with `irc-opt -p` on a module.
 A failure is raised as a `LoweringError` naming the target, the executable and the op the
 pass reported (when it reported one); `irc.compile` turns it into a refusal and partitions
 again (`irc.compiler`).
@@ -94,11 +95,13 @@ def run_passes(module: ModuleOp, passes: list[ModulePass], ctx: Context | None =
     if passes:
         from irc.context import make_context
         from irc.diagnostics import verify_module
+        from irc.timing import step
 
         ctx = make_context() if ctx is None else ctx
         for module_pass in passes:
-            module_pass.apply(ctx, module)
-            verify_module(module)
+            with step(module_pass.name, module):
+                module_pass.apply(ctx, module)
+                verify_module(module)
     return module
 
 
@@ -270,7 +273,6 @@ def lower_executables(
     executable of an unknown target.
     """
     from xdsl.dialects.builtin import ModuleOp as Module
-    from xdsl.ir import Region
 
     from irc.diagnostics import diagnostic_from_exception
 
@@ -289,9 +291,10 @@ def lower_executables(
         name = exe.sym_name.data
         if target not in passes:
             continue
-        body = Region()
-        exe.body.move_blocks(body)
-        wrapper = Module(body)
+        block, anchor = exe.parent_block(), exe.next_op
+        assert block is not None
+        exe.detach()
+        wrapper = Module([exe])
         try:
             run_passes(wrapper, passes[target], ctx)
         except Exception as exc:
@@ -300,8 +303,13 @@ def lower_executables(
                 raise error from exc
             failures.append(error)
             continue
-        finally:
-            wrapper.body.move_blocks(exe.body)
+        finally:  # back in place, with whatever the passes left (normally `exe`)
+            for op in list(wrapper.body.block.ops):
+                op.detach()
+                if anchor is None:
+                    block.add_op(op)
+                else:
+                    block.insert_op_before(op, anchor)
         exe.attributes |= wrapper.attributes
         lowered.append(name)
     return lowered
@@ -328,10 +336,12 @@ def lower_host(module: ModuleOp, ctx: Context | None = None) -> ModuleOp:
         passes = reference_passes(module)
         if passes:
             from irc.context import make_context
+            from irc.timing import step
 
             ctx = make_context() if ctx is None else ctx
             for module_pass in passes:
-                module_pass.apply(ctx, module)
+                with step(module_pass.name, module):
+                    module_pass.apply(ctx, module)
     finally:
         block = module.body.block
         for exe, anchor in zip(executables, anchors, strict=True):

@@ -410,7 +410,16 @@ def test_benchmark_json_with_profile(
     args = [layers, *TARGETS, "--benchmark", "--json", "--profile", "--runs", "3", "--threads"]
     out, _ = run_tool([*args, "2", "--outputs", outputs], capsys)
     report = json.loads(out)
-    assert set(report) == {"init_ms", "first_run_ms", "warmup", "threads", "runs", "profile"}
+    assert set(report) == {
+        "init_ms",
+        "first_run_ms",
+        "warmup",
+        "threads",
+        "runs",
+        "profile",
+        "kernels",
+    }
+    assert report["kernels"] == []  # the plugin's target times no kernel launches
     assert report["init_ms"] > 0
     assert report["first_run_ms"] > 0
     assert report["warmup"] == 3

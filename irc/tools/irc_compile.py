@@ -3,6 +3,8 @@
 ```
 irc-compile MODEL --targets t1,t2 [-o OUT.mlir] [--plugin module:attr] [--report PATH]
             [--entry main] [--min-ops N] [--bind NAME=VALUE] [--input-shape NAME=DIMS]
+            [--graph OUT.svg|OUT.html|OUT.dot] [--timing]
+            [--embed-binaries] [--shape-buckets NAME=1,4,8]
 ```
 
 MODEL is a `.tflite` / `.onnx` model or an IR file. It goes through `irc.compile` (the
@@ -14,7 +16,22 @@ With `-o`, the compiled module is written there (atomically: nothing on error) a
 partition summary goes to stdout; without `-o` the module goes to stdout and the summary to
 stderr. `irc.load(OUT.mlir)` / `irc-run OUT.mlir` run the result without the original model.
 `--report PATH` writes the partition's JSON report. `--plugin module:attr` (repeatable, like
-`IRC_PLUGINS`) loads targets that are not installed.
+`IRC_PLUGINS`) loads targets that are not installed. The module carries
+`irc.format_version` (checked by `irc.load`); `--embed-binaries` adds every OpenCL program's
+binary built on this machine's device, tagged with the device (`irc.targets.opencl.aot`):
+a matching device loads it instead of compiling the source. `--shape-buckets x=1,4,8`
+(sizes of the input's dynamic dimension, or whole shapes `x=1x4,8x4`; repeatable for more
+inputs, zipped) compiles one specialisation per bucket behind one guarded `@main`
+(`irc.specialize`).
+
+`--graph OUT.svg` draws the graph the partition saw, ops coloured by target and host ops
+marked with every target's reason (`irc.graph`); `OUT.html` adds tables of the regions,
+host ops and lowering refusals; `OUT.dot` is the same picture in Graphviz's language, with
+a framed cluster per region, for `dot -Tsvg`. `--timing` prints the wall time of every step
+(import, each pass, lowering, loading the executables, output) to stderr in the layout of
+MLIR's `-mlir-timing`. On a terminal, a step that takes more than a second (`IRC_PROGRESS_DELAY`
+seconds when set) is announced on stderr with its op count, and its end with its time;
+elsewhere the tool stays quiet.
 
 Errors (an unknown target, a plugin that does not load, a bad model or IR, a pass failure)
 end with one message on stderr, located in the IR where possible, exit status 1 and no
@@ -27,6 +44,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from irc.tools.common import (
     ToolError,
@@ -37,6 +55,9 @@ from irc.tools.common import (
     run_tool,
     write_atomically,
 )
+
+if TYPE_CHECKING:
+    from irc.compiler import CompiledModel
 
 __all__ = ["add_target_options", "load_plugins", "main", "parse_targets"]
 
@@ -104,6 +125,25 @@ def _make_parser() -> argparse.ArgumentParser:
         "--entry", default="main", help="the function to prepare (default: %(default)s)"
     )
     parser.add_argument(
+        "--graph",
+        metavar="OUT.svg|OUT.html|OUT.dot",
+        help="draw the partitioned graph (ops coloured by target, host ops with reasons)",
+    )
+    parser.add_argument(
+        "--timing", action="store_true", help="print the time of every step to stderr"
+    )
+    parser.add_argument(
+        "--embed-binaries",
+        action="store_true",
+        help="embed the OpenCL program binaries built for this machine's device",
+    )
+    parser.add_argument(
+        "--shape-buckets",
+        action="append",
+        metavar="NAME=1,4,8",
+        help="compile one specialisation per shape of a dynamic input (repeatable)",
+    )
+    parser.add_argument(
         "--min-ops",
         type=int,
         metavar="N",
@@ -119,15 +159,23 @@ def _compile(args: argparse.Namespace) -> int:
 
     import irc
     from irc.diagnostics import diagnostic_from_exception
+    from irc.graph import GRAPH_SUFFIXES, GraphCapture, write_graph
     from irc.importers import ModelImportError
-    from irc.printing import print_ir
     from irc.runtime import ExecutorError
     from irc.targets import TargetError
+    from irc.timing import PassTiming, Progress, instrumented, step
     from irc.tools.irc_run import report_diagnostic
 
+    timing = PassTiming()
     targets = parse_targets(args.targets)
     load_plugins(args.plugin, targets)
     filename: str = args.input_file
+    if args.graph is not None and not args.graph.lower().endswith(GRAPH_SUFFIXES):
+        raise ToolError(f"bad --graph '{args.graph}': expected a .svg, .html or .dot file name")
+    capture = GraphCapture()
+    instrumentations = [capture, Progress.for_tool(_TOOL)]
+    if args.timing:
+        instrumentations.append(timing)
     source = ""
     if is_model_file(filename):
         model: object = filename
@@ -149,17 +197,20 @@ def _compile(args: argparse.Namespace) -> int:
         options["min_ops"] = args.min_ops
     module = None
     try:
-        if model is None:
-            module = irc.parse_module(data, filename=filename)
-            model = module
-        compiled = irc.compile(
-            model,  # type: ignore[arg-type]
-            targets,
-            entry=args.entry,
-            input_shapes=parse_input_shapes(args.input_shape),
-            bind=parse_bindings(args.bind),
-            **options,
-        )
+        with instrumented(*instrumentations):
+            if model is None:
+                with step("parse"):
+                    module = irc.parse_module(data, filename=filename)
+                model = module
+            compiled = irc.compile(
+                model,  # type: ignore[arg-type]
+                targets,
+                entry=args.entry,
+                input_shapes=parse_input_shapes(args.input_shape),
+                bind=parse_bindings(args.bind),
+                shape_buckets=_shape_buckets(args.shape_buckets),
+                **options,
+            )
     except (ModelImportError, TargetError) as exc:
         raise ToolError(str(exc)) from None
     except (ParseError, DiagnosticException) as exc:
@@ -173,15 +224,45 @@ def _compile(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a bad option value
         raise ToolError(str(exc)) from None
 
-    text = print_ir(compiled.module) + "\n"
+    with instrumented(*instrumentations[1:]):
+        if args.graph is not None:
+            with step("graph"):
+                try:
+                    graph = capture.graph(compiled.refusals, compiled.summary)
+                except ValueError as exc:  # nothing was partitioned
+                    raise ToolError(f"--graph: {exc}") from None
+                write_graph(args.graph, graph, title=os.path.basename(filename))
+        with step("output"):
+            text = _module_text(compiled, args.embed_binaries)
+            if args.output is not None:
+                data_out = text.encode()
+                write_atomically(args.output, lambda stream: stream.write(data_out), "the module")
     if args.output is None:
         sys.stdout.write(text)
         sys.stderr.write(compiled.summary + "\n")
     else:
-        data_out = text.encode()
-        write_atomically(args.output, lambda stream: stream.write(data_out), "the module")
         sys.stdout.write(compiled.summary + "\n")
+    if args.timing:
+        sys.stdout.flush()  # the summary first, also when both streams share a pipe
+        sys.stderr.write(timing.report())
     return 0
+
+
+def _shape_buckets(items: Sequence[str] | None) -> dict[str, list[int | tuple[int, ...]]] | None:
+    """`--shape-buckets` options (ValueError for a bad one), or None without any."""
+    from irc.specialize import parse_shape_buckets
+
+    return parse_shape_buckets(items) if items else None
+
+
+def _module_text(compiled: CompiledModel, embed_binaries: bool) -> str:
+    """The artifact's text; ToolError when the OpenCL binaries cannot be built."""
+    if not embed_binaries:
+        return compiled.to_text()
+    try:
+        return compiled.to_text(embed_binaries=True)
+    except Exception as exc:  # no OpenCL device, a driver that rejects a program
+        raise ToolError(f"--embed-binaries: {exc}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

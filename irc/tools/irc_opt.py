@@ -10,7 +10,10 @@ in how it reports problems:
   without a traceback and without writing the `-o` file;
 * `--verify-diagnostics` has MLIR's meaning: diagnostics are matched against
   `// expected-error@+1 {{...}}` annotations in the input;
-* `--print-ir-after-all` dumps the IR to stderr after every pass, as MLIR does.
+* `--print-ir-after-all` dumps the IR to stderr after every pass, as MLIR does;
+* `--timing` prints the wall time of parsing, every pass and the output to stderr, in the
+  layout of MLIR's `-mlir-timing` (`irc.timing`); on a terminal, a pass that runs longer
+  than a second is announced on stderr with the op count (quiet otherwise).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from irc.diagnostics import (
     verify_module,
 )
 from irc.printing import Printer
+from irc.timing import PassTiming, Progress, StepSequence, instrumented, step
 
 __all__ = ["IrcOptError", "IrcOptMain", "main"]
 
@@ -81,6 +85,8 @@ class IrcOptMain(xDSLOptMain):
     ) -> None:
         self._source_lines: list[str] = []
         self._current_pass: ModulePass | None = None
+        self._timing = PassTiming()
+        self._steps = StepSequence()
         try:
             super().__init__(description, args)
         except ArgSpecParseError as exc:  # a BaseException, from parsing the `-t` spec
@@ -153,6 +159,13 @@ class IrcOptMain(xDSLOptMain):
             default=False,
             action="store_true",
             help="Print the IR to stderr after every pass, as MLIR does",
+        )
+        arg_parser.add_argument(
+            "--timing",
+            default=False,
+            action="store_true",
+            help="Print the wall time of parsing, every pass and the output to stderr "
+            "(MLIR's -mlir-timing)",
         )
 
     # ---- Input ---------------------------------------------------------------
@@ -262,6 +275,8 @@ class IrcOptMain(xDSLOptMain):
                 print(f"Pass {previous_pass.name} took {time.perf_counter() - start} seconds")
             if not self.args.disable_verify:
                 verify_module(module)
+            if previous_pass is not None:
+                self._steps.end()
             if previous_pass is not None and self.args.print_ir_after_all:
                 self._dump_ir(previous_pass, module)
             if previous_pass and next_pass and self.args.print_between_passes:
@@ -269,6 +284,8 @@ class IrcOptMain(xDSLOptMain):
                 Printer(stream=sys.stdout).print_op(module)
                 print("\n\n\n")
             self._current_pass = next_pass
+            if next_pass is not None:
+                self._steps.begin(next_pass.name, module)
             if self.args.time_passes and next_pass is not None:
                 start = time.perf_counter()
 
@@ -289,6 +306,17 @@ class IrcOptMain(xDSLOptMain):
 
     def run(self) -> int:  # type: ignore[override]
         """Process every chunk of every input file; return the exit status (0 or 1)."""
+        instrumentations = [Progress.for_tool("irc-opt")]
+        if self.args.timing:
+            self._timing.reset()
+            instrumentations.append(self._timing)
+        with instrumented(*instrumentations):
+            status = self._run_files()
+        if self.args.timing:
+            sys.stderr.write(self._timing.report())
+        return status
+
+    def _run_files(self) -> int:
         files: list[str | None] = list(self.args.input_file) or [None]
         outputs: list[str] = []
         status = 0
@@ -333,10 +361,15 @@ class IrcOptMain(xDSLOptMain):
         self._current_pass = None
         with diagnostic_handler(handle):
             try:
-                module = self.parse_chunk(chunk, extension, offset)
+                with step("parse"):
+                    module = self.parse_chunk(chunk, extension, offset)
                 if module is not None:
-                    self.apply_passes(module)
-                    result.output = self.output_resulting_program(module)
+                    try:
+                        self.apply_passes(module)
+                    finally:
+                        self._steps.end_all(failed=True)  # a pass that raised
+                    with step("output"):
+                        result.output = self.output_resulting_program(module)
             except ParseError as exc:
                 if self.args.parsing_diagnostics and not self.args.verify_diagnostics:
                     print(exc)  # xDSL's --parsing-diagnostics: report on stdout, go on

@@ -18,6 +18,11 @@ of the dtype for integers and quantized storage; a dynamic dimension needs `--in
 Every output is summarised on stdout (shape, dtype, min/max/mean/std, first values);
 `--outputs` also writes them, atomically (temp file + rename, nothing on error).
 
+A compiled artifact (`irc-compile -o`, `irc.format_version`) runs as it is, without any
+pass; a format version this irc does not read is an error. With shape buckets, the
+specialisation whose input shapes equal the given inputs' runs (random inputs: the first
+bucket's shapes); other shapes are an error.
+
 `--check-kernels` checks every kernel's and runtime's results (count, dtype, shape) against
 the IR types. `--check` (with `--targets`) is a layer-by-layer numeric debugger: after the
 run, every dispatch's executable, as it was before its target's lowering (the default
@@ -37,11 +42,16 @@ a dispatch without an executable of the same name and signature is listed as not
 parse, plus compile), the first run's time, then min/median/mean/p90/std of `--runs` timed
 runs (default 20) after `--warmup` untimed ones (default 3), in ms, instead of the output
 summary; `--json` prints the same as one JSON object (`init_ms`, `first_run_ms`, `warmup`,
-`threads`, `runs`, `profile`). `--profile` times every dispatch, transfer and host op
-(`irc.runtime.Profile`) and prints a table sorted by cost (calls, total ms, %): over the
-timed runs with `--benchmark`, else of the single run after the summary. `--threads N`
-sets `OMP_NUM_THREADS` before anything is compiled or loaded: the thread count of targets
-that use OpenMP (the cpu target's generated code); others ignore it.
+`threads`, `runs`, `profile`, `kernels`). `--profile` times every dispatch, transfer and host
+op (`irc.runtime.Profile`) and prints a table sorted by cost (calls, total ms, %), then the
+device time of every kernel launch of targets that time them (the opencl target: `target`,
+`dispatch`, launch `index`, `kernel`, `op`, calls, ms, % of the device time): over the timed
+runs with `--benchmark`, else of the single run after the summary. `--profile --json`
+without `--benchmark` prints one JSON object instead of summary and tables: `outputs` (name
+→ shape, dtype, min/max/mean/std; a non-finite statistic as a string such as "nan"),
+`profile` (the step rows) and `kernels` (the launch rows). `--threads N` sets
+`OMP_NUM_THREADS` before anything is compiled or loaded: the thread count of targets that
+use OpenMP (the cpu target's generated code); others ignore it.
 
 Problems (missing file, bad IR, an op without a reference kernel, a bad `.npz`, inputs that
 do not match the signature) end with one message on stderr, located in the IR where there
@@ -159,7 +169,14 @@ def _make_parser() -> argparse.ArgumentParser:
         help="time every dispatch and host op; a table sorted by cost",
     )
     parser.add_argument(
-        "--json", action="store_true", help="print the benchmark as one JSON object"
+        "--json",
+        action="store_true",
+        help="print the benchmark, or the --profile run, as one JSON object",
+    )
+    parser.add_argument(
+        "--timing",
+        action="store_true",
+        help="with --targets: print the time of every compilation step to stderr",
     )
     add_model_options(parser)
     from irc.tools.irc_compile import add_target_options
@@ -189,8 +206,10 @@ def _check_usage(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         for option in ("warmup", "runs"):
             if getattr(args, option) is not None:
                 parser.error(f"--{option} needs --benchmark")
-        if args.json:
-            parser.error("--json needs --benchmark")
+    if args.json and not (args.benchmark or args.profile):
+        parser.error("--json needs --benchmark or --profile")
+    if args.json and args.check:
+        parser.error("--check and --json do not go together")
     if args.check and args.benchmark:
         parser.error("--check and --benchmark do not go together")
     if args.check and args.targets is None:
@@ -332,8 +351,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from irc.context import make_context
     from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
-    from irc.pipelines import lower_host
-    from irc.runtime import ExecutorError, InputError, compile_function
+    from irc.runtime import ExecutorError, InputError
     from irc.targets import TargetError
     from irc.tools.irc_compile import load_plugins, parse_targets
 
@@ -364,14 +382,15 @@ def _run(args: argparse.Namespace) -> int:
             module = parse_with_locations(make_context(), data, filename)
             verify_module(module)
         if targets is None:
-            lower_host(module)  # the reference preparation, executables left as they are
-            program = compile_function(module, args.entry, check=args.check_kernels)
+            program = _prepare(module, filename, given, args)
         else:
             from irc.compiler import compile as compile_model
+            from irc.timing import tool_instrumentation
 
-            program = compile_model(
-                module, targets, entry=args.entry, check=args.check_kernels
-            ).program
+            with tool_instrumentation("irc-run", timing=args.timing):
+                program = compile_model(
+                    module, targets, entry=args.entry, check=args.check_kernels
+                ).program
         init_ms = (time.perf_counter_ns() - started) / 1e6
         inputs = given if given is not None else random_inputs(program, args.seed)
         try:
@@ -400,6 +419,14 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.outputs is not None:
         _write_outputs(args.outputs, outputs)
+    if args.json and profile is not None:
+        report = {
+            "outputs": {name: _output_stats(value) for name, value in outputs.items()},
+            "profile": _profile_rows(profile),
+            "kernels": _kernel_rows(profile),
+        }
+        print(json.dumps(report))
+        return 0
     for name, value in outputs.items():
         print(summarize(name, value))
     if differences is not None:
@@ -407,6 +434,39 @@ def _run(args: argparse.Namespace) -> int:
     if profile is not None:
         print(profile.format(order="time"))
     return 0
+
+
+def _prepare(
+    module: ModuleOp,
+    filename: str,
+    given: Mapping[str, np.ndarray] | None,
+    args: argparse.Namespace,
+) -> Program:
+    """The program of `@entry`: an artifact as it is (its format version checked), the
+    bucket of a guarded entry that fits the given inputs, or the function after the
+    reference preparation (`lower_host`) for other IR."""
+    from irc.compiler import ArtifactError, CompiledModel, check_format
+    from irc.pipelines import lower_host
+    from irc.runtime import InputError, compile_function
+    from irc.specialize import guarded_specializations
+
+    try:
+        artifact = check_format(module, filename)
+        guarded = guarded_specializations(module, args.entry)
+    except ArtifactError as exc:
+        raise ToolError(str(exc)) from None
+    except ValueError as exc:  # a guard naming functions that are not there
+        raise ToolError(f"{filename}: {exc}") from None
+    if not artifact:
+        lower_host(module)  # the reference preparation, executables left as they are
+    if guarded is None:
+        return compile_function(module, args.entry, check=args.check_kernels)
+    compiled = CompiledModel(module, entry=args.entry, check=args.check_kernels)
+    try:
+        return compiled.program_for(given) if given is not None else compiled.program
+    except InputError as exc:
+        where = f"{args.inputs}: " if args.inputs is not None else ""
+        raise ToolError(f"{where}{exc.message}") from None
 
 
 def _new_profile() -> Profile:
@@ -437,6 +497,7 @@ def _benchmark(
             "threads": args.threads,
             "runs": result.stats.as_dict(),
             "profile": None if profile is None else _profile_rows(profile),
+            "kernels": None if profile is None else _kernel_rows(profile),
         }
         print(json.dumps(report))
         return 0
@@ -473,6 +534,41 @@ def _profile_rows(profile: Profile) -> list[dict[str, object]]:
         }
         for row in rows
     ]
+
+
+def _kernel_rows(profile: Profile) -> list[dict[str, object]]:
+    """`Profile.kernel_rows(order="time")` (device time of every kernel launch, from the
+    device's events) as JSON objects, with each launch's share of the device time."""
+    rows = profile.kernel_rows(order="time")
+    total = sum(row.total_ms for row in rows) or 1.0
+    return [
+        {
+            "target": row.target,
+            "dispatch": row.dispatch,
+            "index": row.index,
+            "kernel": row.kernel,
+            "op": row.description,
+            "calls": row.calls,
+            "total_ms": row.total_ms,
+            "mean_ms": row.mean_ms,
+            "percent": 100 * row.total_ms / total,
+        }
+        for row in rows
+    ]
+
+
+def _output_stats(value: np.ndarray) -> dict[str, object]:
+    """Shape, dtype and (unless empty) min/max/mean/std of one output, for `--json`."""
+    import numpy as np
+
+    stats: dict[str, object] = {"shape": list(value.shape), "dtype": str(value.dtype)}
+    if value.size:
+        with np.errstate(all="ignore"):
+            data = value.astype(np.float64 if value.dtype.kind in "fc" else np.int64)
+            values = (np.min(data), np.max(data), np.mean(data), np.std(data))
+        for key, number in zip(("min", "max", "mean", "std"), values, strict=True):
+            stats[key] = float(number) if np.isfinite(number) else str(float(number))
+    return stats
 
 
 # ---- --check: every dispatch against the reference ----------------------------

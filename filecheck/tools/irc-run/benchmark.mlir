@@ -3,9 +3,9 @@
 // RUN: not irc-run %s --benchmark --runs 0 2>&1 | filecheck %s --check-prefix=RUNS
 
 // --benchmark --json: one JSON object with the init and first-run times, the statistics of
-// the timed runs and (with --profile) the profile rows; no output summary.
+// the timed runs and (with --profile) the profile and kernel-launch rows; no output summary.
 
-// CHECK:      {"init_ms": {{[0-9.e+-]+}}, "first_run_ms": {{[0-9.e+-]+}}, "warmup": 1, "threads": null, "runs": {"count": 2, "min_ms": {{[0-9.e+-]+}}, "median_ms": {{[0-9.e+-]+}}, "mean_ms": {{[0-9.e+-]+}}, "p90_ms": {{[0-9.e+-]+}}, "std_ms": {{[0-9.e+-]+}}}, "profile": null}
+// CHECK:      {"init_ms": {{[0-9.e+-]+}}, "first_run_ms": {{[0-9.e+-]+}}, "warmup": 1, "threads": null, "runs": {"count": 2, "min_ms": {{[0-9.e+-]+}}, "median_ms": {{[0-9.e+-]+}}, "mean_ms": {{[0-9.e+-]+}}, "p90_ms": {{[0-9.e+-]+}}, "std_ms": {{[0-9.e+-]+}}}, "profile": null, "kernels": null}
 // CHECK-NOT:  {{.}}
 
 // TEXT:      init: {{[0-9.]+}} ms (import/parse + compile)
