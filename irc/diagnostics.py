@@ -41,7 +41,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, TypeAttribute
 from xdsl.parser import (
     MLIRTokenKind,
     MultipleSpansParseError,
@@ -52,6 +52,15 @@ from xdsl.parser import (
 )
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
+from xdsl.utils.lexer import Input
+from xdsl.utils.mlir_lexer import MLIRLexer
+
+# xDSL 0.74 lexes string literals with `"(?:[^"...]+|\\...)*"`, whose nested repetition
+# backtracks exponentially on an unterminated string (a few hundred bytes take minutes).
+# The same language without the nested `+` matches in linear time.
+MLIRLexer._unescaped_characters_regex = re.compile(  # type: ignore[misc]
+    r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+)
 
 __all__ = [
     "Diagnostic",
@@ -367,9 +376,17 @@ def verify_module(root: Operation) -> None:
             _verify_blocks(op)
         except DiagnosticException as exc:
             raise IrcDiagnosticError(_clean_message(str(exc)), op) from exc
+        except ValueError as exc:  # xDSL: an operand that was used but never defined
+            raise IrcDiagnosticError(_clean_message(str(exc)), op) from exc
+        except KeyError as exc:  # a verifier reading a property the generic form left out
+            raise IrcDiagnosticError(f"missing property {exc.args[0]!r}", op) from exc
 
 
 # ---- Parsing with locations --------------------------------------------------
+
+
+MAX_INTEGER_WIDTH = 16_777_215
+"""The widest integer type the parser accepts (MLIR's limit)."""
 
 
 class LocatingParser(Parser):
@@ -392,6 +409,8 @@ class LocatingParser(Parser):
         self.line_offset = line_offset
         """Added to every line number this parser reports."""
         try:
+            if isinstance(input, bytes):
+                input = _decode_source(input, name)
             super().__init__(ctx, input, name)  # lexes the first token: may raise
         except ParseError as exc:
             self._offset_error(exc)
@@ -400,6 +419,19 @@ class LocatingParser(Parser):
         self._line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
         self._filename = StringAttr(name)
         self._last_parsed_location: Attribute | None = None
+
+    def _parse_optional_integer_or_float_type(self) -> TypeAttribute | None:
+        """`i<N>` types as xDSL parses them, with MLIR's limit on the width (xDSL has none,
+        and computing the range of an `i2147483648` takes minutes)."""
+        token = self._current_token
+        if token.kind == MLIRTokenKind.BARE_IDENT:
+            match = self._builtin_integer_type_regex.match(token.text)
+            digits = match.group(1) if match is not None else ""
+            if digits and (len(digits) > 8 or int(digits) > MAX_INTEGER_WIDTH):
+                raise ParseError(
+                    token.span, f"integer type width exceeds the limit of {MAX_INTEGER_WIDTH} bits"
+                )
+        return super()._parse_optional_integer_or_float_type()
 
     def _offset_error(self, exc: ParseError) -> None:
         """Apply `line_offset` to the spans of `exc` (file-absolute lines)."""
@@ -448,12 +480,30 @@ class LocatingParser(Parser):
                 module = super().parse_module(allow_implicit_module)
             except VerifyException as exc:  # e.g. a type alias whose type does not verify
                 raise ParseError(self._current_token.span, _clean_message(str(exc))) from exc
+            except RecursionError:  # untrusted input: nesting deeper than Python's stack
+                raise ParseError(self._current_token.span, "nesting too deep to parse") from None
+            except (ValueError, OverflowError, MemoryError, NotImplementedError) as exc:
+                # xDSL's attribute constructors on out-of-range values (an i64 of 10^23, a
+                # dimension over 2^63, dense data of an i65536 it cannot pack).
+                message = _clean_message(str(exc)) or "value out of range"
+                raise ParseError(self._current_token.span, message) from None
         except ParseError as exc:
             self._offset_error(exc)
             raise
         if module.location is UNKNOWN_LOC:
             module.location = self._location_at(start)
         return module
+
+
+def _decode_source(data: bytes, name: str) -> str:
+    """IR bytes as text; invalid UTF-8 is a `ParseError` at the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8", "replace")
+        start = len(data[: exc.start].decode("utf-8", "replace"))
+        span = Span(start, start + 1, Input(text, name))
+        raise ParseError(span, f"invalid UTF-8 byte 0x{data[exc.start]:02x}") from None
 
 
 def parse_with_locations(

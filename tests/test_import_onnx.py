@@ -974,7 +974,8 @@ def test_use_before_definition_is_refused(tmp_path: Path) -> None:
         import_bytes(tmp_path, model)
 
 
-def test_external_data_is_refused(tmp_path: Path) -> None:
+def test_missing_external_data_is_refused(tmp_path: Path) -> None:
+    # External data inside the model's folder is loaded (tests/test_untrusted_models.py).
     model = make_model(node("Add", ["x", "w"]), {"x": rand(4)}, constants={"w": rand(4)})
     tensor = model.graph.initializer[0]
     tensor.ClearField("raw_data")
@@ -982,7 +983,7 @@ def test_external_data_is_refused(tmp_path: Path) -> None:
     tensor.data_location = TensorProto.EXTERNAL
     entry = tensor.external_data.add()
     entry.key, entry.value = "location", "weights.bin"
-    with pytest.raises(ModelImportError, match="'w' is stored as external data"):
+    with pytest.raises(ModelImportError, match=r"'w': external data file 'weights\.bin' cannot"):
         import_bytes(tmp_path, model)
 
 

@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from irc.importers.common import ModelImportError
 
-__all__ = ["ModelImportError", "detect_format", "import_model"]
+__all__ = ["ModelImportError", "detect_format", "import_model", "import_model_bytes"]
 
 _TFLITE_IDENTIFIER = b"TFL3"
 
@@ -50,12 +50,24 @@ def import_model(
     depending on them fold); `input_shapes` gives static shapes to inputs with dynamic
     dimensions.
     """
-    from irc.diagnostics import verify_module
-
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise ModelImportError(f"{path}: cannot read the model: {exc.strerror or exc}") from None
+    return import_model_bytes(data, path, bind=bind, input_shapes=input_shapes)
+
+
+def import_model_bytes(
+    data: bytes,
+    path: str | Path,
+    *,
+    bind: Mapping[str, object] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> ModuleOp:
+    """`import_model` of a model already read into memory; `path` names it in messages and
+    is the folder ONNX external data must stay inside."""
+    from irc.diagnostics import verify_module
+
     fmt = detect_format(data, path)
     if fmt == "tflite":
         from irc.importers.tflite import import_tflite

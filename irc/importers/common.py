@@ -92,6 +92,18 @@ class GraphBuilder:
         for name, arg in zip(self.input_names, self.block.args, strict=True):
             self.values[name] = arg
             arg.name_hint = _name_hint(name)
+            self._check_declared_size(arg.type, f"input '{name}'")
+
+    def _check_declared_size(self, type_: Attribute, what: str) -> None:
+        """Refuse a graph input or output whose declared size is beyond `MAX_TENSOR_BYTES`
+        (the runtime would allocate it for every run)."""
+        if not isinstance(type_, TensorType):
+            return
+        shape = [d for d in type_.get_shape() if d >= 0]
+        bits = getattr(type_.element_type, "bitwidth", 8)
+        error = tensor_size_error(shape, max(1, int(bits) // 8))
+        if error is not None:
+            raise ModelImportError(f"{self.path}: {what}: {error}")
 
     # ---- Values ----
 
@@ -139,6 +151,8 @@ class GraphBuilder:
         if self.unsupported:
             raise ModelImportError(self.unsupported.message(self.path))
         outputs = [self.value(name, "graph outputs") for name in output_names]
+        for name, output in zip(output_names, outputs, strict=True):
+            self._check_declared_size(output.type, f"output '{name}'")
         self.builder.insert(ReturnOp(*outputs))
         function = FuncOp(
             func_name,
@@ -171,3 +185,27 @@ def fit_scalar_binding(array: np.ndarray, declared: Sequence[int] | None) -> np.
     if array.ndim == 0 and declared is not None and all(d == 1 or d < 0 for d in declared):
         return array.reshape([1] * len(declared))
     return array
+
+
+MAX_TENSOR_BYTES = 2**31
+"""The most bytes one tensor of an imported model may hold (2 GiB): declared constants, external
+data and constants the importer folds (ConstantOfShape, Expand, Tile, Pad, ...) alike. Checked
+before anything is allocated, so a forged shape in a small file cannot exhaust memory."""
+
+MAX_TOTAL_CONSTANT_BYTES = 2**31
+"""The most bytes all constants of one import may hold together (2 GiB)."""
+
+
+def tensor_size_error(shape: Sequence[int], itemsize: int) -> str | None:
+    """Why a tensor of `shape` and `itemsize`-byte elements may not be allocated, or None."""
+    if any(d < 0 for d in shape):
+        return f"shape {list(shape)} has a negative dimension"
+    count = 1
+    for d in shape:
+        count *= int(d)
+    if count * itemsize > MAX_TENSOR_BYTES:
+        return (
+            f"shape {list(shape)} needs {count * itemsize} bytes, over irc's limit of "
+            f"{MAX_TENSOR_BYTES} bytes per tensor"
+        )
+    return None

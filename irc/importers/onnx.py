@@ -72,7 +72,8 @@ helpers converters share: `const_ints`, `const_floats`, `static_shape`, `reshape
 normalisation layers, QDQ), imported in that order at the end of this module.
 
 Element types: float32, float16, float64, int8, int16, int32, int64, uint8 and bool
-(`i1`). Models must not use external data. No model content is ever evaluated as code.
+(`i1`). External data is read only from inside the model's folder, and every size is checked
+before allocation (`onnx_untrusted`). No model content is ever evaluated as code.
 """
 
 from __future__ import annotations
@@ -101,11 +102,14 @@ from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects import nn
 from irc.importers.common import (
+    MAX_TOTAL_CONSTANT_BYTES,
     GraphBuilder,
     ModelImportError,
     fit_scalar_binding,
+    tensor_size_error,
     tensor_type,
 )
+from irc.importers.onnx_untrusted import check_model_tensors
 
 __all__ = [
     "CONVERTERS",
@@ -242,6 +246,8 @@ class ConversionContext:
         self.uses: Counter[str] = Counter()
         self.node: onnx.NodeProto | None = None
         self.node_index = -1
+        self.constant_bytes = 0
+        """Bytes of all constants defined so far (bounded by MAX_TOTAL_CONSTANT_BYTES)."""
 
     # ---- Names and values ----
 
@@ -303,7 +309,20 @@ class ConversionContext:
         elif isinstance(value, SSAValue):
             self.builder.define(name, value)
         else:
-            self.consts[name] = np.asarray(value)
+            array = np.asarray(value)
+            self.constant_bytes += array.nbytes
+            if self.constant_bytes > MAX_TOTAL_CONSTANT_BYTES:
+                raise self.error(
+                    self.node,
+                    f"the model's constants exceed irc's limit of {MAX_TOTAL_CONSTANT_BYTES} bytes",
+                )
+            self.consts[name] = array
+
+    def check_size(self, shape: Sequence[int], dtype: np.dtype | type) -> None:
+        """Refuse (before allocating) a constant too large for irc: see `MAX_TENSOR_BYTES`."""
+        error = tensor_size_error([int(d) for d in shape], np.dtype(dtype).itemsize)
+        if error is not None:
+            raise self.error(self.node, f"cannot fold a constant: {error}")
 
     def shape(self, name: str) -> tuple[int, ...]:
         """The shape of a tensor (-1 marks a dynamic dimension)."""
@@ -464,27 +483,13 @@ def _load_model(data: bytes, path: str) -> onnx.ModelProto:
         ) from None
     if not model.HasField("graph") or model.ir_version <= 0:
         raise ModelImportError(f"{path}: not a valid ONNX model (no graph or no IR version)")
-    _refuse_external_data(model, path)
+    check_model_tensors(model, path)
     try:
         onnx.checker.check_model(model)
     except Exception as exc:  # onnx.checker.ValidationError and friends
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelImportError(f"{path}: invalid ONNX model: {first}") from None
     return model
-
-
-def _refuse_external_data(model: onnx.ModelProto, path: str) -> None:
-    tensors = list(model.graph.initializer)
-    tensors += [
-        a.t for n in model.graph.node for a in n.attribute if a.type == onnx.AttributeProto.TENSOR
-    ]
-    for tensor in tensors:
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
-            raise ModelImportError(
-                f"{path}: tensor '{tensor.name}' is stored as external data, which irc does "
-                "not load; save the model with its weights inside the .onnx file "
-                "(onnx.save_model(model, path, save_as_external_data=False))"
-            )
 
 
 def _default_opset(model: onnx.ModelProto) -> int:

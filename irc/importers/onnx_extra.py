@@ -230,6 +230,7 @@ def convert_expand(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
             node, f"cannot broadcast shape {list(source)} to {[int(d) for d in shape]}"
         ) from None
     if isinstance(x, np.ndarray):
+        ctx.check_size(target, x.dtype)
         return [np.array(np.broadcast_to(x, target))]
     if target == source:
         return [x]

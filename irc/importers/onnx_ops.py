@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-from scipy import special
 from xdsl.ir import SSAValue
 
 from irc.dialects import nn
@@ -87,12 +86,20 @@ def convert_binary(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
 
 # ---- Elementwise unary -------------------------------------------------------------------------
 
+
+def _special() -> Any:
+    """`scipy.special`, imported on first use (~0.3 s that most models never need)."""
+    from scipy import special
+
+    return special
+
+
 _UNARY: dict[str, tuple[type[nn.ElementwiseUnaryOp] | None, Callable[..., np.ndarray] | None]] = {
     "Relu": (nn.ReluOp, lambda x: np.maximum(x, 0)),
-    "Sigmoid": (nn.SigmoidOp, special.expit),
+    "Sigmoid": (nn.SigmoidOp, lambda x: _special().expit(x)),
     "Tanh": (nn.TanhOp, np.tanh),
     "HardSwish": (nn.HardSwishOp, None),
-    "Erf": (nn.ErfOp, special.erf),
+    "Erf": (nn.ErfOp, lambda x: _special().erf(x)),
     "Exp": (nn.ExpOp, np.exp),
     "Log": (nn.LogOp, np.log),
     "Sqrt": (nn.SqrtOp, np.sqrt),

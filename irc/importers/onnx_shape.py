@@ -163,6 +163,7 @@ def convert_constant_of_shape(ctx: ConversionContext, node: onnx.NodeProto) -> R
     assert shape is not None
     value = ctx.attrs(node).get("value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[0]
+    ctx.check_size(shape, np.asarray(fill).dtype)
     return [np.full(shape, fill, dtype=np.asarray(fill).dtype)]
 
 
@@ -405,6 +406,9 @@ def convert_pad(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     crop = [[max(-b, 0), max(-a, 0)] for b, a in pairs]
     array = ctx.const(data)
     if array is not None:
+        ctx.check_size(
+            [n + g0 + g1 for n, g0, g1 in zip(array.shape, grow[::2], grow[1::2])], array.dtype
+        )
         grown = (
             np.pad(array, [(b, a) for b, a in zip(grow[::2], grow[1::2])], mode=mode)
             if mode != "constant"
@@ -439,6 +443,9 @@ def convert_tile(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     assert repeats is not None
     array = ctx.const(data)
     if array is not None:
+        if len(repeats) != array.ndim or any(r < 0 for r in repeats):
+            raise ctx.error(node, f"repeats {repeats} do not fit a rank-{array.ndim} tensor")
+        ctx.check_size([n * r for n, r in zip(array.shape, repeats)], array.dtype)
         return [np.tile(array, repeats)]
     value = ctx.value(data)
     for axis, count in enumerate(repeats):

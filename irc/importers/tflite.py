@@ -394,7 +394,8 @@ class TFLiteImporter:
         zero_points = q.zero_points or (0,) * len(scales)
         if len(zero_points) == 1 and len(scales) > 1:
             zero_points = zero_points * len(scales)
-        bad = len(zero_points) != len(scales) or not all(np.isfinite(s) and s > 0 for s in scales)
+        positive = np.asarray(scales, dtype=np.float64)  # one numpy pass: thousands of scales
+        bad = len(zero_points) != len(scales) or not (np.isfinite(positive) & (positive > 0)).all()
         if len(scales) > 1:
             axis = q.axis
             bad = bad or not 0 <= axis < len(tensor.shape) or tensor.shape[axis] != len(scales)

@@ -61,7 +61,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import ConstantLike
 
 from irc.runtime.errors import CompileError, ExecutionError, ExecutorError, InputError
-from irc.runtime.profiling import Profile
+from irc.runtime.profiling import Profile, kernel_profiling
 
 if TYPE_CHECKING:
     from irc.dialects.delegate import DispatchOp, ExecutableOp
@@ -276,15 +276,33 @@ class Program:
         *,
         listener: Listener | None = None,
         profile: Profile | None = None,
+        check_finite: bool = False,
     ) -> dict[str, np.ndarray]:
         """Run the function on `inputs` (keyed by input name); outputs keyed by output name.
 
-        Raises `InputError` when the inputs do not match the signature (names, rank, static
-        sizes, exact dtype) and `ExecutionError` when a step fails. `listener`, if given,
-        is called after every step with the step and its results; `profile`, if given,
-        accumulates the time of every step.
+        Input validation (an `InputError` naming the input, before anything runs):
+
+        * names: every input exactly once, no unknown name;
+        * arrays: numpy arrays (a numpy scalar for a rank-0 input), not lists or floats;
+        * shape: the rank and every static size; a dynamic size (`?`) takes any size;
+        * dtype: exactly the input's dtype (float32, or the storage integers of a quantized
+          input). Nothing is converted, not even safely (float64 or float16 for float32):
+          convert with `x.astype(np.float32)`;
+        * layout: any strides (views, transposes, negative steps) are accepted; a runtime
+          that needs contiguous memory copies the array, the caller's array is never written;
+        * NaN and Inf are not looked for (that would cost a pass over every input): they
+          propagate as IEEE arithmetic on the reference and cpu targets, and give unspecified
+          results on opencl (built with `-cl-fast-relaxed-math`). `check_finite=True` checks
+          floating-point inputs and rejects a non-finite value.
+
+        Raises `ExecutionError` when a step fails. `listener`, if given, is called after
+        every step with the step and its results; `profile`, if given, accumulates the time
+        of every step.
         """
-        slots = self._execute(self._bind(inputs), listener, profile)
+        slots = self._bind(inputs)
+        if check_finite:
+            self._check_finite(slots)
+        slots = self._execute(slots, listener, profile)
         return {name: _as_output(slots[slot]) for name, slot in self._returns}
 
     def run_positional(
@@ -293,13 +311,17 @@ class Program:
         *,
         listener: Listener | None = None,
         profile: Profile | None = None,
+        check_finite: bool = False,
     ) -> list[np.ndarray]:
         """Run the function on its arguments in signature order; results in signature order.
 
         The positional form of `run` (what a target runtime's `execute(entry, args)` needs),
-        with the same checks and errors.
+        with the same checks, options and errors.
         """
-        slots = self._execute(self._bind_positional(args), listener, profile)
+        slots = self._bind_positional(args)
+        if check_finite:
+            self._check_finite(slots)
+        slots = self._execute(slots, listener, profile)
         return [_as_output(slots[slot]) for _, slot in self._returns]
 
     def _execute(
@@ -328,17 +350,18 @@ class Program:
                 clock = time.perf_counter_ns
                 step_ns = [0] * len(self.steps)
                 started = clock()
-                for index, step in enumerate(self.steps):
-                    fn, ins, outs, frees = step[:4]
-                    before = clock()
-                    results = fn(*[slots[i] for i in ins])
-                    for slot, value in zip(outs, results, strict=True):
-                        slots[slot] = value
-                    step_ns[index] = clock() - before
-                    for slot in frees:
-                        slots[slot] = None
-                    if listener is not None:
-                        listener(step, results)
+                with kernel_profiling(profile):  # target runtimes add per-kernel times
+                    for index, step in enumerate(self.steps):
+                        fn, ins, outs, frees = step[:4]
+                        before = clock()
+                        results = fn(*[slots[i] for i in ins])
+                        for slot, value in zip(outs, results, strict=True):
+                            slots[slot] = value
+                        step_ns[index] = clock() - before
+                        for slot in frees:
+                            slots[slot] = None
+                        if listener is not None:
+                            listener(step, results)
                 run_ns = clock() - started
         except Exception as exc:
             if step is None:
@@ -381,6 +404,18 @@ class Program:
             slots[spec.slot] = _check_input(self.entry, spec, value)
         return slots
 
+    def _check_finite(self, slots: Sequence[Any]) -> None:
+        """Reject a NaN or an infinity in a floating-point input (`check_finite=True`)."""
+        for spec in self.inputs:
+            value = slots[spec.slot]
+            if value.dtype.kind not in "fc" or np.isfinite(value).all():
+                continue
+            index = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
+            raise InputError(
+                f"input '{spec.name}' of @{self.entry}: non-finite value {value[index]} at "
+                f"index {list(index)} (check_finite=True)"
+            )
+
     def _report_names(self, inputs: Mapping[str, Any]) -> None:
         given = set(inputs)
         unknown = sorted(given - self._input_names)
@@ -403,8 +438,9 @@ def _check_input(entry: str, spec: TensorSpec, value: Any) -> np.ndarray:
             )
         value = np.asarray(value)
     if value.dtype != spec.dtype:
-        raise InputError(
-            f"input '{spec.name}' of @{entry}: expected dtype {spec.dtype}, got {value.dtype}"
+        shown = value.dtype.str if value.dtype.name == spec.dtype.name else value.dtype
+        raise InputError(  # e.g. '>f4': a big-endian float32 is not float32 either
+            f"input '{spec.name}' of @{entry}: expected dtype {spec.dtype}, got {shown}"
         )
     shape = value.shape
     expected = spec.shape

@@ -105,6 +105,13 @@ def run_tool(
         return exc.code if isinstance(exc.code, int) else 0
     try:
         return body(args)
+    except BrokenPipeError:
+        # The reader went away (`irc-run ... | head`): stop quietly, as `cat` does, and keep
+        # the interpreter's final flush of stdout from failing again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
     except ToolError as exc:
         print_tool_error(tool, str(exc))
         return 1

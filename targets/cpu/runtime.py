@@ -8,16 +8,22 @@ shapes and dtypes. `execute(entry, args)` then checks the arguments (count, nump
 the entry's dtype: float32, or the storage integers of a quantized tensor, exact shape;
 non-contiguous arrays are copied), allocates the results and makes one ctypes call.
 
-The workspace arena is per thread (kept between calls), and results are fresh arrays, so one
-loaded executable can serve several threads at once; ctypes releases the GIL during the call.
+The workspace arena is per thread (kept between calls), constants are read-only and results
+are fresh arrays, so one loaded executable can serve several threads at once without a lock
+(tests/test_concurrency.py); ctypes releases the GIL during the call. Loads of the same code
+share one library in the process (dlopen returns the loaded one): their constants and
+workspaces are still their own, only the thread count below is per library.
 
 OpenMP threads are bound to cores (`toolchain.prepare_openmp`) before the first library
-using OpenMP loads.
+using OpenMP loads. The thread count of a library's parallel loops is OpenMP's default
+(`OMP_NUM_THREADS`, read once per process) unless `IRC_CPU_THREADS` is set when it loads, or
+`set_threads(n)` is called on the loaded executable (any time, per library).
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -38,6 +44,7 @@ from irc.targets.cpu import toolchain
 from irc.targets.cpu.lower import TARGET, is_lowered, lower_executable
 
 ALIGNMENT = 64
+THREADS_ENV = "IRC_CPU_THREADS"
 _C_NAME = re.compile(r"irc_fn_[0-9]+")
 
 
@@ -93,6 +100,15 @@ class LoadedCpuExecutable(LoadedExecutable):
     @property
     def entries(self) -> tuple[str, ...]:
         return tuple(self._entries)
+
+    @property
+    def threads(self) -> int:
+        """Threads the library's parallel loops use (1 without OpenMP)."""
+        return int(self._handle.irc_get_threads())
+
+    def set_threads(self, count: int) -> None:
+        """Run the library's parallel loops on `count` threads (<= 0: OpenMP's default)."""
+        self._handle.irc_set_threads(int(count))
 
     def _workspace(self, nbytes: int) -> int:
         local = self._local
@@ -159,6 +175,16 @@ class CpuRuntime(TargetRuntime):
         if probe.toolchain.openmp:
             toolchain.prepare_openmp()
         handle = ctypes.CDLL(str(library.path))
+        handle.irc_set_threads.argtypes = [ctypes.c_int]
+        handle.irc_set_threads.restype = None
+        handle.irc_get_threads.restype = ctypes.c_int
+        if wanted := os.environ.get(THREADS_ENV, "").strip():
+            try:
+                handle.irc_set_threads(int(wanted))
+            except ValueError:
+                raise CpuLoadError(
+                    f"cpu: {THREADS_ENV} must be an integer, got {wanted!r}"
+                ) from None
         constants: list[np.ndarray] = []
         addresses: list[int] = []
         for const in module.constants:

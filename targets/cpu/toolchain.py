@@ -4,18 +4,23 @@
   on the PATH. It must build and load a shared library using GNU vector extensions. Optional
   flags are kept when they work here: `-march=native`, `-mprefer-vector-width=512` (gcc
   defaults to 256-bit vectors on AVX-512 machines, PERF_NOTES.md) and `-fopenmp` (the
-  library must also load). Results are cached per compiler for the process.
+  library must also load). Results are cached per compiler for the process, and a
+  successful probe on disk (`cpu-probe` namespace) keyed by the compiler file's path, size,
+  mtime and inode.
 * **Cache.** A library is keyed by the SHA-256 of its source, the flags and the compiler's
-  identity (path and `--version` text), and lives in `$IRC_CACHE_DIR/cpu/` (default
-  `~/.cache/irc`, or `$XDG_CACHE_HOME/irc`) as `<key>.so` plus `<key>.json`, which records
-  the SHA-256 of the library file. Both are written to a temporary name and renamed into
-  place (atomic); before loading, the library's hash is checked against the record, and a
-  missing, truncated or tampered entry is rebuilt.
+  identity (path and `--version` text), and lives in the `cpu` directory of the private irc
+  cache (`irc.cache`: `$IRC_CACHE_DIR`, else `$XDG_CACHE_HOME/irc`, else `~/.cache/irc`,
+  mode 0700) as `<key>.so` plus `<key>.json`, which records the library's size and SHA-256.
+  Both are written to a temporary name and renamed into place (atomic), under a per-key
+  file lock; right before loading, the library's hash is checked against the record, and a
+  missing, truncated or tampered entry is rebuilt, never loaded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import dataclasses
 import functools
 import hashlib
 import json
@@ -28,8 +33,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from irc import cache
+
 CACHE_ENV = "IRC_CACHE_DIR"
 COMPILER_ENV = "IRC_CC"
+PORTABLE_ENV = "IRC_CPU_PORTABLE"
 BASE_FLAGS = ("-O3", "-std=gnu99", "-fPIC", "-shared", "-ffp-contract=fast", "-fno-math-errno")
 OPTIONAL_FLAGS = (("-march=native",), ("-mprefer-vector-width=512",), ("-fopenmp",))
 LIBS = ("-lm",)
@@ -137,7 +145,39 @@ def _run(cmd: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
 
 
+PROBE_NAMESPACE = "cpu-probe"
+"""The irc cache directory of successful compiler probes (one JSON entry per compiler)."""
+
+
+def _probe_key(path: str) -> str:
+    """What a probe's answer depends on: the compiler file (resolved path, size, mtime,
+    inode: another compiler or an upgrade is a new key), the probe and the flags tried."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    parts = (path, real, st.st_size, st.st_mtime_ns, st.st_ino, BASE_FLAGS, OPTIONAL_FLAGS)
+    return hashlib.sha256(repr((*parts, _PROBE_SOURCE, os.uname().machine)).encode()).hexdigest()
+
+
 def _probe_compiler(path: str) -> ProbeResult:
+    """`_probe_compiler_now`, remembered on disk: probing runs the compiler five times
+    (~0.3 s), which every new process would pay before its first compile. Failures are not
+    remembered (they are quick, and a fixed setup should be seen at once)."""
+    try:
+        key = _probe_key(path)
+        record = json.loads(cache.read_verified(PROBE_NAMESPACE, key, ".probe") or b"null")
+        if isinstance(record, dict) and record.get("compiler") == path:
+            return ProbeResult(Toolchain(path, str(record["version"]), tuple(record["flags"])))
+    except (OSError, ValueError, KeyError, TypeError):
+        key = None  # no cache (or a bad entry): probe, and try to remember the result
+    result = _probe_compiler_now(path)
+    if key is not None and result.toolchain is not None:
+        entry = dataclasses.asdict(result.toolchain)
+        with contextlib.suppress(OSError):
+            cache.write_entry(PROBE_NAMESPACE, key, ".probe", json.dumps(entry).encode())
+    return result
+
+
+def _probe_compiler_now(path: str) -> ProbeResult:
     try:
         version = _run([path, "--version"]).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
@@ -179,14 +219,13 @@ def _probe_compiler(path: str) -> ProbeResult:
 
 # ---- The build cache ----------------------------------------------------------------------------
 
+NAMESPACE = "cpu"
+"""The build cache's directory under the irc cache root (`irc.cache`)."""
+
 
 def cache_dir() -> Path:
-    """`$IRC_CACHE_DIR`, else `$XDG_CACHE_HOME/irc`, else `~/.cache/irc`."""
-    if value := os.environ.get(CACHE_ENV, "").strip():
-        return Path(value)
-    if xdg := os.environ.get("XDG_CACHE_HOME", "").strip():
-        return Path(xdg) / "irc"
-    return Path.home() / ".cache" / "irc"
+    """The irc cache root: `$IRC_CACHE_DIR`, else `$XDG_CACHE_HOME/irc`, else `~/.cache/irc`."""
+    return cache.cache_root()
 
 
 @dataclass(frozen=True)
@@ -203,60 +242,58 @@ class Library:
 _build_lock = threading.Lock()
 
 
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _cached(so_path: Path, meta_path: Path, key: str) -> bool:
-    """Whether a cache entry exists, belongs to `key` and its library has the recorded hash."""
-    try:
-        meta = json.loads(meta_path.read_text())
-        return meta.get("key") == key and meta.get("sha256") == _file_sha256(so_path)
-    except (OSError, ValueError, AttributeError):
-        return False
+    """Whether the cache entry of `key` (at `so_path`, recorded in `meta_path`) verifies."""
+    return (so_path, meta_path) == cache.entry_paths(NAMESPACE, key, ".so") and (
+        cache.verified_path(NAMESPACE, key, ".so") is not None
+    )
 
 
 def build(source: str, toolchain: Toolchain) -> Library:
-    """The shared library of `source`, from the cache or freshly compiled into it."""
+    """The shared library of `source`, from the cache or freshly compiled into it
+    (`IRC_CPU_PORTABLE=1` defines IRC_PORTABLE: the kernels' portable C paths instead of
+    their AVX-512 / VNNI intrinsics, to test or compare them). A cached library is used only
+    when it matches its recorded SHA-256, checked right before the caller loads it."""
+    if os.environ.get(PORTABLE_ENV, "").strip() == "1":
+        toolchain = dataclasses.replace(toolchain, flags=(*toolchain.flags, "-DIRC_PORTABLE"))
     key = toolchain.cache_key(source)
-    directory = cache_dir() / "cpu"
-    so_path, meta_path = directory / f"{key}.so", directory / f"{key}.json"
     with _build_lock:
-        if _cached(so_path, meta_path, key):
-            return Library(so_path, key, True)
+        if (found := cache.verified_path(NAMESPACE, key, ".so")) is not None:
+            return Library(found, key, True)
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            directory = cache.private_dir(NAMESPACE)
+            with cache.entry_lock(NAMESPACE, key):
+                # another process may have built it while we waited for the lock
+                if (found := cache.verified_path(NAMESPACE, key, ".so")) is not None:
+                    return Library(found, key, True)
+                return _compile_into_cache(source, toolchain, key, directory)
         except OSError as exc:
-            raise CompilerError(f"cannot create the cache directory {directory}: {exc}") from None
-        start = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix=".build-", dir=directory) as tmp:
-            src = Path(tmp) / "kernels.c"
-            out = Path(tmp) / "kernels.so"
-            src.write_text(source)
-            cmd = [toolchain.compiler, *toolchain.flags, "-o", str(out), str(src), *LIBS]
-            try:
-                proc = _run(cmd, timeout=COMPILE_TIMEOUT_S)
-            except (OSError, subprocess.SubprocessError) as exc:
-                raise CompilerError(f"cannot run {toolchain.compiler}: {exc}") from None
-            if proc.returncode != 0:
-                tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
-                raise CompilerError(
-                    f"{toolchain.compiler} failed on generated code "
-                    f"(exit {proc.returncode}):\n{tail}"
-                )
-            seconds = time.perf_counter() - start
-            digest = _file_sha256(out)
-            os.replace(out, so_path)
-            meta = {
-                "key": key,
-                "sha256": digest,
-                "compiler": toolchain.compiler,
-                "version": toolchain.version.splitlines()[0] if toolchain.version else "",
-                "flags": list(toolchain.flags),
-            }
-            meta_tmp = Path(tmp) / "meta.json"
-            meta_tmp.write_text(json.dumps(meta, indent=1))
-            os.replace(meta_tmp, meta_path)
-        if not _cached(so_path, meta_path, key):
-            raise CompilerError(f"the library written to {so_path} does not match its hash")
-        return Library(so_path, key, False, seconds)
+            raise CompilerError(f"cannot use the build cache: {exc}") from None
+
+
+def _compile_into_cache(source: str, toolchain: Toolchain, key: str, directory: Path) -> Library:
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=".build-", dir=directory) as tmp:
+        src = Path(tmp) / "kernels.c"
+        out = Path(tmp) / "kernels.so"
+        src.write_text(source)
+        cmd = [toolchain.compiler, *toolchain.flags, "-o", str(out), str(src), *LIBS]
+        try:
+            proc = _run(cmd, timeout=COMPILE_TIMEOUT_S)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise CompilerError(f"cannot run {toolchain.compiler}: {exc}") from None
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
+            raise CompilerError(
+                f"{toolchain.compiler} failed on generated code (exit {proc.returncode}):\n{tail}"
+            )
+        seconds = time.perf_counter() - start
+        info = {
+            "compiler": toolchain.compiler,
+            "version": toolchain.version.splitlines()[0] if toolchain.version else "",
+            "flags": list(toolchain.flags),
+        }
+        so_path = cache.install_file(NAMESPACE, key, ".so", out, info)
+    if cache.verified_path(NAMESPACE, key, ".so") != so_path:
+        raise CompilerError(f"the library written to {so_path} does not match its hash")
+    return Library(so_path, key, False, seconds)
