@@ -23,14 +23,17 @@ Ops:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
 
+import numpy as np
 from xdsl.dialects.builtin import (
     I32,
     AnyFloat,
     ArrayAttr,
+    BytesAttr,
     DenseArrayBase,
     FloatData,
     IntAttr,
@@ -144,8 +147,8 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
             storage,
             expressed,
             IntAttr(axis),
-            ArrayAttr([FloatData(float(s)) for s in scales]),
-            ArrayAttr([IntAttr(int(z)) for z in zero_points]),
+            _scales_attr(np.asarray(scales, dtype=np.float64).tobytes()),
+            _zero_points_attr(np.asarray(zero_points, dtype=np.int64).tobytes()),
             lo,
             hi,
         )
@@ -337,6 +340,31 @@ def verify_quantized_axis(tensor: TensorType, what: str) -> None:
 ROUNDING_MODES = ("half_away_from_zero", "half_to_even")
 RESCALE_ROUNDINGS = ("double_round", "single_round")
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+@functools.lru_cache(maxsize=512)
+def _scales_attr(packed: bytes) -> ArrayAttr[FloatData]:
+    """The per-axis `scales` parameter of float64 values packed as bytes (bytes, not floats,
+    key the cache: -0.0 and NaNs stay distinct). Cached: an importer asks for the type of a
+    weight tensor several times, and a type has up to thousands of scales."""
+    return ArrayAttr([FloatData(s) for s in np.frombuffer(packed, np.float64).tolist()])
+
+
+@functools.lru_cache(maxsize=512)
+def _zero_points_attr(packed: bytes) -> ArrayAttr[IntAttr]:
+    """The per-axis `zero_points` parameter of int64 values packed as bytes (cached)."""
+    return ArrayAttr([IntAttr(z) for z in np.frombuffer(packed, np.int64).tolist()])
+
+
+def _i32_array(what: str, values: Sequence[int]) -> DenseArrayBase:
+    """`array<i32: ...>` of `values`, built from bytes (one numpy pass, not one Python
+    normalisation per element: per-channel rescales have thousands). Raises `ValueError`
+    for a value outside i32, which `DenseArrayBase.from_list` would silently wrap."""
+    for value in values:
+        if not _I32_MIN <= value <= _I32_MAX:
+            raise ValueError(f"{what} {value} does not fit in i32")
+    data = np.asarray(list(values), dtype=np.int64).astype("<i4")
+    return DenseArrayBase(i32, BytesAttr(data.tobytes()))
 
 
 def _tensor(value: SSAValue | Attribute) -> TensorType:
@@ -597,14 +625,9 @@ class RescaleOp(IRDLOperation):
         axis: int | None = None,
         rounding: str = "double_round",
     ):
-        for what, values in (("multiplier", multiplier), ("shift", shift)):
-            for value in values:
-                if not _I32_MIN <= value <= _I32_MAX:
-                    # DenseArrayBase would silently wrap 2^31 to -2^31.
-                    raise ValueError(f"{what} {value} does not fit in i32")
         properties: dict[str, Attribute] = {
-            "multiplier": DenseArrayBase.from_list(i32, list(multiplier)),
-            "shift": DenseArrayBase.from_list(i32, list(shift)),
+            "multiplier": _i32_array("multiplier", multiplier),
+            "shift": _i32_array("shift", shift),
             "rounding": StringAttr(rounding),
         }
         if axis is not None:

@@ -140,10 +140,45 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LowerCpuPass
 
+    def get_cpu_fuse() -> type[ModulePass]:
+        from irc.targets.cpu.fuse import CpuFusePass
+
+        return CpuFusePass
+
+    def get_cpu_plan_memory() -> type[ModulePass]:
+        from irc.targets.cpu.memory_plan import CpuPlanMemoryPass
+
+        return CpuPlanMemoryPass
+
+    def get_cpu_codegen() -> type[ModulePass]:
+        from irc.targets.cpu.generate import CpuCodegenPass
+
+        return CpuCodegenPass
+
     def get_lower_opencl() -> type[ModulePass]:
         from irc.targets.opencl.lower import LowerOpenCLPass
 
         return LowerOpenCLPass
+
+    def get_opencl_fuse() -> type[ModulePass]:
+        from irc.targets.opencl.fuse import OpenCLFusePass
+
+        return OpenCLFusePass
+
+    def get_opencl_bufferize() -> type[ModulePass]:
+        from irc.targets.opencl.bufferize import OpenCLBufferizePass
+
+        return OpenCLBufferizePass
+
+    def get_opencl_plan_memory() -> type[ModulePass]:
+        from irc.targets.opencl.memory_plan import OpenCLPlanMemoryPass
+
+        return OpenCLPlanMemoryPass
+
+    def get_opencl_codegen() -> type[ModulePass]:
+        from irc.targets.opencl.generate import OpenCLCodegenPass
+
+        return OpenCLCodegenPass
 
     return {
         "canonicalize": get_canonicalize,
@@ -156,7 +191,14 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "partition": get_partition,
         "outline-delegates": get_outline_delegates,
         "lower-cpu": get_lower_cpu,
+        "cpu-fuse": get_cpu_fuse,
+        "cpu-plan-memory": get_cpu_plan_memory,
+        "cpu-codegen": get_cpu_codegen,
         "lower-opencl": get_lower_opencl,
+        "opencl-fuse": get_opencl_fuse,
+        "opencl-bufferize": get_opencl_bufferize,
+        "opencl-plan-memory": get_opencl_plan_memory,
+        "opencl-codegen": get_opencl_codegen,
     }
 
 

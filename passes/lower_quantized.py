@@ -141,6 +141,25 @@ def _multiplier(op: Operation, real: float) -> tuple[int, int]:
         _fail(op, f"requantization factor {real:g} is too large for a 32-bit rescale")
 
 
+def _channel_multipliers(
+    op: Operation, s_in: float, filter_scales: Sequence[float], s_out: float
+) -> list[tuple[int, int]]:
+    """`_multiplier(op, s_in * s_w / s_out)` for every filter scale `s_w`, vectorised: the
+    same float64 operations in the same order, and QuantizeMultiplier's frexp and
+    round-half-away-from-zero done exactly in numpy (per-channel convolutions have
+    thousands). Any factor the fast path cannot take goes through `_multiplier`."""
+    reals = (np.float64(s_in) * np.asarray(filter_scales, dtype=np.float64)) / np.float64(s_out)
+    fraction, shift = np.frexp(reals)
+    scaled = fraction * float(1 << 31)  # exact: a power-of-two scaling
+    fixed = (np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)).astype(np.int64)
+    carry = fixed == 1 << 31
+    fixed = np.where(carry, fixed // 2, fixed)
+    shift = shift.astype(np.int64) + carry
+    if not ((reals > 0) & (shift >= -31) & (shift <= 30) & np.isfinite(reals)).all():
+        return [_multiplier(op, real) for real in reals.tolist()]
+    return list(zip(fixed.tolist(), shift.tolist(), strict=True))
+
+
 def _require_8bit(op: Operation, *values: SSAValue) -> None:
     for value in values:
         qtype = _qtype(value)
@@ -371,7 +390,7 @@ class LowerQuantizedConvolution(RewritePattern):
         axis = _result_channel_axis(op)
         channels = result.get_shape()[axis]
         s_in, s_out = qx.scale_values[0], qy.scale_values[0]
-        pairs = [_multiplier(op, s_in * s_w / s_out) for s_w in _filter_scales(op, qw, channels)]
+        pairs = _channel_multipliers(op, s_in, _filter_scales(op, qw, channels), s_out)
         bounds = _activation_bounds(op, result, _activation(op))
 
         e = _Emitter(op)

@@ -15,7 +15,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import special
 from xdsl.ir import Operation
 
 from irc.dialects import nn
@@ -167,6 +166,8 @@ def leaky_relu(op: nn.LeakyReluOp) -> Kernel:
 
 @kernel(nn.SigmoidOp)
 def sigmoid(op: nn.SigmoidOp) -> Kernel:
+    from scipy import special  # imported on first use: it costs ~0.3 s
+
     return _unary(op, special.expit)
 
 
@@ -187,6 +188,8 @@ def hard_sigmoid(op: nn.HardSigmoidOp) -> Kernel:
 
 
 def _gelu_exact(x: np.ndarray) -> np.ndarray:
+    from scipy import special
+
     return 0.5 * x * (1 + special.erf(x * _typed(x, 1 / math.sqrt(2))))
 
 
@@ -202,6 +205,8 @@ def gelu(op: nn.GeluOp) -> Kernel:
 
 @kernel(nn.ErfOp)
 def erf(op: nn.ErfOp) -> Kernel:
+    from scipy import special
+
     return _unary(op, special.erf)
 
 

@@ -39,7 +39,6 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import special
 from xdsl.ir import Operation, SSAValue
 
 from irc.dialects import nn
@@ -517,6 +516,8 @@ _SQRT_2_OVER_PI = np.float32(1.12837916709551257390 * _M_SQRT1_2)  # kSqrt2dPi
 
 def _gelu(x: np.ndarray) -> np.ndarray:
     """reference_ops::GeluTransform: ``0.5f * x * erfcf(x * -M_SQRT1_2)``."""
+    from scipy import special  # imported on first use: it costs ~0.3 s
+
     return (np.float32(0.5) * x) * _libm(special.erfc, x * np.float32(-_M_SQRT1_2))
 
 

@@ -1,0 +1,191 @@
+"""What compile-time memoisation remembers, and that it refreshes when it should (issue #8).
+
+The C compiler probe is remembered per process (per compiler choice) and, when it
+succeeds, on disk keyed by the compiler file; the OpenCL device (or why there is none) per
+`IRC_OPENCL_DEVICE` spec; per-axis quantization parameters per value. Each test checks the
+cache hits and that a change (another compiler, an updated one, another device spec, other
+values) is seen. The numpy fast paths (rescale arrays, per-channel multipliers) are checked
+against the scalar definitions they replace.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import DenseArrayBase, TensorType, f32, i8, i32
+from xdsl.ir import Block, BlockArgument
+
+from irc.dialects import quant
+from irc.targets.cpu import toolchain
+from irc.targets.opencl import device as opencl_device
+from irc.targets.opencl.target import OpenCLTarget
+
+
+@pytest.fixture
+def probes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """A private cache dir and a fake probe that records the compilers it probes (a
+    compiler named `broken*` fails); the process-wide probe memo is cleared around the test."""
+    calls: list[str] = []
+
+    def fake_probe(path: str) -> toolchain.ProbeResult:
+        calls.append(path)
+        if Path(path).name.startswith("broken"):
+            return toolchain.ProbeResult(None, f"'{path}' cannot build a shared library")
+        version = Path(path).read_text()
+        return toolchain.ProbeResult(toolchain.Toolchain(path, version, ("-O3", "-fPIC")))
+
+    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(toolchain, "_probe_compiler_now", fake_probe)
+    toolchain._probe.cache_clear()
+    yield calls
+    toolchain._probe.cache_clear()  # later tests probe the real compiler again
+
+
+def fake_compiler(directory: Path, name: str, version: str = "cc 1.0") -> str:
+    path = directory / name
+    path.write_text(version)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_successful_probe_is_remembered_on_disk(probes: list[str], tmp_path: Path) -> None:
+    cc = fake_compiler(tmp_path, "cc")
+    first = toolchain._probe_compiler(cc)
+    again = toolchain._probe_compiler(cc)  # a new process would read the same entry
+    assert probes == [cc]
+    assert first == again
+    assert again.toolchain is not None
+    assert again.toolchain.version == "cc 1.0"
+
+
+def test_an_updated_compiler_is_probed_again(probes: list[str], tmp_path: Path) -> None:
+    cc = fake_compiler(tmp_path, "cc")
+    toolchain._probe_compiler(cc)
+    fake_compiler(tmp_path, "cc", "cc 2.0 (upgraded)")
+    stat = os.stat(cc)
+    os.utime(cc, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    result = toolchain._probe_compiler(cc)
+    assert probes == [cc, cc]
+    assert result.toolchain is not None
+    assert result.toolchain.version == "cc 2.0 (upgraded)"
+
+
+def test_another_compiler_is_probed_on_its_own(probes: list[str], tmp_path: Path) -> None:
+    gcc, clang = fake_compiler(tmp_path, "gcc", "gcc"), fake_compiler(tmp_path, "clang", "clang")
+    assert toolchain._probe_compiler(gcc).toolchain.version == "gcc"  # type: ignore[union-attr]
+    assert toolchain._probe_compiler(clang).toolchain.version == "clang"  # type: ignore[union-attr]
+    toolchain._probe_compiler(gcc)
+    assert probes == [gcc, clang]
+
+
+def test_a_failed_probe_is_not_remembered(probes: list[str], tmp_path: Path) -> None:
+    broken = fake_compiler(tmp_path, "broken-cc")
+    assert toolchain._probe_compiler(broken).toolchain is None
+    assert toolchain._probe_compiler(broken).toolchain is None
+    assert probes == [broken, broken]
+
+
+def test_a_tampered_probe_entry_is_ignored(probes: list[str], tmp_path: Path) -> None:
+    cc = fake_compiler(tmp_path, "cc")
+    toolchain._probe_compiler(cc)
+    for entry in (tmp_path / "cache" / toolchain.PROBE_NAMESPACE).glob("*.probe"):
+        entry.write_text('{"compiler": "/evil", "version": "x", "flags": ["-O0"]}')
+    result = toolchain._probe_compiler(cc)
+    assert probes == [cc, cc]
+    assert result.toolchain is not None
+    assert result.toolchain.flags == ("-O3", "-fPIC")
+
+
+def test_the_process_memo_follows_the_compiler_choice(
+    probes: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = fake_compiler(tmp_path, "cc-a", "a"), fake_compiler(tmp_path, "cc-b", "b")
+    monkeypatch.setenv(toolchain.COMPILER_ENV, first)
+    assert toolchain.probe().toolchain.version == "a"  # type: ignore[union-attr]
+    assert toolchain.probe().toolchain.version == "a"  # type: ignore[union-attr]
+    monkeypatch.setenv(toolchain.COMPILER_ENV, second)
+    assert toolchain.probe().toolchain.version == "b"  # type: ignore[union-attr]
+    assert probes == [first, second]
+
+
+OPENCL = OpenCLTarget().available()
+
+
+@pytest.mark.skipif(not OPENCL, reason=OPENCL.reason or "available")
+def test_the_opencl_device_is_remembered_per_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(opencl_device, "_failures", {})  # this test's memo only
+    monkeypatch.delenv(opencl_device.DEVICE_ENV, raising=False)
+    default = opencl_device.get_device()
+    assert opencl_device.get_device() is default
+    monkeypatch.setenv(opencl_device.DEVICE_ENV, "0:0")
+    explicit = opencl_device.get_device()
+    assert explicit is opencl_device.get_device()
+    monkeypatch.setenv(opencl_device.DEVICE_ENV, "no-such-platform:no-such-device")
+    answer = OpenCLTarget().available()
+    assert not answer
+    assert "matches no device" in answer.reason
+    monkeypatch.delenv(opencl_device.DEVICE_ENV)
+    assert OpenCLTarget().available()
+    assert opencl_device.get_device() is default
+
+
+@pytest.mark.skipif(not OPENCL, reason=OPENCL.reason or "available")
+def test_a_spec_without_a_device_is_remembered_per_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(opencl_device, "_failures", {})  # this test's memo only
+    searched: list[str] = []
+    find = opencl_device._find
+
+    def counting_find(cl: object, spec: str) -> object:
+        searched.append(spec)
+        return find(cl, spec)
+
+    monkeypatch.setattr(opencl_device, "_find", counting_find)
+    monkeypatch.setenv(opencl_device.DEVICE_ENV, "no-such-platform:x")
+    first, again = OpenCLTarget().available(), OpenCLTarget().available()
+    assert not first
+    assert again.reason == first.reason
+    monkeypatch.setenv(opencl_device.DEVICE_ENV, "no-such-platform:y")
+    assert not OpenCLTarget().available()
+    assert searched == ["no-such-platform:x", "no-such-platform:y"]
+
+
+def test_per_axis_parameters_are_shared_but_exact() -> None:
+    one = quant.UniformQuantizedType.per_axis(i8, f32, 0, [0.5, 0.25], [0, 1])
+    same = quant.UniformQuantizedType.per_axis(i8, f32, 0, (0.5, 0.25), (0, 1))
+    other = quant.UniformQuantizedType.per_axis(i8, f32, 0, [0.5, 0.125], [0, 1])
+    assert one == same
+    assert one.scales is same.scales
+    assert other != one
+    assert other.scale_values == (0.5, 0.125)
+    assert one.zero_point_values == (0, 1)
+
+
+def test_rescale_arrays_match_xdsl_and_refuse_what_does_not_fit() -> None:
+    value = TensorType(i32, [2])
+    op = quant.RescaleOp(_argument(value), value, [2**31 - 1, 1 << 30], [-31, 30], axis=0)
+    assert op.multiplier == DenseArrayBase.from_list(i32, [2**31 - 1, 1 << 30])
+    assert op.shift_values == (-31, 30)
+    with pytest.raises(ValueError, match="multiplier 2147483648 does not fit in i32"):
+        quant.RescaleOp(_argument(value), value, [2**31], [0])
+
+
+def _argument(type_: TensorType) -> BlockArgument:
+    return Block(arg_types=[type_]).args[0]
+
+
+def test_vectorised_channel_multipliers_equal_quantize_multiplier() -> None:
+    from irc.passes.lower_quantized import _channel_multipliers
+    from irc.quantization import quantize_multiplier
+
+    rng = np.random.default_rng(0)
+    s_in, s_out = 0.0078125, 0.0235294122248888
+    # Random per-channel scales, exact powers of two, a tie that carries into the shift.
+    scales = [*np.exp(rng.uniform(-14, 2, 2000)).tolist(), 0.5, 1 - 2**-40, 2**-20]
+    expected = [quantize_multiplier(s_in * s / s_out) for s in scales]
+    assert _channel_multipliers(None, s_in, scales, s_out) == expected  # type: ignore[arg-type]
+    tiny = [1e-30, 0.0]  # below 2^-31 after scaling: QuantizeMultiplier's (0, 0)
+    assert _channel_multipliers(None, 1.0, tiny, 1.0) == [(0, 0), (0, 0)]  # type: ignore[arg-type]
