@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from opencl_support import AVAILABLE, needs_device
 from test_dynamic_shapes import expected, write_model
 
 import irc
@@ -24,12 +25,9 @@ from irc.dialects import ocl
 from irc.targets.opencl import runtime as ocl_runtime
 from irc.targets.opencl.aot import BINARIES_ATTR, describe_embedded
 from irc.targets.opencl.device import get_device
-from irc.targets.opencl.target import OpenCLTarget
 from irc.tools.irc_compile import main as compile_main
 from irc.tools.irc_run import main as run_main
 
-AVAILABLE = OpenCLTarget().available()
-needs_device = pytest.mark.skipif(not AVAILABLE, reason=AVAILABLE.reason or "available")
 TARGETS = ["opencl", "reference"] if AVAILABLE else ["reference"]
 ROOT = Path(__file__).resolve().parents[1]
 

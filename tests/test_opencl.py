@@ -9,12 +9,13 @@ a different order from numpy's).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cpu_support import Case, build_executable, op_case, reference_outputs
+from opencl_support import needs_device, private_cache_dir
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import SSAValue
@@ -29,17 +30,12 @@ from irc.targets.opencl.lower import LowerOpenCLPass
 from irc.targets.opencl.runtime import OpenCLRuntime, OpenCLValue
 from irc.targets.opencl.target import OpenCLTarget
 
-AVAILABLE = OpenCLTarget().available()
-needs_device = pytest.mark.skipif(not AVAILABLE, reason=AVAILABLE.reason or "available")
 RNG = np.random.default_rng(1234)
 
 
 @pytest.fixture(autouse=True, scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        yield path
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    yield from private_cache_dir(tmp_path_factory)
 
 
 def rand(*shape: int) -> np.ndarray:

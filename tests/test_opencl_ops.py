@@ -10,12 +10,13 @@ select and data movement must be exact.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cpu_support import Case, build_executable, op_case, reference_outputs
+from opencl_support import needs_device, private_cache_dir
 from xdsl.dialects.builtin import IntegerType, Signedness, StringAttr, TensorType, f32, i1, i8
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
@@ -28,17 +29,12 @@ from irc.targets.opencl.lower import LowerOpenCLPass
 from irc.targets.opencl.runtime import OpenCLRuntime, OpenCLValue
 from irc.targets.opencl.target import OpenCLTarget
 
-AVAILABLE = OpenCLTarget().available()
-needs_device = pytest.mark.skipif(not AVAILABLE, reason=AVAILABLE.reason or "available")
 RNG = np.random.default_rng(77)
 
 
 @pytest.fixture(autouse=True, scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        yield path
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    yield from private_cache_dir(tmp_path_factory)
 
 
 def rand(*shape: int) -> np.ndarray:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cpu_support import Case, build_executable, reference_outputs
+from opencl_support import needs_device
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import SSAValue
 from xdsl.parser import Parser
@@ -30,8 +31,6 @@ from irc.targets.opencl.memory_plan import plan_buffers
 from irc.targets.opencl.runtime import OpenCLRuntime
 from irc.targets.opencl.target import OpenCLTarget
 
-AVAILABLE = OpenCLTarget().available()
-needs_device = pytest.mark.skipif(not AVAILABLE, reason=AVAILABLE.reason or "available")
 RNG = np.random.default_rng(7)
 
 

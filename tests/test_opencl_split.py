@@ -11,15 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from opencl_support import needs_device
 from xdsl.parser import Parser
 
 from irc.compiler import compile as irc_compile
 from irc.context import make_context
 from irc.dialects import delegate, ocl
-from irc.targets.opencl.target import OpenCLTarget
 
-AVAILABLE = OpenCLTarget().available()
-needs_device = pytest.mark.skipif(not AVAILABLE, reason=AVAILABLE.reason or "available")
 RNG = np.random.default_rng(7)
 
 GRAPH = """

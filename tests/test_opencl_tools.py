@@ -13,11 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from irc.targets.opencl.target import OpenCLTarget
-
-AVAILABLE = OpenCLTarget().available()
-needs_device = pytest.mark.skipif(not AVAILABLE, reason=AVAILABLE.reason or "available")
+from opencl_support import needs_device
 
 GRAPH = """
 func.func @main(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x4x4x5xf32>) {
