@@ -18,8 +18,11 @@ here first: a register-blocked loop of independent 512-bit FMAs (float32) and of
 irc's thread count is OpenMP's: libgomp reads `OMP_NUM_THREADS` once, when it loads, so
 every (model, threads) measurement of irc runs in a child process started with
 `OMP_NUM_THREADS` set (this script, `--irc-worker`), with its own cache directory for the
-cold compile. The absolute figures move 1.5-2x between runs on this shared 2-vCPU machine;
-compare the ratios of one run (PERF_NOTES.md).
+cold compile; irc's runtime sets `OMP_PROC_BIND=true` there before libgomp loads
+(`toolchain.prepare_openmp`). The float convolutions split over the threads only when an op
+is big enough (`IRC_PARALLEL_CONV_WORK` / `IRC_PARALLEL_DW_WORK` in targets/cpu/csrc.py).
+The absolute figures move 1.5-2x between runs on this shared 2-vCPU machine; compare the
+ratios of one run (PERF_NOTES.md).
 
 usage: python benchmarks/cpu_vs_ort.py [--models DIR] [--only NAME ...] [--threads 1 2]
                                        [--repeat K] [--warmup W] [--top N] [--no-kernels]

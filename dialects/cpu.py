@@ -6,7 +6,7 @@
    on tensors ended by `cpu.yield`; `kind` says which kernel): `"qconv"`, an int8
    `cast -> sub zp -> conv2d / fully_connected -> rescale [-> scast -> clip]` chain;
    `"qadd"`, the int8 add of `lower-quantized`; `"conv_add"`, a float conv2d and the
-   residual `nn.add` computed in its epilogue;
+   residual `nn.add` (and an `nn.relu` of it) computed in its epilogue;
 2. `cpu-plan-memory` records the workspace plan as discardable attributes: on every op of
    an entry (`nn.constant` aside) `cpu.offsets` (per result, its byte offset in the
    workspace, or -1 when the op writes the entry's result buffer), `cpu.scratch` (byte
@@ -371,8 +371,13 @@ class FusionOp(IRDLOperation):
         if len(producers) != 1:
             names = " or ".join(f"'{n}'" for n in FUSION_KINDS[kind])
             raise VerifyException(f"a '{kind}' fusion holds exactly one {names}")
-        if kind == "conv_add" and [op.name for op in ops[:-1]] != ["nn.conv2d", "nn.add"]:
-            raise VerifyException("a 'conv_add' fusion holds an nn.conv2d and the nn.add of it")
+        if kind == "conv_add" and [op.name for op in ops[:-1]] not in (
+            ["nn.conv2d", "nn.add"],
+            ["nn.conv2d", "nn.add", "nn.relu"],
+        ):
+            raise VerifyException(
+                "a 'conv_add' fusion holds an nn.conv2d and the nn.add of it (then an nn.relu)"
+            )
         for op in ops[:-1]:
             if op.regions:
                 raise VerifyException(f"'{op.name}' with regions cannot be fused")

@@ -38,9 +38,10 @@ ops; pointers carry each value's C type (`float`, `int8_t`, `uint8_t`, `int16_t`
   with `qfusion.match_chain`, runs as ONE kernel that reads the int8 input and writes the
   int8 result (`fused_int8`: vpdpbusd dot products with the zero-point correction folded
   into the bias, or the int16 depthwise kernel; requantization in the epilogue); "qadd",
-  the int8 add (`fused_int8_add`); "conv_add", a float conv2d with the residual add in its
-  epilogue. A fusion whose ops are not a chain of its kind is refused. `IRC_CPU_PROFILE=1`
-  times every kernel (`KernelProfiler`, read with `targets/cpu/profiling.py`).
+  the int8 add (`fused_int8_add`); "conv_add", a float conv2d with the residual add (and
+  a relu after it) in its epilogue. A fusion whose ops are not a chain of its kind is
+  refused. `IRC_CPU_PROFILE=1` times every kernel (`KernelProfiler`, read with
+  `targets/cpu/profiling.py`).
 * **Kernels.** Heavy ops call the kernel library (`csrc`: convolution as a register-blocked
   implicit GEMM, depthwise, pooling, softmax, resize); elementwise ops, reductions and data
   movement become loop nests with literal bounds, their dimensions collapsed where the data
@@ -453,11 +454,18 @@ class OpLowering:
                 lowered = self.fused_int8_add(add_chain)
                 timed = (add_chain.add, add_chain.sources)
                 return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
-        elif kind == "conv_add":
-            conv, add = members
-            if isinstance(conv, nn.Conv2DOp) and isinstance(add, nn.AddOp) and final is add:
+        elif kind == "conv_add" and len(members) in (2, 3):
+            conv, add = members[:2]
+            relu = members[2] if len(members) == 3 else None
+            if (
+                isinstance(conv, nn.Conv2DOp)
+                and isinstance(add, nn.AddOp)
+                and final is (add if relu is None else relu)
+                and (relu is None or (isinstance(relu, nn.ReluOp) and _activation_code(add) == 0))
+            ):
                 other = add.operands[1] if add.operands[0] is conv.output else add.operands[0]
-                lowered = self.lower_conv2d(conv, (other, _activation_code(add)))
+                act2 = _activation_code(add) if relu is None else csrc.ACTIVATION_CODES["relu"]
+                lowered = self.lower_conv2d(conv, (other, act2))
                 timed = (conv, tuple(conv.operands))
                 return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
         raise LoweringError(fusion, f"the '{kind}' fusion does not hold a chain of its kind")

@@ -6,9 +6,12 @@ only the snippets its functions use (`source_for`), so small executables compile
 Kernels take sizes as arguments; the generated code passes literal constants. The hot
 kernels follow PERF_NOTES.md: NHWC with channels innermost, weights packed at compile time
 as ``[G][OCg/NB][KH][KW][Cg][NB]`` (NB = 16 or 32 output channels, one or two 16-lane
-vectors), an 8-pixel x NB-channel accumulator tile kept in registers, and one OpenMP
-parallel loop over output rows per op (only when the op is big enough to pay for the
-fork/join).
+vectors), an 8-pixel x NB-channel accumulator tile kept in registers with the bias,
+activation and residual epilogue applied there (masked loads/stores for a partial channel
+block), and one OpenMP parallel loop per op over pixel chunks (and output-channel block
+ranges for small images), only when the op is big enough to pay for the fork/join
+(IRC_PARALLEL_CONV_WORK, IRC_PARALLEL_DW_WORK). Depthwise convolutions run 16-channel
+vectors for any C >= 16 (the last block overlaps its neighbour), borders included.
 
 Integer kernels (snippets "quant", "conv_int", "pool_int") run the `lower-quantized` form
 with the reference's exact integer semantics; `irc_mbqm` is TFLite's
@@ -71,6 +74,7 @@ _snippet(
 
 #define IRC_INLINE static inline __attribute__((always_inline))
 #define IRC_PARALLEL_WORK 4000000.0 /* multiply-adds below which an op stays on one thread */
+#define IRC_PARALLEL_CONV_WORK 1000000.0 /* the same for the float implicit-GEMM convs */
 #if defined(_OPENMP)
 #include <omp.h>
 #define IRC_PRAGMA(x) _Pragma(#x)
@@ -98,6 +102,48 @@ typedef float irc_v16u __attribute__((vector_size(64), aligned(4)));
 
 enum { IRC_ACT_NONE = 0, IRC_ACT_RELU = 1, IRC_ACT_RELU6 = 2, IRC_ACT_RELU_N1_TO_1 = 3,
        IRC_ACT_TANH = 4 };
+
+typedef int irc_v16i __attribute__((vector_size(64)));
+
+/* m ? a : b lane by lane (m: all-ones / all-zeros lanes of a vector comparison). */
+IRC_INLINE irc_v16 irc_v16_select(irc_v16i m, irc_v16 a, irc_v16 b) {
+  return (irc_v16)(((irc_v16i)a & m) | ((irc_v16i)b & ~m));
+}
+
+/* irc_act on 16 lanes for the codes other than tanh (NaN passes through like irc_act). */
+IRC_INLINE irc_v16 irc_v16_act(irc_v16 v, int act) {
+  const irc_v16 zero = {0.0f};
+  switch (act) {
+    case IRC_ACT_RELU: return irc_v16_select(v < zero, zero, v);
+    case IRC_ACT_RELU6:
+      v = irc_v16_select(v < zero, zero, v);
+      return irc_v16_select(v > zero + 6.0f, zero + 6.0f, v);
+    case IRC_ACT_RELU_N1_TO_1:
+      v = irc_v16_select(v < zero - 1.0f, zero - 1.0f, v);
+      return irc_v16_select(v > zero + 1.0f, zero + 1.0f, v);
+    default: return v;
+  }
+}
+
+/* The first n (1..16) floats at p as a vector, the other lanes zero / stored back. */
+#if defined(__AVX512F__) && !defined(IRC_PORTABLE)
+#include <immintrin.h>
+IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
+  return (irc_v16)_mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
+}
+IRC_INLINE void irc_v16_store_n(float *p, irc_v16 v, int n) {
+  _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), (__m512)v);
+}
+#else
+IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
+  irc_v16 v = {0.0f};
+  for (int j = 0; j < n; ++j) v[j] = p[j];
+  return v;
+}
+IRC_INLINE void irc_v16_store_n(float *p, irc_v16 v, int n) {
+  for (int j = 0; j < n; ++j) p[j] = v[j];
+}
+#endif
 
 /* numpy's maximum/minimum: a NaN in either operand gives NaN. */
 IRC_INLINE float irc_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
@@ -201,7 +247,8 @@ _snippet(
 IRC_INLINE void irc_conv_tile(const int MR_, const int NV, const float *restrict x, long xs_pix,
                               long xs_h, long xs_w, int KH, int KW, int Cg,
                               const float *restrict w, float *restrict y, long ys_pix,
-                              int nvalid) {
+                              int nvalid, const float *restrict bias, int act,
+                              const float *restrict res, int act2) {
   irc_v16 acc[IRC_MR][2];
   for (int m = 0; m < MR_; ++m)
     for (int v = 0; v < NV; ++v) acc[m][v] = (irc_v16){0.0f};
@@ -219,82 +266,122 @@ IRC_INLINE void irc_conv_tile(const int MR_, const int NV, const float *restrict
         }
       }
     }
-  for (int m = 0; m < MR_; ++m) {
-    float *restrict o = y + m * ys_pix;
-    if (nvalid == 16 * NV) {
-      for (int v = 0; v < NV; ++v) *(irc_v16u *)(o + 16 * v) = acc[m][v];
-    } else {
-      float tmp[32] __attribute__((aligned(64)));
-      for (int v = 0; v < NV; ++v) *(irc_v16 *)(tmp + 16 * v) = acc[m][v];
-      for (int j = 0; j < nvalid; ++j) o[j] = tmp[j];
+  /* Epilogue in registers: v = act(acc + bias), then v = act2(v + res) with a residual;
+     tanh (act or act2 = -1 here) is left to the caller's scalar epilogue. */
+  for (int v = 0; v < NV; ++v) {
+    const int n = nvalid - 16 * v < 16 ? nvalid - 16 * v : 16;
+    if (n <= 0) break;
+    irc_v16 bv = {0.0f};
+    if (bias) bv = n == 16 ? *(const irc_v16u *)(bias + 16 * v) : irc_v16_load_n(bias + 16 * v, n);
+    for (int m = 0; m < MR_; ++m) {
+      irc_v16 r = act < 0 ? acc[m][v] : irc_v16_act(acc[m][v] + bv, act);
+      if (res && act2 >= 0) {
+        const float *rp = res + m * ys_pix + 16 * v;
+        r = irc_v16_act(r + (n == 16 ? *(const irc_v16u *)rp : irc_v16_load_n(rp, n)), act2);
+      }
+      float *o = y + m * ys_pix + 16 * v;
+      if (n == 16)
+        *(irc_v16u *)o = r;
+      else
+        irc_v16_store_n(o, r, n);
     }
   }
 }
 
-/* One task of irc_conv2d: up to `chunk` output pixels of one output row, all channels. */
-IRC_INLINE void irc_conv2d_task(const int NV, long t, int nchunk, int chunk,
+/* One task of irc_conv2d: output pixels [ow0, ow1) of output row `row`, output-channel blocks
+   [blk0, blk1) of the G * ceil(OCg / NB) blocks (group-major). */
+IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long blk0, long blk1,
                                 const float *restrict x, int Hp, int Wp, int C,
                                 const float *restrict w, const float *restrict bias,
                                 float *restrict y, int OH, int OW, int OC, int KH, int KW,
-                                int SH, int SW, int DH, int DW, int G, int Cg, int OCg,
+                                int SH, int SW, int DH, int DW, int Cg, int OCg,
                                 int act, const float *restrict res, int act2) {
   const int NB = 16 * NV;
   const int nblk = (OCg + NB - 1) / NB;
   const long wblk = (long)KH * KW * Cg * NB;
-  const int ch = (int)(t % nchunk);
-  const long row = t / nchunk;
   const int oh = (int)(row % OH), n = (int)(row / OH);
-  const int ow0 = ch * chunk, ow1 = ow0 + chunk < OW ? ow0 + chunk : OW;
   const float *restrict xrow = x + ((long)n * Hp + (long)oh * SH) * Wp * C;
   float *restrict yrow = y + row * OW * OC;
-  for (int g = 0; g < G; ++g)
-    for (int b = 0; b < nblk; ++b) {
-      const float *restrict wb = w + ((long)g * nblk + b) * wblk;
-      const int oc0 = g * OCg + b * NB;
-      const int nvalid = OCg - b * NB < NB ? OCg - b * NB : NB;
-      const float *restrict bb = bias ? bias + oc0 : NULL;
-      int ow = ow0;
-      for (; ow + IRC_MR <= ow1; ow += IRC_MR) {
-        float *restrict o = yrow + (long)ow * OC + oc0;
-        irc_conv_tile(IRC_MR, NV, xrow + (long)ow * SW * C + g * Cg, (long)SW * C,
-                      (long)DH * Wp * C, (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid);
+  /* Activations the tile applies in registers; -1: tanh, then the scalar epilogue runs the
+     bias/activation (vact) or the residual add (vact2) and everything after it. */
+  const int vact = act == IRC_ACT_TANH ? -1 : act;
+  const int vact2 = vact < 0 || act2 == IRC_ACT_TANH ? -1 : act2;
+  for (long gb = blk0; gb < blk1; ++gb) {
+    const int g = (int)(gb / nblk), b = (int)(gb % nblk);
+    const float *restrict wb = w + gb * wblk;
+    const int oc0 = g * OCg + b * NB;
+    const int nvalid = OCg - b * NB < NB ? OCg - b * NB : NB;
+    const float *restrict bb = bias ? bias + oc0 : NULL;
+    int ow = ow0;
+    for (; ow + IRC_MR <= ow1; ow += IRC_MR) {
+      float *restrict o = yrow + (long)ow * OC + oc0;
+      const float *restrict ro = res ? res + (o - y) : NULL;
+      irc_conv_tile(IRC_MR, NV, xrow + (long)ow * SW * C + g * Cg, (long)SW * C,
+                    (long)DH * Wp * C, (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact,
+                    ro, vact2);
+      if (vact < 0 || (res && vact2 < 0))
         for (int m = 0; m < IRC_MR; ++m) {
-          irc_epilogue(o + (long)m * OC, nvalid, bb, act);
-          if (res) irc_residual(o + (long)m * OC, nvalid, res + (o - y) + (long)m * OC, act2);
+          if (vact < 0) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
+          if (res) irc_residual(o + (long)m * OC, nvalid, ro + (long)m * OC, act2);
         }
-      }
-      for (; ow < ow1; ++ow) {
-        float *restrict o = yrow + (long)ow * OC + oc0;
-        irc_conv_tile(1, NV, xrow + (long)ow * SW * C + g * Cg, (long)SW * C,
-                      (long)DH * Wp * C, (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid);
-        irc_epilogue(o, nvalid, bb, act);
-        if (res) irc_residual(o, nvalid, res + (o - y), act2);
-      }
     }
+    for (; ow < ow1; ++ow) {
+      float *restrict o = yrow + (long)ow * OC + oc0;
+      const float *restrict ro = res ? res + (o - y) : NULL;
+      irc_conv_tile(1, NV, xrow + (long)ow * SW * C + g * Cg, (long)SW * C,
+                    (long)DH * Wp * C, (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact,
+                    ro, vact2);
+      if (vact < 0) irc_epilogue(o, nvalid, bb, act);
+      if (res && vact2 < 0) irc_residual(o, nvalid, ro, act2);
+    }
+  }
 }
 
 /* y[N][OH][OW][OC] = act(conv(x[N][Hp][Wp][C] (already padded), w packed by
    irc_pack_filter with NB = 16 * NV) + bias), groups G (Cg = C / G, OCg = OC / G); with a
-   residual `res` (same shape as y, or NULL) then y = act2(y + res), tile by tile. Tasks
-   are chunks of output rows; the OpenMP loop lives here, outside the inlined task, so that
-   NV stays a literal constant inside the outlined parallel body. */
+   residual `res` (same shape as y, or NULL) then y = act2(y + res), tile by tile. Tasks are
+   chunks of up to 64 pixels of one output row (chunks of a row equal, multiples of IRC_MR),
+   contiguous ones per thread (the next op's static split finds its rows in the same core's
+   cache) or, when that balances the threads better (small images: 1x1 convs at 7x7 or
+   14x14, fully connected layers), one range of output-channel blocks per thread. The OpenMP
+   loop lives here, outside the inlined task, so that NV stays a literal constant inside the
+   outlined parallel body. */
 static void irc_conv2d(int NV, const float *restrict x, int N, int Hp, int Wp, int C,
                        const float *restrict w, const float *restrict bias, float *restrict y,
                        int OH, int OW, int OC, int KH, int KW, int SH, int SW, int DH, int DW,
                        int G, int Cg, int OCg, int act, const float *restrict res, int act2) {
-  const int chunk = 8 * IRC_MR;
-  const int nchunk = (OW + chunk - 1) / chunk;
-  const long tasks = (long)N * OH * nchunk;
+  const int NB = 16 * NV;
+  const long blocks = (long)G * ((OCg + NB - 1) / NB);
+  const int nchunk = (OW + 8 * IRC_MR - 1) / (8 * IRC_MR);
+  const int per = (OW + nchunk - 1) / nchunk;
+  const int chunk = (per + IRC_MR - 1) / IRC_MR * IRC_MR;
+  const long ptasks = (long)N * OH * nchunk;
   const double work = (double)N * OH * OW * KH * KW * Cg * OC;
-  (void)work;
-  IRC_PARFOR(schedule(static) if (tasks > 1 && work > IRC_PARALLEL_WORK))
+  const int threads = work > IRC_PARALLEL_CONV_WORK ? irc_nthreads() : 1;
+  /* One block range per thread (each thread's contiguous share of the range-major tasks
+     is then its range over all pixels) when that balances the threads better than the
+     pixel chunks do: the busiest thread's share of the work, times the thread count. */
+  long nsplit = 1;
+  if (threads > 1 && blocks >= threads) {
+    const int span = chunk < OW ? chunk : OW;
+    const double by_pixels =
+        (double)((ptasks + threads - 1) / threads) * span * threads / ((double)N * OH * OW);
+    const double by_blocks = (double)((blocks + threads - 1) / threads) * threads / blocks;
+    if (by_blocks < by_pixels) nsplit = threads;
+  }
+  const long tasks = ptasks * nsplit;
+  IRC_PARFOR(schedule(static) if (threads > 1 && tasks > 1))
   for (long t = 0; t < tasks; ++t) {
+    const long s = t / ptasks, p = t % ptasks;
+    const long row = p / nchunk;
+    const int ow0 = (int)(p % nchunk) * chunk, ow1 = ow0 + chunk < OW ? ow0 + chunk : OW;
+    const long blk0 = s * blocks / nsplit, blk1 = (s + 1) * blocks / nsplit;
     if (NV == 2)
-      irc_conv2d_task(2, t, nchunk, chunk, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH, KW, SH,
-                      SW, DH, DW, G, Cg, OCg, act, res, act2);
+      irc_conv2d_task(2, row, ow0, ow1, blk0, blk1, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH,
+                      KW, SH, SW, DH, DW, Cg, OCg, act, res, act2);
     else
-      irc_conv2d_task(1, t, nchunk, chunk, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH, KW, SH,
-                      SW, DH, DW, G, Cg, OCg, act, res, act2);
+      irc_conv2d_task(1, row, ow0, ow1, blk0, blk1, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH,
+                      KW, SH, SW, DH, DW, Cg, OCg, act, res, act2);
   }
 }
 """,
@@ -305,59 +392,80 @@ _snippet(
     "depthwise",
     r"""
 #define IRC_DW_MR 8
+#define IRC_PARALLEL_DW_WORK 200000.0 /* depthwise taps x channels below which one thread */
 
-/* MR_ output pixels x 16 channels of a depthwise conv, accumulated in registers over the
-   KH x KW taps; x: input of pixel 0 at tap (0, 0); w: tap (0, 0) weights of the 16 channels,
-   ws_tap floats between taps. */
-IRC_INLINE void irc_dw_tile(const int MR_, const float *restrict x, long xs_pix, long xs_h,
-                            long xs_w, int KH, int KW, const float *restrict w, long ws_tap,
-                            float *restrict y, long ys_pix) {
+/* MR_ output pixels x NL (1..16) channels of a depthwise conv, accumulated in registers
+   over nkh x nkw taps, then y = vact(acc + bias); x: input of pixel 0 at the first tap, w: that
+   tap's weights of the 16 channels; xs_*: floats between pixels / tap rows / tap columns,
+   ws_h / ws_w: between the weights of tap rows / tap columns. */
+IRC_INLINE void irc_dw_tile_n(const int MR_, const int NL, const float *restrict x, long xs_pix,
+                              long xs_h, long xs_w, int nkh, int nkw, const float *restrict w,
+                              long ws_h, long ws_w, float *restrict y, long ys_pix,
+                              irc_v16 bias, int vact) {
   irc_v16 acc[IRC_DW_MR];
   for (int m = 0; m < MR_; ++m) acc[m] = (irc_v16){0.0f};
-  for (int kh = 0; kh < KH; ++kh)
-    for (int kw = 0; kw < KW; ++kw) {
-      const irc_v16 wv = *(const irc_v16u *)(w + (long)(kh * KW + kw) * ws_tap);
+  for (int kh = 0; kh < nkh; ++kh)
+    for (int kw = 0; kw < nkw; ++kw) {
+      const float *restrict wt = w + kh * ws_h + kw * ws_w;
+      const irc_v16 wv = NL == 16 ? *(const irc_v16u *)wt : irc_v16_load_n(wt, NL);
       const float *restrict xt = x + kh * xs_h + kw * xs_w;
-      for (int m = 0; m < MR_; ++m) acc[m] += *(const irc_v16u *)(xt + m * xs_pix) * wv;
+      for (int m = 0; m < MR_; ++m)
+        acc[m] += (NL == 16 ? *(const irc_v16u *)(xt + m * xs_pix)
+                            : irc_v16_load_n(xt + m * xs_pix, NL)) * wv;
     }
-  for (int m = 0; m < MR_; ++m) *(irc_v16u *)(y + m * ys_pix) = acc[m];
+  for (int m = 0; m < MR_; ++m) {
+    const irc_v16 r = irc_v16_act(acc[m] + bias, vact);
+    if (NL == 16)
+      *(irc_v16u *)(y + m * ys_pix) = r;
+    else
+      irc_v16_store_n(y + m * ys_pix, r, NL);
+  }
 }
 
-/* One output pixel of a depthwise conv, channels [c0, c1), taps outside the input skipped;
-   xr: the input row of tap kh = 0 (column 0), w: the weights of tap kh = 0. */
-static void irc_dw_pixel(const float *restrict xr, long xs_h, int W, int iw0, int DW, int nkh,
-                         int KW, const float *restrict w, int C, int c0, int c1,
-                         float *restrict o) {
-  for (int c = c0; c < c1; ++c) o[c] = 0.0f;
+/* irc_dw_tile_n on all 16 lanes. */
+#define irc_dw_tile(MR_, ...) irc_dw_tile_n(MR_, 16, __VA_ARGS__)
+
+/* One output pixel x 64 channels (four 16-channel blocks: four independent accumulator
+   chains where one block alone would wait on each FMA's latency), arguments as for
+   irc_dw_tile; bias: the 64 channels' bias or NULL. */
+IRC_INLINE void irc_dw_pixel64(const float *restrict x, long xs_h, long xs_w, int nkh, int nkw,
+                               const float *restrict w, long ws_h, long ws_w,
+                               float *restrict y, const float *restrict bias, int vact) {
+  irc_v16 acc[4] = {{0.0f}, {0.0f}, {0.0f}, {0.0f}};
   for (int kh = 0; kh < nkh; ++kh)
-    for (int kw = 0; kw < KW; ++kw) {
-      const int iw = iw0 + kw * DW;
-      if (iw < 0 || iw >= W) continue;
-      const float *restrict xi = xr + kh * xs_h + (long)iw * C;
-      const float *restrict wk = w + (long)(kh * KW + kw) * C;
-      for (int c = c0; c < c1; ++c) o[c] += xi[c] * wk[c];
+    for (int kw = 0; kw < nkw; ++kw) {
+      const float *restrict xt = x + kh * xs_h + kw * xs_w;
+      const float *restrict wt = w + kh * ws_h + kw * ws_w;
+      for (int j = 0; j < 4; ++j)
+        acc[j] += *(const irc_v16u *)(xt + 16 * j) * *(const irc_v16u *)(wt + 16 * j);
     }
+  for (int j = 0; j < 4; ++j) {
+    const irc_v16 bv = bias ? *(const irc_v16u *)(bias + 16 * j) : (irc_v16){0.0f};
+    *(irc_v16u *)(y + 16 * j) = irc_v16_act(acc[j] + bv, vact);
+  }
 }
 
 /* Depthwise conv (groups = C = OC): y[N][OH][OW][C] from x[N][H][W][C] and w[KH][KW][C], with
    implicit zero padding (PT rows, PL columns): taps above/below the input are skipped per
-   row; pixels whose window is inside the row use 16-channel x 8-pixel register tiles, the
-   others (and the last C % 16 channels) a checked per-pixel loop; then the bias/activation
-   epilogue runs over the finished row. */
+   row, taps left/right of it per pixel. C >= 16: 16-channel blocks, the last one overlapping
+   its neighbour when C % 16 != 0 (the shared channels are computed twice, identically), in
+   8-pixel register tiles where a window lies inside the row and 1-pixel tiles at the
+   borders, with the bias/activation epilogue in registers (tanh after the row). C < 16: a
+   per-pixel loop and the scalar epilogue. Rows are split over threads when the op is big. */
 static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
                           const float *restrict w, const float *restrict bias, float *restrict y,
                           int OH, int OW, int KH, int KW, int SH, int SW, int DH, int DW, int PT,
                           int PL, int act) {
   const long rows = (long)N * OH;
   const double work = (double)rows * OW * KH * KW * C;
-  const int cvec = C & ~15;
+  const int vact = act == IRC_ACT_TANH ? IRC_ACT_NONE : act;
   /* Output columns whose taps all fall inside the input: [ow_lo, ow_hi). */
   const int ow_lo = (PL + SW - 1) / SW;
   const int last = W - 1 - (KW - 1) * DW + PL;
   int ow_hi = last < 0 ? 0 : last / SW + 1;
   if (ow_hi > OW) ow_hi = OW;
   (void)work;
-  IRC_PARFOR(schedule(static) if (rows > 1 && work > IRC_PARALLEL_WORK))
+  IRC_PARFOR(schedule(static) if (rows > 1 && work > IRC_PARALLEL_DW_WORK))
   for (long r = 0; r < rows; ++r) {
     const int n = (int)(r / OH), oh = (int)(r % OH);
     const int ih0 = oh * SH - PT;
@@ -370,29 +478,63 @@ static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
     const float *restrict xr = x + ((long)n * H + ih0 + kh_lo * DH) * W * C;
     const float *restrict wr = w + (long)kh_lo * KW * C;
     float *restrict yrow = y + r * OW * C;
-    for (int ow = 0; ow < OW; ++ow) {
-      const int interior = ow >= ow_lo && ow < ow_hi;
-      if (interior && cvec == C) continue;
-      irc_dw_pixel(xr, xs_h, W, ow * SW - PL, DW, nkh, KW, wr, C, interior ? cvec : 0, C,
-                   yrow + (long)ow * C);
-    }
-    if (ow_lo < ow_hi)
-      for (int c = 0; c < cvec; c += 16) {
-        const float *restrict xc = xr + (long)(ow_lo * SW - PL) * C + c;
-        int ow = ow_lo;
-        if (nkh == 0) {
-          for (; ow < ow_hi; ++ow)
-            for (int j = 0; j < 16; ++j) yrow[(long)ow * C + c + j] = 0.0f;
+    if (C < 16) { /* one partial vector: masked loads and stores */
+      const irc_v16 bv = bias ? irc_v16_load_n(bias, C) : (irc_v16){0.0f};
+      int ow = 0;
+      while (ow < OW) {
+        const int iw0 = ow * SW - PL;
+        if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
+          irc_dw_tile_n(IRC_DW_MR, C, xr + (long)iw0 * C, xs_pix, xs_h, xs_w, nkh, KW, wr,
+                        (long)KW * C, C, yrow + (long)ow * C, C, bv, vact);
+          ow += IRC_DW_MR;
           continue;
         }
-        for (; ow + IRC_DW_MR <= ow_hi; ow += IRC_DW_MR)
-          irc_dw_tile(IRC_DW_MR, xc + (ow - ow_lo) * xs_pix, xs_pix, xs_h, xs_w, nkh, KW,
-                      wr + c, C, yrow + (long)ow * C + c, C);
-        for (; ow < ow_hi; ++ow)
-          irc_dw_tile(1, xc + (ow - ow_lo) * xs_pix, xs_pix, xs_h, xs_w, nkh, KW, wr + c, C,
-                      yrow + (long)ow * C + c, C);
+        int kw_lo = 0, kw_hi = KW;
+        while (kw_lo < KW && iw0 + kw_lo * DW < 0) ++kw_lo;
+        while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
+        irc_dw_tile_n(1, C, xr + (long)(iw0 + kw_lo * DW) * C, xs_pix, xs_h, xs_w, nkh,
+                      kw_hi - kw_lo, wr + (long)kw_lo * C, (long)KW * C, C,
+                      yrow + (long)ow * C, C, bv, vact);
+        ++ow;
       }
-    for (int ow = 0; ow < OW; ++ow) irc_epilogue(yrow + (long)ow * C, C, bias, act);
+    } else {
+      /* Pixel tiles outermost, channel blocks inside: a tile's input windows (all channels)
+         stay in L1 across the blocks. */
+      int ow = 0;
+      while (ow < OW) {
+        const int iw0 = ow * SW - PL;
+        if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
+          for (int cb = 0; cb < C; cb += 16) {
+            const int c = cb + 16 <= C ? cb : C - 16;
+            const irc_v16 bv = bias ? *(const irc_v16u *)(bias + c) : (irc_v16){0.0f};
+            irc_dw_tile(IRC_DW_MR, xr + (long)iw0 * C + c, xs_pix, xs_h, xs_w, nkh, KW, wr + c,
+                        (long)KW * C, C, yrow + (long)ow * C + c, C, bv, vact);
+          }
+          ow += IRC_DW_MR;
+          continue;
+        }
+        /* One pixel, its taps clipped to the input columns [0, W). */
+        int kw_lo = 0, kw_hi = KW;
+        while (kw_lo < KW && iw0 + kw_lo * DW < 0) ++kw_lo;
+        while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
+        const float *restrict xp = xr + (long)(iw0 + kw_lo * DW) * C;
+        const float *restrict wp = wr + (long)kw_lo * C;
+        float *restrict yp = yrow + (long)ow * C;
+        int cb = 0;
+        for (; cb + 64 <= C; cb += 64)
+          irc_dw_pixel64(xp + cb, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + cb, (long)KW * C, C,
+                         yp + cb, bias ? bias + cb : NULL, vact);
+        for (; cb < C; cb += 16) {
+          const int c = cb + 16 <= C ? cb : C - 16;
+          const irc_v16 bv = bias ? *(const irc_v16u *)(bias + c) : (irc_v16){0.0f};
+          irc_dw_tile(1, xp + c, xs_pix, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + c, (long)KW * C, C,
+                      yp + c, C, bv, vact);
+        }
+        ++ow;
+      }
+    }
+    if (act == IRC_ACT_TANH)
+      for (int ow = 0; ow < OW; ++ow) irc_epilogue(yrow + (long)ow * C, C, NULL, act);
   }
 }
 """,

@@ -10,7 +10,8 @@ placed where its last op was, its `kind` naming the kernel `cpu-codegen` emits f
 * `"qadd"`: `lower-quantized`'s int8 add, both inputs widened, shifted and rescaled, summed
   and rescaled (`qfusion.match_add_chains`), one elementwise kernel;
 * `"conv_add"`: a float NHWC, non-depthwise `nn.conv2d` whose only use is an `nn.add` with
-  a same-shaped tensor (a residual): the add (and its activation) in the conv's epilogue.
+  a same-shaped tensor (a residual): the add (and its activation, or an `nn.relu` that is
+  the only use of an add without one) in the conv's epilogue.
 
 Constants and the chain's inputs stay above the fusion (its region reads them). A buffer
 plan recorded earlier (`cpu-plan-memory`) is dropped from an entry in which a fusion is made.
@@ -97,6 +98,22 @@ def residual_adds(ops: Sequence[Operation]) -> dict[Operation, nn.Conv2DOp]:
     return found
 
 
+def trailing_relu(add: Operation) -> nn.ReluOp | None:
+    """The float `nn.relu` that is the only use of `add`'s result when the add has no
+    activation of its own: it joins the `conv_add` fusion (the add's activation becomes
+    relu)."""
+    activation = add.properties.get("activation")
+    if activation is not None and activation.data != "none":  # type: ignore[attr-defined]
+        return None
+    result = add.results[0]
+    if not result.has_one_use():
+        return None
+    user = result.get_user_of_unique_use()
+    if isinstance(user, nn.ReluOp) and _is_float(user.results[0]):
+        return user
+    return None
+
+
 def lower_quantized(executable: delegate.ExecutableOp) -> None:
     """Express the executable's quantized arithmetic in the integer form (`lower-quantized`'s
     patterns; nothing happens when the pass already ran): the C kernels run that form."""
@@ -134,7 +151,9 @@ def fuse_function(func: FuncOp) -> int:
         groups += [("qconv", [*c.skipped, c.final]) for c in match_chains(ops)]
         groups += [("qadd", [*c.skipped, c.final]) for c in match_add_chains(ops)]
     if fuse_residual_enabled():
-        groups += [("conv_add", [conv, add]) for add, conv in residual_adds(ops).items()]
+        for add, conv in residual_adds(ops).items():
+            relu = trailing_relu(add)
+            groups.append(("conv_add", [conv, add] if relu is None else [conv, add, relu]))
     for kind, members in groups:
         wrap_in_fusion(kind, members)
     if groups:

@@ -21,6 +21,52 @@ delegate.executable private @residual target("cpu") {
 
 // -----
 
+// A residual add without an activation whose only use is a relu: the relu joins the
+// "conv_add" fusion (it is the add's activation in the epilogue).
+// CHECK-LABEL: delegate.executable private @residual_relu
+// CHECK:         %[[F:.*]] = "cpu.fusion"() <{kind = "conv_add"}> ({
+// CHECK-NEXT:      %[[C:.*]] = nn.conv2d %x, %w layout = "NHWC"
+// CHECK-NEXT:      %[[A:.*]] = nn.add %[[C]], %r :
+// CHECK-NEXT:      %[[R:.*]] = nn.relu %[[A]]
+// CHECK-NEXT:      "cpu.yield"(%[[R]]) : (tensor<1x4x4x8xf32>) -> ()
+// CHECK-NEXT:    }) : () -> tensor<1x4x4x8xf32>
+// CHECK-NEXT:    func.return %[[F]]
+// A relu after an add with its own activation, or beside another use of the add, stays a
+// separate op.
+// CHECK-LABEL: delegate.executable private @residual_relu_kept
+// CHECK:         "cpu.fusion"() <{kind = "conv_add"}> ({
+// CHECK:           nn.add {{.*}} activation = "relu6"
+// CHECK-NEXT:      "cpu.yield"
+// CHECK:         nn.relu
+// CHECK:         "cpu.fusion"() <{kind = "conv_add"}> ({
+// CHECK:           nn.add
+// CHECK-NEXT:      "cpu.yield"
+// CHECK:         nn.relu
+// CHECK:         func.return
+delegate.executable private @residual_relu target("cpu") {
+  func.func @entry(%x: tensor<1x4x4x8xf32>, %r: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
+    %w = nn.constant dense<0.5> : tensor<8x1x1x8xf32>
+    %c = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x8xf32>, tensor<8x1x1x8xf32> -> tensor<1x4x4x8xf32>
+    %a = nn.add %c, %r : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
+    %y = nn.relu %a : tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
+    func.return %y : tensor<1x4x4x8xf32>
+  }
+}
+delegate.executable private @residual_relu_kept target("cpu") {
+  func.func @entry(%x: tensor<1x4x4x8xf32>, %r: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) {
+    %w = nn.constant dense<0.5> : tensor<8x1x1x8xf32>
+    %c = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x8xf32>, tensor<8x1x1x8xf32> -> tensor<1x4x4x8xf32>
+    %a = nn.add %c, %r activation = "relu6" : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
+    %y = nn.relu %a : tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
+    %d = nn.conv2d %r, %w layout = "NHWC" : tensor<1x4x4x8xf32>, tensor<8x1x1x8xf32> -> tensor<1x4x4x8xf32>
+    %b = nn.add %d, %x : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
+    %z = nn.relu %b : tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
+    func.return %y, %b, %z : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>
+  }
+}
+
+// -----
+
 // Not fused: a conv2d with two uses, a depthwise conv2d, a broadcasting add, and an
 // executable of another target.
 // CHECK-LABEL: delegate.executable private @unfusable

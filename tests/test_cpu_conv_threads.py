@@ -1,0 +1,189 @@
+"""The CPU target's float convolutions at the edges of their vector and thread paths.
+
+Depthwise convolutions with channel counts that are not multiples of 16 (1, 3, 17, 24, 28,
+36, 42, 72, 130: the last 16-channel block overlaps its neighbour, fewer than 16 channels
+take the per-pixel path, border pixels run 64 channels at a time), strides, pads,
+dilations, fused activations, a channel multiplier; and ops big enough to be split over two
+threads: depthwise rows, implicit-GEMM pixel chunks and, for small images and fully
+connected layers, output-channel block ranges; residual epilogues (a relu after the add
+fused, tanh in scalar code). One executable holds all cases; it runs with 1 and with 2
+threads, both checked against the reference kernels (rtol 1e-4 / atol 1e-5), and the two
+runs must agree bit for bit (a split never changes the order of a sum); built with
+IRC_CPU_PORTABLE=1 (scalar partial-block loads and stores) it is checked once more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cpu_support import Case, build_executable, lower, op_case, reference_outputs
+
+from irc.dialects import cpu, nn
+from irc.targets.cpu import toolchain
+from irc.targets.cpu.runtime import CpuRuntime
+from irc.targets.cpu.target import CpuTarget
+
+RTOL, ATOL = 1e-4, 1e-5
+
+pytestmark = pytest.mark.skipif(
+    not CpuTarget().available(), reason="no working C compiler for the cpu target"
+)
+
+_RNG = np.random.default_rng(20261122)
+
+
+def rand(*shape: int, low: float = -1.0, high: float = 1.0) -> np.ndarray:
+    return _RNG.uniform(low, high, size=shape).astype(np.float32)
+
+
+def conv(
+    case_id: str,
+    x: tuple[int, ...],
+    w: tuple[int, ...],
+    *,
+    bias: bool = True,
+    const_filter: bool = True,
+    **props: object,
+) -> Case:
+    props.setdefault("layout", "NHWC")
+    arrays = [rand(*x), rand(*w, low=-0.5, high=0.5), rand(w[0]) if bias else None]
+    return op_case(case_id, nn.Conv2DOp, arrays, [1] if const_filter else [], **props)
+
+
+def depthwise(case_id: str, c: int, hw: tuple[int, int], k: int = 3, **props: object) -> Case:
+    return conv(case_id, (1, *hw, c), (c, k, k, 1), groups=c, **props)
+
+
+def _residual_pointwise(x, r, w, b):
+    """A 1x1 conv over 32x36 pixels to 40 channels (a partial second vector) with relu6,
+    then + r with relu: both epilogues in registers, big enough to be split."""
+    conv_op = nn.Conv2DOp.make(x, w, b, layout="NHWC", activation="relu6")
+    return [conv_op, nn.AddOp.make(conv_op.output, r, activation="relu")]
+
+
+def _residual_tanh(x, r, w):
+    """tanh as the conv's activation: the epilogue and the residual add run in scalar code."""
+    conv_op = nn.Conv2DOp.make(x, w, None, layout="NHWC", activation="tanh")
+    return [conv_op, nn.AddOp.make(conv_op.output, r)]
+
+
+def _residual_relu(x, r, w, b):
+    """conv -> add (no activation) -> relu: the relu joins the residual fusion (relu as the
+    add's activation, in registers)."""
+    conv_op = nn.Conv2DOp.make(x, w, b, pads=[1, 1, 1, 1], layout="NHWC")
+    add = nn.AddOp.make(r, conv_op.output)
+    return [conv_op, add, nn.ReluOp.make(add.output)]
+
+
+TAIL_CASES = [
+    depthwise("dw_c1", 1, (9, 8), pads=[1, 1, 1, 1]),
+    depthwise("dw_c3_s2", 3, (10, 9), strides=[2, 2], pads=[1, 1, 1, 1], activation="relu"),
+    depthwise("dw_c8_wide_s2", 8, (6, 41), strides=[2, 2], pads=[0, 1, 1, 1], activation="relu"),
+    depthwise("dw_c5_wide_5x5", 5, (5, 30), k=5, pads=[2, 2, 2, 2], dilations=[1, 2]),
+    depthwise("dw_c17", 17, (7, 11), pads=[1, 1, 1, 1], activation="relu6"),
+    depthwise("dw_c24_s2_asym", 24, (12, 13), strides=[2, 2], pads=[0, 0, 1, 1]),
+    depthwise("dw_c28_dil2", 28, (11, 12), dilations=[2, 2], pads=[2, 2, 2, 2]),
+    depthwise("dw_c36_5x5_tanh", 36, (9, 10), k=5, pads=[2, 2, 2, 2], activation="tanh"),
+    depthwise("dw_c42_n1_to_1", 42, (6, 19), activation="relu_n1_to_1", bias=False),
+    depthwise("dw_c24_wide_pads", 24, (3, 4), k=3, pads=[3, 4, 3, 4], strides=[1, 2]),
+    depthwise("dw_c17_runtime", 17, (5, 9), pads=[1, 1, 1, 1], const_filter=False),
+    depthwise("dw_c72_borders", 72, (5, 7), pads=[1, 1, 1, 1], activation="relu6"),
+    depthwise("dw_c130_5x5_s2", 130, (7, 6), k=5, strides=[2, 2], pads=[2, 2, 2, 2], bias=False),
+    conv("dw_multiplier2_c17", (1, 6, 7, 17), (34, 3, 3, 1), groups=17, pads=[1, 1, 1, 1]),
+]
+
+SPLIT_CASES = [
+    depthwise("split_dw_c28", 28, (40, 40), pads=[1, 1, 1, 1], activation="relu6"),
+    depthwise("split_dw_c42_5x5_s2", 42, (33, 31), k=5, strides=[2, 2], pads=[1, 2, 2, 1]),
+    conv("split_pointwise_7x7", (1, 7, 7, 96), (400, 1, 1, 96), activation="relu6"),
+    conv("split_3x3_oc40", (1, 20, 20, 24), (40, 3, 3, 24), pads=[1, 1, 1, 1]),
+    conv("split_grouped", (1, 9, 9, 64), (96, 3, 3, 32), groups=2, pads=[1, 1, 1, 1]),
+    op_case(
+        "split_fully_connected",
+        nn.FullyConnectedOp,
+        [rand(2, 700), rand(808, 700, low=-0.1, high=0.1), rand(808)],
+        [1],
+    ),
+    Case(
+        "split_residual_pointwise",
+        _residual_pointwise,
+        [rand(1, 32, 36, 32), rand(1, 32, 36, 40, low=-4, high=4), rand(40, 1, 1, 32), rand(40)],
+        frozenset({2, 3}),
+    ),
+    Case(
+        "residual_relu",
+        _residual_relu,
+        [rand(1, 9, 10, 12), rand(1, 9, 10, 20, low=-2, high=2), rand(20, 3, 3, 12), rand(20)],
+        frozenset({2, 3}),
+    ),
+    Case(
+        "residual_tanh",
+        _residual_tanh,
+        [rand(1, 5, 6, 8), rand(1, 5, 6, 20), rand(20, 1, 1, 8)],
+        frozenset({2}),
+    ),
+]
+
+CASES = TAIL_CASES + SPLIT_CASES
+
+Results = dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]
+"""case id -> (1-thread output, 2-thread output, portable C's output on 2 threads,
+reference) per output."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("irc-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IRC_CACHE_DIR", str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def results() -> Results:
+    module, executable, built = build_executable(CASES, name="test_cpu_conv_threads")
+    expected = [reference_outputs(b) for b in built]
+    lower(module)
+    loaded = CpuRuntime().load(executable)
+    args = [a for b in built for a in b.args]
+    runs = []
+    for threads in (1, 2):
+        loaded.set_threads(threads)
+        assert loaded.threads == threads
+        runs.append(list(loaded.execute("entry", args)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(toolchain.PORTABLE_ENV, "1")  # the portable C instead of masked AVX-512
+        portable = CpuRuntime().load(executable)
+    portable.set_threads(2)
+    runs.append(list(portable.execute("entry", args)))
+    out: Results = {}
+    at = 0
+    for b, exp in zip(built, expected, strict=True):
+        count = len(b.outputs)
+        mine = [run[at : at + count] for run in runs]
+        out[b.case.id] = list(zip(*mine, exp, strict=True))
+        at += count
+    return out
+
+
+@pytest.mark.parametrize("case_id", [c.id for c in CASES])
+def test_conv_against_reference_on_1_and_2_threads(results: Results, case_id: str) -> None:
+    for one, two, portable, expected in results[case_id]:
+        assert one.shape == expected.shape
+        assert one.dtype == np.float32
+        np.testing.assert_allclose(one, expected, rtol=RTOL, atol=ATOL)
+        np.testing.assert_array_equal(one, two)
+        np.testing.assert_allclose(portable, expected, rtol=RTOL, atol=ATOL)
+
+
+def test_relu_after_a_residual_add_runs_in_the_conv_epilogue() -> None:
+    relu_case = next(c for c in SPLIT_CASES if c.id == "residual_relu")
+    module, executable, _ = build_executable([relu_case], name="test_cpu_residual_relu")
+    lower(module)
+    (source,) = [op.source.data for op in executable.walk() if isinstance(op, cpu.CModuleOp)]
+    assert "/* nn.add" not in source
+    assert "/* nn.relu" not in source
+    assert ", NULL, 0);" not in source  # the conv carries the residual
