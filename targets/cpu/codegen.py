@@ -78,6 +78,7 @@ from irc.targets.cpu.support import (
     c_type,
     check_op,
 )
+from irc.targets.cpu.tables import TABLE_OPS, TABLE_SIZE, TableError, lookup_table
 
 ALIGN_FLOATS = 16
 """Workspace allocations start on 64-byte boundaries."""
@@ -486,7 +487,34 @@ class OpLowering:
                 return self.integer_reduce(op)
         if type(op) in INTEGER_BINARY_OPS:
             return self.integer_binary(op)  # type: ignore[arg-type]
+        if type(op) in TABLE_OPS:
+            return self.integer_table(op)
         raise LoweringError(op, f"no integer kernel for '{op.name}'")
+
+    def integer_table(self, op: Operation) -> Lowered:
+        """A quantized 8-bit unary op (`tables.py`): `y[i] = table[(uint8_t)x[i]]`, the table
+        a constant holding the reference kernel's result for every input byte."""
+        try:
+            table = lookup_table(op)
+        except TableError as exc:
+            raise LoweringError(op, str(exc)) from None
+        count = numel(shape(op.results[0]))
+        ct_out = ctype(op.results[0])
+        stored = table.view(np.int8)  # the bytes, as an i8 constant
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            index = self.codegen.constants.add(
+                op.results[0], f"lut_8bit [{TABLE_SIZE}]", lambda: stored
+            )
+            decls = [
+                f"const uint8_t *restrict px = (const uint8_t *){em.ptr(op.operands[0])};",
+                f"const {ct_out} *restrict lut = (const {ct_out} *)K[{index}];",
+                f"{ct_out} *restrict po = {res[0]};",
+            ]
+            body = loop_nest([count], [(0, [1])], lambda ix: [f"po[{ix[0]}] = lut[px[{ix[0]}]];"])
+            return block(describe(op), decls, parallel([count], body))
+
+        return Lowered(emit, snippets=("quant",))
 
     def fused_int8(self, chain: QuantChain) -> Lowered:
         """An int8 conv2d / fully_connected chain (`qfusion`) as one kernel: int8 in, int8

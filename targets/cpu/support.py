@@ -4,8 +4,11 @@ Tensors of static shape. Float ops run on float32. Quantized ops run natively on
 `lower-quantized` form (DESIGN.md §2): a quantized op is accepted when the pass expresses
 it in integer ops that all have C kernels here (checked on a lowered copy of the op, as the
 reference target does), or when it is data movement on storage integers (reshape, transpose,
-concat, split, slice, constant pad, broadcast_to). Quantized ops with their own integer
-algorithm (softmax, logistic, tanh, resize, ...) are refused with code `quantized`. NCHW
+concat, split, slice, constant pad, broadcast_to). Quantized unary ops with their own
+integer algorithm (logistic, tanh, gelu, exp, log, sqrt, rsqrt, hard_swish) run as exact
+256-entry tables of the reference kernel when their input and result are per-tensor 8-bit
+(`tables.py`); other quantized ops with their own algorithm (softmax, resize, ...) are
+refused with code `quantized`. NCHW
 float ops are accepted: inside the target's regions `convert-layout` gives them NHWC, and
 `lower-cpu` wraps any NCHW op it still meets in transposes; integer convolutions and pools
 run NHWC only.
@@ -21,6 +24,7 @@ from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType
 from irc.dtypes import numpy_dtype
 from irc.targets.base import Support
+from irc.targets.cpu.tables import TABLE_OPS, TableError, lookup_table
 
 C_TYPES: dict[np.dtype, str] = {
     np.dtype(np.float32): "float",
@@ -164,7 +168,18 @@ def _check_quantized(op: Operation, tensors: list[TensorType]) -> Support:
             return Support.no("dtype", f"cpu: '{op.name}' on {t.element_type} tensors")
     if type(op) in DATA_MOVEMENT_OPS or isinstance(op, quant.SCastOp | quant.RescaleOp):
         return _check_attributes(op)
+    if type(op) in TABLE_OPS:
+        return _check_table(op)
     return _lowered_support(op)
+
+
+def _check_table(op: Operation) -> Support:
+    """Quantized unary ops with their own 8-bit algorithm: a lookup table when it exists."""
+    try:
+        lookup_table(op)
+    except TableError as exc:
+        return Support.no("quantized", f"cpu: {exc} (the reference target runs it)")
+    return Support.yes()
 
 
 def _lowered_support(op: Operation) -> Support:
