@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -21,6 +22,7 @@ from irc.context import make_context
 from irc.dialects import delegate, nn
 from irc.dtypes import element_type
 from irc.targets.cpu.lower import LowerCpuPass
+from irc.targets.cpu.target import CpuTarget
 from irc.targets.reference import kernel_for
 
 Builder = Callable[..., Operation | Sequence[Operation]]
@@ -139,3 +141,9 @@ def lower(module: ModuleOp) -> ModuleOp:
     LowerCpuPass().apply(make_context(), module)
     module.verify()
     return module
+
+
+needs_compiler = pytest.mark.skipif(
+    not CpuTarget().available(), reason="no working C compiler for the cpu target"
+)
+"""Skips a test (as `pytestmark`: a module) that compiles C when no working compiler is found."""

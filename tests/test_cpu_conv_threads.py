@@ -19,18 +19,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_support import Case, build_executable, lower, op_case, reference_outputs
+from cpu_support import Case, build_executable, lower, needs_compiler, op_case, reference_outputs
 
 from irc.dialects import cpu, nn
 from irc.targets.cpu import toolchain
 from irc.targets.cpu.runtime import CpuRuntime
-from irc.targets.cpu.target import CpuTarget
 
 RTOL, ATOL = 1e-4, 1e-5
 
-pytestmark = pytest.mark.skipif(
-    not CpuTarget().available(), reason="no working C compiler for the cpu target"
-)
+pytestmark = needs_compiler
 
 _RNG = np.random.default_rng(20261122)
 

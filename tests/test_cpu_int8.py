@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_support import lower
+from cpu_support import lower, needs_compiler
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.builtin import f32 as f32_type
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -35,9 +35,7 @@ from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 from irc.targets.reference.target import ReferenceRuntime
 
-pytestmark = pytest.mark.skipif(
-    not CpuTarget().available(), reason="no working C compiler for the cpu target"
-)
+pytestmark = needs_compiler
 
 MODELS = Path("/work/shared/models")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_support import lower
+from cpu_support import lower, needs_compiler
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.builtin import f32 as f32_type
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -32,12 +32,9 @@ from irc.dialects.quant import UniformQuantizedType
 from irc.dtypes import element_type
 from irc.targets.cpu import toolchain
 from irc.targets.cpu.runtime import CpuRuntime
-from irc.targets.cpu.target import CpuTarget
 from irc.targets.reference.target import ReferenceRuntime
 
-pytestmark = pytest.mark.skipif(
-    not CpuTarget().available(), reason="no working C compiler for the cpu target"
-)
+pytestmark = needs_compiler
 
 rng = np.random.default_rng(8)
 

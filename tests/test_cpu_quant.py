@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cpu_support import needs_compiler
 from xdsl.parser import Parser
 
 from irc.context import make_context
@@ -26,7 +27,6 @@ from irc.dialects import delegate
 from irc.targets.cpu import csrc, toolchain
 from irc.targets.cpu.lower import LowerCpuPass
 from irc.targets.cpu.runtime import CpuRuntime
-from irc.targets.cpu.target import CpuTarget
 from irc.targets.reference.quant import (
     multiply_by_quantized_multiplier,
     rounding_divide_by_pot,
@@ -34,9 +34,7 @@ from irc.targets.reference.quant import (
 )
 from irc.targets.reference.target import ReferenceRuntime
 
-pytestmark = pytest.mark.skipif(
-    not CpuTarget().available(), reason="no working C compiler for the cpu target"
-)
+pytestmark = needs_compiler
 
 _RNG = np.random.default_rng(20251122)
 
