@@ -18,7 +18,9 @@ The result, for every `delegate.executable ... target("opencl")`:
 
 * one `ocl.program`: the generated OpenCL C source (shape-specialised kernels named `k0`,
   `k1`, ...; generated identifiers only) and, in its body, the constants to upload once at
-  load (`ocl.upload`, numbered 0, 1, ...);
+  load (`ocl.upload`, numbered 0, 1, ...); its optional `precision` (`"fp32"` when absent,
+  or `"fp16"`: float tensors stored as half, the source needing cl_khr_fp16) is the element
+  storage `opencl-bufferize{precision=...}` chose, read by `opencl-codegen` and the runtime;
 * each entry's body replaced by one `ocl.execute` on the entry's tensors, whose region is the
   entry's buffer plan and launch list: `ocl.alloc` (a device buffer of the plan, reused by
   liveness) and `ocl.launch` (a kernel of the program, its buffer arguments, global and local
@@ -88,23 +90,46 @@ def _ints(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
     return ArrayAttr([IntegerAttr(v, i64) for v in values])
 
 
+PRECISIONS = ("fp32", "fp16")
+"""Values of `ocl.program`'s `precision`: the device storage of float tensors (float, half)."""
+
+
 @irdl_op_definition
 class ProgramOp(IRDLOperation):
-    """Generated OpenCL C source and the constants its launches read (uploaded once)."""
+    """Generated OpenCL C source and the constants its launches read (uploaded once).
+
+    `precision` records the storage of float tensors: absent or `"fp32"` for float,
+    `"fp16"` for half (buffers, uploads and kernels; the host converts at the boundary).
+    """
 
     name = "ocl.program"
 
     sym_name = prop_def(SymbolNameConstraint())
     source = prop_def(StringAttr)
+    precision_attr = opt_prop_def(StringAttr, prop_name="precision")
     body = region_def("single_block")
 
     traits = traits_def(SymbolOpInterface(), NoTerminator())
 
-    def __init__(self, sym_name: str, source: str, uploads: Sequence[Operation] = ()):
-        super().__init__(
-            properties={"sym_name": StringAttr(sym_name), "source": StringAttr(source)},
-            regions=[Region(Block(list(uploads)))],
-        )
+    def __init__(
+        self,
+        sym_name: str,
+        source: str,
+        uploads: Sequence[Operation] = (),
+        precision: str | None = None,
+    ):
+        properties: dict[str, Attribute] = {
+            "sym_name": StringAttr(sym_name),
+            "source": StringAttr(source),
+        }
+        if precision is not None:
+            properties["precision"] = StringAttr(precision)
+        super().__init__(properties=properties, regions=[Region(Block(list(uploads)))])
+
+    @property
+    def precision(self) -> str:
+        """`"fp32"` (also when the property is absent) or `"fp16"`."""
+        return "fp32" if self.precision_attr is None else self.precision_attr.data
 
     @property
     def uploads(self) -> list[UploadOp]:
@@ -116,6 +141,8 @@ class ProgramOp(IRDLOperation):
         return [op for op in self.body.block.ops if isinstance(op, KernelOp)]
 
     def verify_(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise VerifyException(f"precision must be fp32 or fp16, got '{self.precision}'")
         uploads = [op for op in self.body.block.ops if isinstance(op, UploadOp)]
         names: set[str] = set()
         for op in self.body.block.ops:

@@ -146,14 +146,16 @@ def embed_binaries(module: ModuleOp, device: Device | None = None) -> int:
     """Build every OpenCL program of `module` on `device` (default: the current one) and
     record its binary on the `ocl.program` op; an earlier entry for the same device is
     replaced. Returns how many programs got a binary. Raises the runtime's
-    `OpenCLBuildError` for a program the driver rejects."""
-    from irc.targets.opencl.runtime import build_program
+    `OpenCLBuildError` for a program the driver rejects, and its `OpenCLLoadError` for an fp16
+    program on a device without cl_khr_fp16."""
+    from irc.targets.opencl.runtime import build_program, check_precision
 
     device = get_device() if device is None else device
     tag = DeviceTag.of(device)
     count = 0
     for program in _programs(module):
         source = program.source.data
+        check_precision(device, program)
         built = build_program(device, source)
         (binary,) = built.program.get_info(device.cl.program_info.BINARIES)
         kept = [entry for entry in _entries(program) if _tag_of(entry) != tag]

@@ -1,4 +1,4 @@
-"""`opencl-bufferize`: OpenCL entries on tensors → `ocl.execute` on device buffers.
+"""`opencl-bufferize{precision=fp32}`: OpenCL entries on tensors → `ocl.execute` on device buffers.
 
 For every OpenCL executable not bufferized yet, each op of each entry (an `ocl.fusion`
 counting as one op) gets its shape-specialised kernel from the templates of
@@ -8,6 +8,15 @@ shared by all entries). Each entry's body becomes one `ocl.execute`: an `ocl.all
 intermediate tensor (no reuse yet: `opencl-plan-memory` does that) and an `ocl.launch` per
 kernel run, naming its buffers and global size (local sizes are set by `opencl-codegen`); the
 launches of an op with several results (`nn.split`) write one buffer per result (`writes`).
+
+`precision` (`fp32` by default, or `fp16`) is the storage of float tensors: with `fp16`
+the kernels are generated on half buffers (codegen.py's F32_F16 scheme: half storage and
+elementwise arithmetic, float accumulators), float constants are uploaded as float16 and the
+planned buffers take 2 bytes per element. An explicit `precision` is recorded on the
+`ocl.program` (`precision = "fp16"`, or `"fp32"`), which `opencl-codegen` and the runtime read;
+without the option the program has none and is fp32. The pass needs no device: given fp16
+it generates fp16 whatever the machine has (the runtime refuses to load it on a device
+without cl_khr_fp16).
 
 An op the target cannot run fails the pass with an error at that op.
 """
@@ -46,16 +55,20 @@ def _check_ops(ops: list[Operation], pass_name: str) -> None:
 
 
 def bufferize_executable(
-    executable: delegate.ExecutableOp, pass_name: str = "opencl-bufferize"
+    executable: delegate.ExecutableOp,
+    pass_name: str = "opencl-bufferize",
+    precision: str | None = None,
 ) -> None:
     """Bufferize one OpenCL executable in place (generate everything first, then rewrite);
-    errors name `pass_name`."""
+    errors name `pass_name`. `precision` None is fp32, not recorded on the program."""
+    if precision is not None and precision not in ocl.PRECISIONS:
+        emit_error(executable, f"{pass_name}: precision must be fp32 or fp16, got '{precision}'")
     funcs: list[FuncOp] = []
     for op in executable.body.block.ops:
         if not isinstance(op, FuncOp):
             emit_error(op, f"{pass_name}: unexpected '{op.name}' in an opencl executable")
         funcs.append(op)
-    program = Program()
+    program = Program(precision or "fp32")
     plans: list[tuple[list[Launch], list[int]]] = []
     for func in funcs:
         _check_ops(list(func.body.block.ops), pass_name)
@@ -74,7 +87,9 @@ def bufferize_executable(
         ocl.KernelOp(kernel, text, program.comments[kernel])
         for text, kernel in program.kernels.items()
     ]
-    Rewriter.insert_op(ocl.ProgramOp(name, "", body), InsertPoint.at_start(executable.body.block))
+    Rewriter.insert_op(
+        ocl.ProgramOp(name, "", body, precision), InsertPoint.at_start(executable.body.block)
+    )
     for func, (launches, allocs) in zip(funcs, plans, strict=True):
         block = func.body.block
         old_ops = list(block.ops)
@@ -95,7 +110,10 @@ class OpenCLBufferizePass(ModulePass):
 
     name = "opencl-bufferize"
 
+    precision: str | None = None
+    """Storage of float tensors: `fp32` (the default, also when absent) or `fp16`."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for executable in opencl_executables(op):
             if not is_bufferized(executable):
-                bufferize_executable(executable)
+                bufferize_executable(executable, precision=self.precision)

@@ -9,17 +9,30 @@ several output pixels x `floatVW` vectors of output channels from a filter packe
 lowering (PERF_NOTES.md's PoCL style: vector pointers, plain `a * b + c`, no vload/fma
 builtins).
 
-Tensors are float32 NHWC (the target's preferred layout). Quantized tensors (what
-`insert-qdq` leaves: region inputs/outputs, data movement on stored integers) live in
-char/uchar buffers: `quant.dcast` reads a float table built at lowering, `quant.qcast`
-rounds and saturates as the reference kernel does, bit for bit. A producer's kernel applies
-the fused `activation` attribute, then the epilogue of its `ocl.fusion` (`opencl-fuse`):
-unary activations and binary ops with a residual tensor, read as an extra kernel input
-(`RESIDUAL<j>` in templates, a `floatVW` load in the register-tiled conv), all in registers
-before the store.
+Tensors are float32 NHWC (the target's preferred layout; half buffers with
+`precision=fp16`, below). Quantized tensors (what `insert-qdq` leaves: region inputs/outputs,
+data movement on stored integers) live in char/uchar buffers: `quant.dcast` reads a float
+table built at lowering, `quant.qcast` rounds and saturates as the reference kernel does, bit
+for bit. A producer's kernel applies the fused `activation` attribute, then the epilogue of
+its `ocl.fusion` (`opencl-fuse`): unary activations and binary ops with a residual tensor,
+read as an extra kernel input (`RESIDUAL<j>` in templates, a `floatVW` load in the
+register-tiled conv), all in registers before the store.
 
 `generate_entry` is `opencl-bufferize`'s work per entry: kernels, launches and one buffer
 per intermediate tensor; `_emit(op, epilogue, program)` gives the kernel(s) of one op.
+
+Precision (`opencl-bufferize{precision=...}`, recorded on `ocl.program`): templates name the
+element type of float tensors `REAL` / `REAL<n>` and mark conversions `WIDEN<n>(x)` (to the
+float accumulator type) and `NARROW<n>(x)` (to `REAL<n>`); `specialise` turns them into
+`float<n>` and nothing (fp32: the source is exactly what it was before precision existed), or
+`half<n>`, `(float)x` / `convert_float<n>(x)` and `(half)x` / `convert_half<n>(x)` (fp16).
+fp16 follows TFLite GPU's F32_F16: buffers (activations, weights, constants) hold half;
+elementwise arithmetic runs in half (literals of an expression of a half `v` are cast to
+half); the dot products of conv, conv2d_transpose, fully_connected and batch_matmul, reduce
+sums and means, pooling and softmax accumulate in float (inputs widened before the
+multiply), and the fused epilogue of those kernels runs on the float accumulator before one
+conversion to half at the store. Lowering tables (dequantization, quantization parameters,
+gather indices, resize taps) stay float32 in either precision.
 """
 
 from __future__ import annotations
@@ -82,6 +95,53 @@ def _f(x: float) -> str:
     if np.isinf(x):
         return "INFINITY" if x > 0 else "(-INFINITY)"
     return f"{np.float32(x)!r}".replace("np.float32(", "").rstrip(")") + "f"
+
+
+PRECISIONS = ("fp32", "fp16")
+"""The element storage of float tensors: `float` (default) or `half` (needs cl_khr_fp16)."""
+
+REAL = "REAL"
+"""The template name of the element type of float tensors (`specialise` resolves it)."""
+
+FLOAT_LITERAL = re.compile(
+    r"(?<![\w.])(?:[0-9]+\.[0-9]*(?:e[-+]?[0-9]+)?|[0-9]+e[-+]?[0-9]+)f\b|INFINITY"
+)
+"""A float literal as `_f` prints it, or the INFINITY macro."""
+_REAL_TYPE = re.compile(r"(?<![A-Za-z0-9])REAL([0-9]*)(?![A-Za-z0-9_])")
+_CONVERSION = re.compile(r"(?<![A-Za-z0-9_])(WIDEN|NARROW)([0-9]*)\(")
+
+
+def _conversion(kind: str, width: str, arg: str, precision: str) -> str:
+    if precision == "fp32":
+        return arg  # no conversion: every WIDEN/NARROW argument is a primary expression
+    target = "float" if kind == "WIDEN" else "half"
+    return f"convert_{target}{width}({arg})" if width else f"({target}){arg}"
+
+
+def specialise(text: str, precision: str) -> str:
+    """A template with `REAL<n>`, `WIDEN<n>(x)` and `NARROW<n>(x)` in the given precision."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be fp32 or fp16, got '{precision}'")
+    out: list[str] = []
+    pos = 0
+    while (m := _CONVERSION.search(text, pos)) is not None:
+        depth, end = 1, m.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        out.append(text[pos : m.start()])
+        arg = specialise(text[m.end() : end - 1], precision)
+        out.append(_conversion(m.group(1), m.group(2), arg, precision))
+        pos = end
+    out.append(text[pos:])
+    real = "float" if precision == "fp32" else "half"
+    return _REAL_TYPE.sub(lambda t: real + t.group(1), "".join(out))
+
+
+def real_literals(expr: str) -> str:
+    """`expr` with its float literals as `REAL` values (`NARROW(...)`), for an expression of
+    a `REAL` `v`: a float literal would make an OpenCL builtin call on half ambiguous."""
+    return FLOAT_LITERAL.sub(lambda m: f"NARROW({m.group(0)})", expr)
 
 
 def unary_expr(op: Operation) -> str:
@@ -206,8 +266,13 @@ def epilogue_exprs(producer: Operation, epilogue: Sequence[Operation]) -> list[s
     return exprs
 
 
-def compose(exprs: list[str]) -> str:
-    """Nest activation expressions of `v` (applied in order) into one expression."""
+def compose(exprs: list[str], real: bool = False) -> str:
+    """Statements applying activation expressions of `v` in order. `v` is `REAL` with `real`
+    (its literals become `REAL`), else float (an accumulator: residual reads are widened)."""
+    if real:
+        exprs = [real_literals(e) for e in exprs]
+    else:
+        exprs = [RESIDUAL_LOAD.sub(lambda m: f"WIDEN({m.group(0)})", e) for e in exprs]
     lines = "".join(f"    v = {e};\n" for e in exprs if e != "v")
     return lines
 
@@ -256,14 +321,26 @@ class GeneratedEntry:
 
 
 class Program:
-    """The kernels and constants of one executable, shared by its entries."""
+    """The kernels and constants of one executable, shared by its entries, in one precision
+    (`PRECISIONS`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, precision: str = "fp32") -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be fp32 or fp16, got '{precision}'")
+        self.precision = precision
         self.kernels: dict[str, str] = {}
         self.comments: dict[str, str] = {}
         self.constants: list[np.ndarray] = []
 
+    @property
+    def real_bytes(self) -> int:
+        """Bytes per element of a float tensor's device buffer (4, or 2 in fp16)."""
+        return 2 if self.precision == "fp16" else 4
+
     def kernel(self, signature_and_body: str, comment: str) -> str:
+        """The name of the kernel (a template, specialised to the precision here)."""
+        signature_and_body = specialise(signature_and_body, self.precision)
+        comment = specialise(comment, self.precision)
         name = self.kernels.get(signature_and_body)
         if name is None:
             name = f"k{len(self.kernels)}"
@@ -271,22 +348,33 @@ class Program:
             self.comments[name] = comment
         return name
 
-    def constant(self, array: np.ndarray) -> str:
-        """float32, or int8/uint8 kept as stored (a quantized constant read by a char kernel)."""
+    def constant(self, array: np.ndarray, table: bool = False) -> str:
+        """A tensor read through `REAL` pointers (float32, or float16 in fp16); a lowering
+        `table` read through `float` pointers (always float32: indices and quantization
+        parameters must stay exact); int8/uint8 kept as stored (a quantized constant read by
+        a char kernel, a mask)."""
         keep = array.dtype in (np.int8, np.uint8)
-        self.constants.append(np.ascontiguousarray(array, None if keep else np.float32))
+        real = np.float16 if self.precision == "fp16" and not table else np.float32
+        self.constants.append(np.ascontiguousarray(array, None if keep else real))
         return f"c{len(self.constants) - 1}"
 
     def source(self) -> str:
         return assemble_source(
-            [(name, body, self.comments[name]) for body, name in self.kernels.items()]
+            [(name, body, self.comments[name]) for body, name in self.kernels.items()],
+            self.precision,
         )
 
 
-def assemble_source(kernels: Sequence[tuple[str, str, str]]) -> str:
+FP16_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
+
+
+def assemble_source(kernels: Sequence[tuple[str, str, str]], precision: str = "fp32") -> str:
     """The program's OpenCL C source from (name, body with `KERNEL_NAME`, description) of
-    every kernel: a header, then each kernel after a comment with its description."""
+    every kernel: a header (with the cl_khr_fp16 pragma in fp16), then each kernel after a
+    comment with its description."""
     parts = ["/* Generated by irc's OpenCL target (lower-opencl); do not edit. */\n"]
+    if precision == "fp16":
+        parts.append(FP16_PRAGMA)
     if any("double" in body for _, body, _ in kernels):  # qcast's division
         parts.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
     for name, body, comment in kernels:
@@ -295,20 +383,20 @@ def assemble_source(kernels: Sequence[tuple[str, str, str]]) -> str:
     return "\n".join(parts)
 
 
-def _params(n_in: int, in_type: str = "float", out_type: str = "float") -> str:
+def _params(n_in: int, in_type: str = REAL, out_type: str = REAL) -> str:
     ins = "".join(f"__global const {in_type}* restrict x{i}, " for i in range(n_in))
     return f"({ins}__global {out_type}* restrict y)"
 
 
-def _kernel(n_in: int, body: str, in_type: str = "float", out_type: str = "float") -> str:
+def _kernel(n_in: int, body: str, in_type: str = REAL, out_type: str = REAL) -> str:
     """A kernel of `n_in` inputs of C element type `in_type` and one output of `out_type`;
-    the float residuals `RESIDUAL<j>` of its epilogue become inputs `x<n_in + j>`."""
+    the `REAL` residuals `RESIDUAL<j>` of its epilogue become inputs `x<n_in + j>`."""
     residuals = {int(m.group(1)) for m in RESIDUAL.finditer(body)}
     params = _params(n_in, in_type, out_type)
     if residuals:
         count = max(residuals) + 1
         body = RESIDUAL.sub(lambda m: f"x{n_in + int(m.group(1))}", body)
-        extra = "".join(f"__global const float* restrict x{n_in + j}, " for j in range(count))
+        extra = "".join(f"__global const REAL* restrict x{n_in + j}, " for j in range(count))
         params = params.replace(
             "__global " + out_type + "* restrict y", extra + "__global " + out_type + "* restrict y"
         )
@@ -318,8 +406,8 @@ def _kernel(n_in: int, body: str, in_type: str = "float", out_type: str = "float
 
 
 def _ctype(value: SSAValue) -> str:
-    """The OpenCL C element type of a tensor's device buffer: float, or the 8-bit storage
-    (char / uchar) of a quantized tensor."""
+    """The OpenCL C element type of a tensor's device buffer: `REAL` (float or half), or the
+    8-bit storage (char / uchar) of a quantized tensor."""
     t = value.type
     assert isinstance(t, TensorType)
     element = t.element_type
@@ -330,7 +418,7 @@ def _ctype(value: SSAValue) -> str:
             value.owner,  # type: ignore[arg-type]
             f"{element.storage_width}-bit quantized storage (8-bit only)",
         )
-    return "float"
+    return REAL
 
 
 def _quant_params(qtype: UniformQuantizedType, shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -409,7 +497,7 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
                 names[value] = outputs[value]
             else:
                 names[value] = f"b{len(allocs)}"
-                allocs.append(_storage_bytes(value))
+                allocs.append(_storage_bytes(value, program))
         residuals = epilogue_inputs(producer, epilogue)
         emitted = _emit(producer, epilogue, program)
         if residuals and len(emitted) != 1:
@@ -437,9 +525,10 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
     return launches, allocs
 
 
-def _storage_bytes(value: SSAValue) -> int:
-    """Bytes of a tensor's device buffer (4 per float, 1 per 8-bit quantized element)."""
-    return (4 if _ctype(value) == "float" else 1) * _numel(_shape(value))
+def _storage_bytes(value: SSAValue, program: Program) -> int:
+    """Bytes of a tensor's device buffer (4 per float, 2 in fp16; 1 per 8-bit quantized
+    element)."""
+    return (program.real_bytes if _ctype(value) == REAL else 1) * _numel(_shape(value))
 
 
 def _emit(
@@ -487,10 +576,10 @@ def _emit(
             f"        for (int kw = 0; kw < {kw}; ++kw) {{\n"
             f"            const int iw = ow * {sw} - {pl} + kw * {dw};\n"
             f"            if (iw < 0 || iw >= {w}) continue;\n"
-            f"            __global const float* xp = x0 + ((n * {h} + ih) * {w} + iw) * {c}"
+            f"            __global const REAL* xp = x0 + ((n * {h} + ih) * {w} + iw) * {c}"
             f" + g * {icg};\n"
-            f"            __global const float* wp = x1 + ((oc * {kh} + kh) * {kw} + kw) * {icg};\n"
-            f"            for (int ic = 0; ic < {icg}; ++ic) acc += xp[ic] * wp[ic];\n"
+            f"            __global const REAL* wp = x1 + ((oc * {kh} + kh) * {kw} + kw) * {icg};\n"
+            f"            for (int ic = 0; ic < {icg}; ++ic) acc += WIDEN(xp[ic]) * wp[ic];\n"
             "        }\n    }\n    float v = acc;\n" + compose(act) + "    y[gid] = v;\n"
         )
         inputs = [op.input, op.filter] + ([op.bias] if op.bias is not None else [])
@@ -508,9 +597,9 @@ def _emit(
         body = (
             f"    const int m = gid / {nout}; const int o = gid % {nout};\n"
             + ("    float acc = x2[o];\n" if op.bias is not None else "    float acc = 0.0f;\n")
-            + f"    __global const float* xp = x0 + m * {k};\n"
-            f"    __global const float* wp = x1 + o * {k};\n"
-            f"    for (int i = 0; i < {k}; ++i) acc += xp[i] * wp[i];\n"
+            + f"    __global const REAL* xp = x0 + m * {k};\n"
+            f"    __global const REAL* wp = x1 + o * {k};\n"
+            f"    for (int i = 0; i < {k}; ++i) acc += WIDEN(xp[i]) * wp[i];\n"
             "    float v = acc;\n" + compose(act) + "    y[gid] = v;\n"
         )
         inputs = [op.input, op.weights] + ([op.bias] if op.bias is not None else [])
@@ -533,10 +622,11 @@ def _emit(
             bases.append(" + ".join(terms) or "0")
         body = (
             _decompose(out_shape, [f"c{d}" for d in range(rank - 2)] + ["m", "n"])
-            + f"    __global const float* ap = x0 + {bases[0]} + m * {sam};\n"
-            + f"    __global const float* bp = x1 + {bases[1]} + n * {sbn};\n"
+            + f"    __global const REAL* ap = x0 + {bases[0]} + m * {sam};\n"
+            + f"    __global const REAL* bp = x1 + {bases[1]} + n * {sbn};\n"
             + "    float acc = 0.0f;\n"
-            + f"    for (int k = 0; k < {k_size}; ++k) acc += ap[k * {sak}] * bp[k * {sbk}];\n"
+            + f"    for (int k = 0; k < {k_size}; ++k)"
+            + f" acc += WIDEN(ap[k * {sak}]) * bp[k * {sbk}];\n"
             + "    float v = acc;\n"
             + compose(act)
             + "    y[gid] = v;\n"
@@ -565,15 +655,16 @@ def _emit(
         expr = BINARY_EXPR[type(op)]
         body = (
             coords
-            + f"    const float a = x0[{idx[0]}]; const float b = x1[{idx[1]}];\n"
-            + f"    float v = {expr};\n"
-            + compose(act)
+            + f"    const REAL a = x0[{idx[0]}]; const REAL b = x1[{idx[1]}];\n"
+            + f"    REAL v = {expr};\n"
+            + compose(act, real=True)
             + "    y[gid] = v;\n"
         )
         return [(program.kernel(_kernel(2, body), desc), [a_v, b_v], [n_out])]
 
     if isinstance(op, UNARY_OPS):
-        body = "    float v = x0[gid];\n" + compose([unary_expr(op), *act]) + "    y[gid] = v;\n"
+        body = "    REAL v = x0[gid];\n" + compose([unary_expr(op), *act], real=True)
+        body += "    y[gid] = v;\n"
         return [(program.kernel(_kernel(1, body), desc), [op.operands[0]], [n_out])]
 
     if isinstance(op, nn.MaxPool2DOp | nn.AvgPool2DOp):
@@ -643,10 +734,10 @@ def _emit(
         rows = _numel(shape) // cols
         beta = _f(get_float(props, "beta") or 0.0)
         body = (
-            f"    __global const float* xp = x0 + gid * {cols};\n"
-            f"    __global float* yp = y + gid * {cols};\n"
+            f"    __global const REAL* xp = x0 + gid * {cols};\n"
+            f"    __global REAL* yp = y + gid * {cols};\n"
             "    float m = -INFINITY;\n"
-            f"    for (int i = 0; i < {cols}; ++i) m = fmax(m, xp[i]);\n"
+            f"    for (int i = 0; i < {cols}; ++i) m = fmax(m, WIDEN(xp[i]));\n"
             "    float s = 0.0f;\n"
             f"    for (int i = 0; i < {cols}; ++i) {{ const float e = exp({beta} * (xp[i] - m));"
             " yp[i] = e; s += e; }\n"
@@ -655,7 +746,7 @@ def _emit(
         )
         return [(program.kernel(_kernel(1, body), desc), [op.input], [rows])]
 
-    ct = _ctype(op.results[0]) if op.results else "float"
+    ct = _ctype(op.results[0]) if op.results else REAL
     if isinstance(op, nn.ReshapeOp):
         k = program.kernel(_kernel(1, "    y[gid] = x0[gid];\n", ct, ct), f"copy {ct}")
         return [(k, [op.input], [n_out])]
@@ -683,7 +774,7 @@ def _emit(
         inside = " && ".join(conds) or "1"
         fill = get_float(props, "value") or 0.0
         # quantized storage pads with the value as an integer of its type (reference kernel)
-        fill_code = _f(fill) if ct == "float" else f"({ct})({int(fill)})"
+        fill_code = _f(fill) if ct == REAL else f"({ct})({int(fill)})"
         body = (
             _decompose(out_shape, [f"c{d}" for d in range(rank)])
             + f"    y[gid] = ({inside}) ? x0[{' + '.join(terms) or '0'}] : {fill_code};\n"
@@ -702,12 +793,12 @@ def _emit(
             chunk = a * inner
             n = _numel(_shape(v))
             if n:
-                if ct != "float" and act and act != ["v"]:
+                if ct != REAL and act and act != ["v"]:
                     raise LoweringError(op, "quantized concat with a fused activation")
                 body = (
                     f"    const int o = gid / {chunk}; const int r = gid % {chunk};\n"
                     f"    {ct} v = x0[gid];\n"
-                    + (compose(act) if ct == "float" else "")
+                    + (compose(act, real=True) if ct == REAL else "")
                     + f"    y[o * {total * inner} + {offset * inner} + r] = v;\n"
                 )
                 result.append((program.kernel(_kernel(1, body, ct, ct), desc), [v], [n]))
@@ -736,7 +827,7 @@ def _dcast(op: quant.DCastOp, program: Program, desc: str) -> tuple[str, list, l
     if channels == 1 and n % CAST_VECTOR == 0:
         # The table's formula, 16 values per work-item: the double product of one multiply is
         # correctly rounded whatever the build options, then rounded once to float.
-        vt, ft = f"{ct}{CAST_VECTOR}", f"float{CAST_VECTOR}"
+        vt, ft = f"{ct}{CAST_VECTOR}", f"REAL{CAST_VECTOR}"
         body = (
             f"    const double{CAST_VECTOR} q = convert_double{CAST_VECTOR}("
             f"convert_int{CAST_VECTOR}(x0[gid]) - {int(zps[0])});\n"
@@ -744,14 +835,15 @@ def _dcast(op: quant.DCastOp, program: Program, desc: str) -> tuple[str, list, l
         )
         return program.kernel(_kernel(1, body, vt, ft), desc), [op.input], [n // CAST_VECTOR]
     table = (scales[:, None] * (stored[None, :] - zps[:, None])).astype(np.float32)
+    table_name = program.constant(table, table=True)
     index = f"(int)x0[gid] - ({qmin})"
     if channels > 1:
         index = f"((gid / {inner}) % {channels}) * 256 + {index}"
     body = f"    y[gid] = x1[{index}];\n"
-    kernel = _kernel(2, body, ct, "float").replace(
+    kernel = _kernel(2, body, ct, REAL).replace(
         f"__global const {ct}* restrict x1", "__global const float* restrict x1"
     )
-    return program.kernel(kernel, desc), [op.input, program.constant(table)], [_numel(shape)]
+    return program.kernel(kernel, desc), [op.input, table_name], [_numel(shape)]
 
 
 def _qcast(op: quant.QCastOp, program: Program, desc: str) -> tuple[str, list, list[int]]:
@@ -772,7 +864,7 @@ def _qcast(op: quant.QCastOp, program: Program, desc: str) -> tuple[str, list, l
         params = f"    const double s = {float(scales[0])!r}; const int zp = {int(zps[0])};\n"
     else:
         packed = np.stack([scales.astype(np.float32), zps.astype(np.float32)], axis=1)
-        inputs.append(program.constant(packed))
+        inputs.append(program.constant(packed, table=True))
         params = (
             f"    const int ch = (gid / {inner}) % {channels};\n"
             "    const double s = (double)x1[2 * ch]; const int zp = (int)x1[2 * ch + 1];\n"
@@ -796,7 +888,10 @@ def _qcast(op: quant.QCastOp, program: Program, desc: str) -> tuple[str, list, l
         + f"{low} - zp)), (float)({high} - zp));\n"
         + f"    y[gid] = ({ct})((int)c + zp);\n"
     )
-    return program.kernel(_kernel(len(inputs), body, "float", ct), desc), inputs, [_numel(shape)]
+    kernel = _kernel(len(inputs), body, REAL, ct).replace(
+        "__global const REAL* restrict x1", "__global const float* restrict x1"
+    )
+    return program.kernel(kernel, desc), inputs, [_numel(shape)]
 
 
 CAST_VECTOR = 16
@@ -833,7 +928,7 @@ def _qcast_vector(
         f" (float{w})({float(high - zp)!r}f));\n"
         f"    y[gid] = convert_{ct}{w}(convert_int{w}(c) + {zp});\n"
     )
-    kernel = _kernel(1, body, f"float{w}", f"{ct}{w}")
+    kernel = _kernel(1, body, f"REAL{w}", f"{ct}{w}")
     return program.kernel(kernel, desc), [op.input], [n // w]
 
 

@@ -28,6 +28,11 @@ direct conv) are padded to whole vectors with zero filter rows (and a constant b
 alike); their results are stored in float4 pieces or lane by lane, the padding dropped.
 Depthwise convs need an even channel count (`float4` or `float2` vectors when not divisible
 by 8). The caller falls back to its one-element-per-work-item kernels otherwise (None).
+
+Precision: buffers and packed filters hold `REAL` (codegen's template type: float, or half
+in fp16); accumulators, the epilogue and the loaded filter and input values are float
+(`WIDEN<n>` converts a `REAL<n>` load, `NARROW<n>` the result at its store), so fp16 halves
+the memory traffic and keeps float32 sums.
 """
 
 from __future__ import annotations
@@ -106,19 +111,19 @@ class TiledKernels:
         `pixel`) and store it: one `floatVW` store when `channels` divides by VW, else in
         `float4` pieces (channels divisible by 4) or lane by lane, the lanes past `channels`
         (zero-padded filter rows) dropped."""
-        vec = f"float{vw}"
+        vec, real = f"float{vw}", f"REAL{vw}"
         if channels % vw == 0:
             out_index = f"({pixel}) * {channels // vw} + {vector}"
 
             def load(m: re.Match[str]) -> str:
                 index = out_index if m.group(2) is None else vector
-                return f"((__global const {vec}*)RESIDUAL{m.group(1)})[{index}]"
+                return f"WIDEN{vw}(((__global const {real}*)RESIDUAL{m.group(1)})[{index}])"
 
             exprs = [self.residual_pattern.sub(load, e) for e in self.act]
             body = "".join(f"            v = {e};\n" for e in exprs if e != "v")
             return (
                 f"        {{ {vec} v = {acc};\n{body}"
-                f"            ((__global {vec}*)y)[{out_index}] = v; }}\n"
+                f"            ((__global {real}*)y)[{out_index}] = NARROW{vw}(v); }}\n"
             )
         lines = [
             f"        {{ const int c0 = ({vector}) * {vw}; const int e0 = ({pixel}) * {channels};\n"
@@ -132,20 +137,21 @@ class TiledKernels:
                     m: re.Match[str], element: str = element, channel: str = channel
                 ) -> str:
                     index = element if m.group(2) is None else channel
-                    return f"((__global const float4*)RESIDUAL{m.group(1)})[{index}]"
+                    return f"WIDEN4(((__global const REAL4*)RESIDUAL{m.group(1)})[{index}])"
 
                 exprs = [self.residual_pattern.sub(quad_load, e) for e in self.act]
                 body = "".join(f" v = {e};" for e in exprs if e != "v")
                 lines.append(
                     f"            if (c0 + {4 * quad} < {channels}) {{ float4 v = {acc}.s{lanes};"
-                    f"{body} ((__global float4*)y)[{element}] = v; }}\n"
+                    f"{body} ((__global REAL4*)y)[{element}] = NARROW4(v); }}\n"
                 )
             return "".join(lines) + "        }\n"
         for lane in range(vw):
             element, channel = f"e0 + c0 + {lane}", f"c0 + {lane}"
 
             def scalar(m: re.Match[str], element: str = element, channel: str = channel) -> str:
-                return f"RESIDUAL{m.group(1)}[{element if m.group(2) is None else channel}]"
+                index = element if m.group(2) is None else channel
+                return f"WIDEN(RESIDUAL{m.group(1)}[{index}])"
 
             exprs = [self.residual_pattern.sub(scalar, e) for e in self.act]
             body = "".join(f" v = {e};" for e in exprs if e != "v")
@@ -175,19 +181,19 @@ class TiledKernels:
         vw, nv, groups, weights, bias_input = layout(weights)
         mr = row_tile(rows)
         tiles = -(-rows // mr)
-        vec = f"float{vw}"
+        vec, real = f"float{vw}", f"REAL{vw}"
         # [N, K] -> [N/NR][K][NV][VW]
         packed = weights.reshape(groups, nv, vw, k).transpose(0, 3, 1, 2)
         lines = [
             f"    const int cg = gid % {groups}; const int m0 = (gid / {groups}) * {mr};\n",
-            f"    __global const {vec}* wp = (__global const {vec}*)x1 + cg * {k * nv};\n",
+            f"    __global const {real}* wp = (__global const {real}*)x1 + cg * {k * nv};\n",
         ]
         for r in range(mr):
             row = f"min(m0 + {r}, {rows - 1})" if tiles * mr > rows else f"m0 + {r}"
-            lines.append(f"    __global const float* a{r} = x0 + ({row}) * {k};\n")
+            lines.append(f"    __global const REAL* a{r} = x0 + ({row}) * {k};\n")
         for v in range(nv):
             init = (
-                f"((__global const {vec}*)x2)[cg * {nv} + {v}]"
+                f"WIDEN{vw}(((__global const {real}*)x2)[cg * {nv} + {v}])"
                 if bias_input is not None
                 else f"({vec})(0.0f)"
             )
@@ -195,7 +201,7 @@ class TiledKernels:
                 lines.append(f"    {vec} acc{r}_{v} = {init};\n")
         lines.append(f"    for (int k = 0; k < {k}; ++k) {{\n")
         for v in range(nv):
-            lines.append(f"        const {vec} w{v} = wp[k * {nv} + {v}];\n")
+            lines.append(f"        const {vec} w{v} = WIDEN{vw}(wp[k * {nv} + {v}]);\n")
         for r in range(mr):
             lines.append(f"        const float b{r} = a{r}[k];\n")
             for v in range(nv):
@@ -268,7 +274,7 @@ class TiledKernels:
         pt, pl = get_ints(props, "pads")[:2]
         mr = row_tile(ow)
         tiles_w = -(-ow // mr)
-        vec = f"float{vw}"
+        vec, real = f"float{vw}", f"REAL{vw}"
         # [OC, KH, KW, C] -> [OC/NR][KH][KW][C][NV][VW] (OC padded to whole vectors)
         packed = weights.reshape(groups, nv, vw, kh, kw, c).transpose(0, 3, 4, 5, 1, 2)
         zeros = self.program.constant(np.zeros(c, np.float32))
@@ -276,12 +282,12 @@ class TiledKernels:
             f"    const int cg = gid % {groups}; int t = gid / {groups};\n",
             f"    const int ow0 = (t % {tiles_w}) * {mr}; t /= {tiles_w};\n",
             f"    const int oh = t % {oh}; const int n = t / {oh};\n",
-            f"    __global const {vec}* wbase = (__global const {vec}*)x1"
+            f"    __global const {real}* wbase = (__global const {real}*)x1"
             f" + cg * {kh * kw * c * nv};\n",
         ]
         for v in range(nv):
             init = (
-                f"((__global const {vec}*)x3)[cg * {nv} + {v}]"
+                f"WIDEN{vw}(((__global const {real}*)x3)[cg * {nv} + {v}])"
                 if bias_input is not None
                 else f"({vec})(0.0f)"
             )
@@ -291,7 +297,8 @@ class TiledKernels:
         def fma_loop(count: str, weight: str, indent: str) -> list[str]:
             out = [f"{indent}for (int j = 0; j < {count}; ++j) {{\n"]
             out += [
-                f"{indent}    const {vec} w{v} = {weight}[j * {nv} + {v}];\n" for v in range(nv)
+                f"{indent}    const {vec} w{v} = WIDEN{vw}({weight}[j * {nv} + {v}]);\n"
+                for v in range(nv)
             ]
             for r in range(mr):
                 out.append(f"{indent}    const float b{r} = a{r}[j];\n")
@@ -307,34 +314,34 @@ class TiledKernels:
             f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
             f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
             f"        if (ih < 0 || ih >= {h}) continue;\n",
-            f"        __global const float* row = x0 + (n * {h} + ih) * {w * c};\n",
-            f"        __global const {vec}* wk = wbase + kh * {kw * c * nv};\n",
+            f"        __global const REAL* row = x0 + (n * {h} + ih) * {w * c};\n",
+            f"        __global const {real}* wk = wbase + kh * {kw * c * nv};\n",
             "        if (inside) {\n",
         ]
         if dw == 1:
             lines += [
-                f"            __global const float* a{r} = row + (iwt + {r * sw}) * {c};\n"
+                f"            __global const REAL* a{r} = row + (iwt + {r * sw}) * {c};\n"
                 for r in range(mr)
             ]
             lines += fma_loop(str(kw * c), "wk", "            ")
         else:
             lines.append(f"            for (int kw = 0; kw < {kw}; ++kw) {{\n")
             lines += [
-                f"                __global const float* a{r} = row"
+                f"                __global const REAL* a{r} = row"
                 f" + (iwt + {r * sw} + kw * {dw}) * {c};\n"
                 for r in range(mr)
             ]
-            lines.append(f"                __global const {vec}* wp = wk + kw * {c * nv};\n")
+            lines.append(f"                __global const {real}* wp = wk + kw * {c * nv};\n")
             lines += fma_loop(str(c), "wp", "                ")
             lines.append("            }\n")
         lines += ["        } else {\n", f"            for (int kw = 0; kw < {kw}; ++kw) {{\n"]
         for r in range(mr):
             lines.append(
                 f"                const int iw{r} = iwt + {r * sw} + kw * {dw};\n"
-                f"                __global const float* a{r} = (iw{r} >= 0 && iw{r} < {w}"
+                f"                __global const REAL* a{r} = (iw{r} >= 0 && iw{r} < {w}"
                 f" && ow0 + {r} < {ow}) ? row + iw{r} * {c} : x2;\n"
             )
-        lines.append(f"                __global const {vec}* wp = wk + kw * {c * nv};\n")
+        lines.append(f"                __global const {real}* wp = wk + kw * {c * nv};\n")
         lines += fma_loop(str(c), "wp", "                ")
         lines.append("            }\n        }\n    }\n")
         ragged = tiles_w * mr > ow
@@ -373,15 +380,19 @@ class TiledKernels:
         mr = row_tile(ow, DEPTHWISE_TILES if sw == 1 else DEPTHWISE_STRIDED_TILES)
         tiles_w = -(-ow // mr)
         columns = (mr - 1) * sw + (kw - 1) * dw + 1
-        vec = f"float{vw}"
+        vec, real = f"float{vw}", f"REAL{vw}"
         # [C, KH, KW, 1] -> [C/VW][KH][KW][VW]
         packed = weights.reshape(blocks, vw, kh, kw).transpose(0, 2, 3, 1)
-        bias = f"((__global const {vec}*)x2)[cb]" if op.bias is not None else f"({vec})(0.0f)"
+        bias = (
+            f"WIDEN{vw}(((__global const {real}*)x2)[cb])"
+            if op.bias is not None
+            else f"({vec})(0.0f)"
+        )
         lines = [
             f"    const int cb = gid % {blocks}; int t = gid / {blocks};\n",
             f"    const int ow0 = (t % {tiles_w}) * {mr}; t /= {tiles_w};\n",
             f"    const int oh = t % {oh}; const int n = t / {oh};\n",
-            f"    __global const {vec}* wp = (__global const {vec}*)x1 + cb * {kh * kw};\n",
+            f"    __global const {real}* wp = (__global const {real}*)x1 + cb * {kh * kw};\n",
             f"    const int iw0 = ow0 * {sw} - {pl};\n",
             f"    const int inside = iw0 >= 0 && iw0 + {columns - 1} < {w};\n",
         ]
@@ -390,19 +401,19 @@ class TiledKernels:
             f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
             f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
             f"        if (ih < 0 || ih >= {h}) continue;\n",
-            f"        __global const {vec}* xr = (__global const {vec}*)x0"
+            f"        __global const {real}* xr = (__global const {real}*)x0"
             f" + (n * {h} + ih) * {w * blocks} + cb;\n",
         ]
 
         def taps(guarded: bool) -> list[str]:
             out = []
             for j in range(columns):
-                load = f"xr[(iw0 + {j}) * {blocks}]"
+                load = f"WIDEN{vw}(xr[(iw0 + {j}) * {blocks}])"
                 if guarded:
                     load = f"(iw0 + {j} >= 0 && iw0 + {j} < {w}) ? {load} : ({vec})(0.0f)"
                 out.append(f"            const {vec} c{j} = {load};\n")
             for x in range(kw):
-                out.append(f"            const {vec} w{x} = wp[kh * {kw} + {x}];\n")
+                out.append(f"            const {vec} w{x} = WIDEN{vw}(wp[kh * {kw} + {x}]);\n")
                 out += [f"            acc{r} += c{r * sw + x * dw} * w{x};\n" for r in range(mr)]
             return out
 

@@ -31,6 +31,15 @@ class Device:
     """Platform, device and driver versions: part of every program cache key."""
     _profiling_queue: Any = None
 
+    @property
+    def name(self) -> str:
+        """The device's name as its driver reports it."""
+        return str(self.device.name).strip()
+
+    def has_extension(self, extension: str) -> bool:
+        """Whether the device reports the OpenCL extension (e.g. `cl_khr_fp16`)."""
+        return extension in str(self.device.extensions).split()
+
     def profiling_queue(self) -> Any:
         """An in-order queue with event profiling on, created on first use: only profiled
         runs and tuning use it, so normal runs pay nothing for profiling."""

@@ -2,10 +2,11 @@
 
 For every `ocl.program` of an OpenCL executable that still holds `ocl.kernel` ops (what
 `opencl-bufferize` chose), the kernels are named and assembled into the program's `source`
-(`irc.targets.opencl.codegen.assemble_source`: a header, each kernel after a comment saying
-what it computes) and the `ocl.kernel` ops go. Every `ocl.launch` without a local size gets
-one: by `irc.targets.opencl.tuning.rule_local_size`, or with `tune=true` the fastest of a
-few candidates measured once on the device (cached on disk; needs a device).
+(`irc.targets.opencl.codegen.assemble_source`: a header — with the cl_khr_fp16 pragma when
+the program's `precision` is fp16 — each kernel after a comment saying what it computes)
+and the `ocl.kernel` ops go. Every `ocl.launch` without a local size gets one: by
+`irc.targets.opencl.tuning.rule_local_size`, or with `tune=true` the fastest of a few
+candidates measured once on the device (cached on disk; needs a device).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ def _tune(
 ) -> None:
     """Measured local sizes for every launch without one (one execute at a time: each has
     its own buffers)."""
+    from irc.targets.opencl.device import get_device
+    from irc.targets.opencl.runtime import check_precision
+
+    check_precision(get_device(), program)
     by_execute: dict[ocl.ExecuteOp, list[ocl.LaunchOp]] = {}
     for execute, launch in _launches(executable):
         if not launch.local_size.data:
@@ -92,7 +97,10 @@ def generate_executable(
         if launch.kernel.data not in bodies:
             emit_error(launch, f"{pass_name}: no ocl.kernel named '{launch.kernel.data}'")
     program.source = type(program.source)(
-        assemble_source([(k.sym_name.data, k.body.data, k.description.data) for k in kernels])
+        assemble_source(
+            [(k.sym_name.data, k.body.data, k.description.data) for k in kernels],
+            program.precision,
+        )
     )
     for kernel in kernels:
         program.body.block.erase_op(kernel)

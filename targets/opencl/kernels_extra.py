@@ -16,7 +16,12 @@ neg, exp, log, sqrt, rsqrt, erf, gelu exact/tanh), pow, squared_difference and p
 numpy broadcasting, comparisons, logic and select on `i1` tensors (one byte per element, 0
 or 1, as numpy's bool), softmax over any axis (and negative beta), log_softmax, and the
 reduce kinds codegen.py lacks (prod). Data movement runs on the element type of its buffer
-(float, or the char/uchar storage `insert-qdq` leaves on quantized tensors).
+(`REAL`, or the char/uchar storage `insert-qdq` leaves on quantized tensors).
+
+Precision as in codegen.py: float tensors are `REAL` (half in fp16); elementwise ops compute
+in `REAL`, comparisons on float copies of their operands (the NaN test reads float bits),
+conv2d_transpose, softmax, log_softmax and prod accumulate in float; gather index and resize
+tables stay float32.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from irc.dialects.nn import array_from_dense
 from irc.dialects.nn.base import get_float, get_floats, get_int, get_ints, get_str
 from irc.targets.opencl.codegen import (
     FUSED_ACTIVATION,
+    REAL,
     LoweringError,
     Program,
     _ctype,
@@ -169,7 +175,7 @@ def _unary(op: Operation, epilogue: list[Operation], program: Program, desc: str
             expr = f"0.5f * v * (1.0f + erf(v * {_f(SQRT1_2)}))"
     else:
         expr = EXTRA_UNARY[type(op)]
-    body = "    float v = x0[gid];\n" + compose([expr, *_activations(op, epilogue)])
+    body = "    REAL v = x0[gid];\n" + compose([expr, *_activations(op, epilogue)], real=True)
     body += "    y[gid] = v;\n"
     n = _numel(_shape(op.results[0]))
     return [(program.kernel(_kernel(1, body), desc), [op.operands[0]], [n])]
@@ -201,12 +207,14 @@ def _broadcasting(
     expr: str,
     program: Program,
     desc: str,
-    in_type: str = "float",
-    out_type: str = "float",
+    in_type: str = REAL,
+    out_type: str = REAL,
     in_types: list[str] | None = None,
+    local_type: str | None = None,
 ) -> KernelRun:
     """One work-item per output element: operands `a`, `b`, `c` read with numpy
-    broadcasting, result `expr` converted to `out_type`."""
+    broadcasting (into variables of `local_type`, by default their buffers' types), result
+    `expr` converted to `out_type`."""
     out_shape = _shape(op.results[0])
     rank = len(out_shape)
     types = in_types or [in_type] * len(operands)
@@ -216,7 +224,7 @@ def _broadcasting(
         s = _shape(v)
         index = "gid" if s == out_shape else _broadcast_index(s, out_shape)
         needs_coords |= index != "gid"
-        reads.append(f"    const {types[i]} {'abc'[i]} = x{i}[{index}];\n")
+        reads.append(f"    const {local_type or types[i]} {'abc'[i]} = x{i}[{index}];\n")
     coords = _decompose(out_shape, [f"c{d}" for d in range(rank)]) if needs_coords else ""
     body = coords + "".join(reads) + f"    y[gid] = ({out_type})({expr});\n"
     kernel = _signature(len(operands), body, types, out_type)
@@ -237,7 +245,9 @@ def _boolean(op: Operation, program: Program, desc: str) -> KernelRun:
         kind = op.kind.data
         expr = f"a {COMPARE_EXPR[kind]} b"
         expr = f"{UNORDERED} || {expr}" if kind == "ne" else f"!({UNORDERED}) && {expr}"
-        return _broadcasting(op, list(op.operands), expr, program, desc, out_type="uchar")
+        return _broadcasting(
+            op, list(op.operands), expr, program, desc, out_type="uchar", local_type="float"
+        )
     if isinstance(op, nn.LogicalNotOp):
         name, _, size = _broadcasting(op, [op.input], "a == 0", program, desc, "uchar", "uchar")
         return name, [_bool_input(op.input, program)], size
@@ -288,10 +298,10 @@ def _conv2d_transpose(
         f"            if (tw < 0 || tw % {sw} != 0) continue;\n"
         f"            const int iw = tw / {sw};\n"
         f"            if (iw >= {w}) continue;\n"
-        f"            __global const float* xp = x0 + ((n * {h} + ih) * {w} + iw) * {c}"
+        f"            __global const REAL* xp = x0 + ((n * {h} + ih) * {w} + iw) * {c}"
         f" + g * {cg};\n"
-        f"            __global const float* wp = x1 + ((oc * {kh} + kh) * {kw} + kw) * {cg};\n"
-        f"            for (int ic = 0; ic < {cg}; ++ic) acc += xp[ic] * wp[ic];\n"
+        f"            __global const REAL* wp = x1 + ((oc * {kh} + kh) * {kw} + kw) * {cg};\n"
+        f"            for (int ic = 0; ic < {cg}; ++ic) acc += WIDEN(xp[ic]) * wp[ic];\n"
         "        }\n    }\n    float v = acc;\n"
         + compose(_activations(op, epilogue))
         + "    y[gid] = v;\n"
@@ -362,7 +372,7 @@ def _gather(op: nn.GatherOp, program: Program, desc: str) -> KernelRun:
         values = array_from_dense(owner.value).astype(np.int64)
         if values.size and not (-size <= values.min() and values.max() < size):
             raise LoweringError(op, f"gather index out of range for dimension {axis} of {size}")
-        index_input = program.constant(np.where(values < 0, values + size, values))
+        index_input = program.constant(np.where(values < 0, values + size, values), table=True)
         index_type, wide, fix = "float", "int", ""
     else:
         index_input = op.indices
@@ -404,7 +414,7 @@ def _resize(op: nn.ResizeOp, program: Program, desc: str) -> KernelRun:
     coordinate_mode = get_str(props, "coordinate_mode")
     mode = get_str(props, "mode")
     ct = _ctype(op.output)
-    if mode == "bilinear" and ct != "float":
+    if mode == "bilinear" and ct != REAL:
         # TFLite interpolates stored integers in fixed point; insert-qdq gives this target
         # the float form instead
         raise LoweringError(op, "bilinear resize on quantized storage (run insert-qdq)")
@@ -446,7 +456,7 @@ def _resize(op: nn.ResizeOp, program: Program, desc: str) -> KernelRun:
             + "    y[gid] = t0 + (t1 - t0) * ww;\n"
         )
     kernel = _signature(2, body, [ct, "float"], ct)
-    inputs: list[SSAValue | str] = [op.input, program.constant(table)]
+    inputs: list[SSAValue | str] = [op.input, program.constant(table, table=True)]
     return program.kernel(kernel, desc), inputs, [_numel((n, oh, ow, c))]
 
 
@@ -484,12 +494,13 @@ def _softmax(op: Operation, program: Program, desc: str, log: bool) -> KernelRun
     size, inner = shape[axis], _numel(shape[axis + 1 :])
     rows = _numel(shape) // size if size else 0
     beta = get_float(props, "beta") if not log else None
-    z = "xp[i * INNER]" if beta is None or beta == 1.0 else f"{_f(beta)} * xp[i * INNER]"
+    z = "WIDEN(xp[i * INNER])"
+    z = z if beta is None or beta == 1.0 else f"{_f(beta)} * {z}"
     z = z.replace("INNER", str(inner))
     body = (
         f"    const int base = (gid / {inner}) * {size * inner} + gid % {inner};\n"
-        "    __global const float* xp = x0 + base;\n"
-        "    __global float* yp = y + base;\n"
+        "    __global const REAL* xp = x0 + base;\n"
+        "    __global REAL* yp = y + base;\n"
         "    float m = -INFINITY;\n"
         f"    for (int i = 0; i < {size}; ++i) m = fmax(m, {z});\n"
         "    float s = 0.0f;\n"

@@ -1,4 +1,4 @@
-"""`lower-opencl{tune=false}`: lower the OpenCL target's executables to the `ocl` dialect.
+"""`lower-opencl{tune=false precision=fp32}`: lower the OpenCL target's executables to `ocl`.
 
 The whole lowering, as one pass: on every `delegate.executable ... target("opencl")` not
 lowered yet it runs, in order, the four passes that irc-opt can also run one by one
@@ -12,10 +12,13 @@ lowered yet it runs, in order, the four passes that irc-opt can also run one by 
    measured on the device with `tune=true`).
 
 The lowering needs no device unless `tune=true`. Executables of other targets are left
-alone; an op the target cannot run fails the pass with an error at that op. The target's
-`lowering_passes()` is `lower-opencl`, or `lower-opencl{tune=true}` when the environment
-variable `IRC_OPENCL_TUNE` is `1`/`true` (the way to ask for tuning from `irc.compile`,
-`irc-compile` and `irc-run`).
+alone; an op the target cannot run fails the pass with an error at that op. `precision`
+(`fp32` default, or `fp16`) is `opencl-bufferize`'s: half storage for float tensors, recorded
+on the `ocl.program`. The target's `lowering_passes()` is `lower-opencl`, with `tune=true`
+when the environment variable `IRC_OPENCL_TUNE` is `1`/`true`, and with a `precision` when
+`IRC_OPENCL_PRECISION` asks for one (fp16 only where the device has cl_khr_fp16, else fp32:
+`irc.targets.opencl.target.precision_choice` says why) — the way to ask for them from
+`irc.compile`, `irc-compile` and `irc-run`.
 """
 
 from __future__ import annotations
@@ -42,12 +45,16 @@ def is_lowered(executable: delegate.ExecutableOp) -> bool:
 
 
 def lower_executable(
-    executable: delegate.ExecutableOp, *, tune: bool = False, pass_name: str = "lower-opencl"
+    executable: delegate.ExecutableOp,
+    *,
+    tune: bool = False,
+    pass_name: str = "lower-opencl",
+    precision: str | None = None,
 ) -> None:
     """Run the steps of `lower-opencl` that have not run yet on one executable, in place."""
     if not is_bufferized(executable):
         fuse_executable(executable)
-        bufferize_executable(executable, pass_name)
+        bufferize_executable(executable, pass_name, precision)
         for op in executable.walk():
             if isinstance(op, ocl.ExecuteOp):
                 plan_execute(op, pass_name)
@@ -62,8 +69,12 @@ class LowerOpenCLPass(ModulePass):
     name = "lower-opencl"
 
     tune: bool = False
+    """Measure the launches' local sizes on the device (cached) instead of the rule."""
+
+    precision: str | None = None
+    """Storage of float tensors: `fp32` (the default, also when absent) or `fp16`."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for executable in opencl_executables(op):
             if not is_lowered(executable):
-                lower_executable(executable, tune=self.tune)
+                lower_executable(executable, tune=self.tune, precision=self.precision)

@@ -19,6 +19,12 @@ missing, truncated or tampered entry is rebuilt from source and rewritten). Bina
 saved after the first call's launches have run, so they include the kernels compiled for the
 local sizes actually used. A build failure raises `OpenCLBuildError` with the build log and the
 ops whose kernels the compiler complained about.
+
+Precision: a program whose `ocl.program` says `precision = "fp16"` keeps float tensors as half
+on the device. Executables still take and return float32 numpy arrays: inputs are converted
+to float16 on upload and outputs back to float32 on download (`OpenCLValue.storage`), and the
+float constants are uploaded as the float16 the IR holds. Loading such a program on a device
+without cl_khr_fp16 raises `OpenCLLoadError` naming the device and the extension.
 """
 
 from __future__ import annotations
@@ -58,7 +64,8 @@ class OpenCLBuildError(OpenCLLoadError):
 
 class OpenCLValue:
     """A tensor in a device buffer (float32, or the int8/uint8 storage of a quantized
-    tensor); `to_host()` downloads it."""
+    tensor); `to_host()` downloads it. `storage` is the buffer's element type when it
+    differs from `dtype` (float16 for a float32 tensor of an fp16 program)."""
 
     def __init__(
         self,
@@ -66,17 +73,19 @@ class OpenCLValue:
         buffer: Any,
         shape: tuple[int, ...],
         dtype: Any = np.float32,
+        storage: Any = None,
     ):
         self.device = device
         self.buffer = buffer
         self.shape = shape
         self.dtype = np.dtype(dtype)
+        self.storage = self.dtype if storage is None else np.dtype(storage)
 
     def to_host(self) -> np.ndarray:
-        out = np.empty(self.shape, dtype=self.dtype)
+        out = np.empty(self.shape, dtype=self.storage)
         if out.size:
             self.device.cl.enqueue_copy(self.device.queue, out, self.buffer, is_blocking=True)
-        return out
+        return out if self.storage == self.dtype else out.astype(self.dtype)
 
 
 # ---- Program cache -----------------------------------------------------------------------------
@@ -175,6 +184,9 @@ class _Entry:
     launches: list[_Launch]
     input_dtypes: list[np.dtype]
     output_dtypes: list[np.dtype]
+    input_storage: list[np.dtype]
+    """The device buffers' element types (float16 for float32 tensors in fp16)."""
+    output_storage: list[np.dtype]
 
 
 def _shapes(types: Sequence[Any], where: str) -> list[tuple[int, ...]]:
@@ -189,6 +201,25 @@ def _shapes(types: Sequence[Any], where: str) -> list[tuple[int, ...]]:
 def _dtypes(types: Sequence[Any]) -> list[np.dtype]:
     """float32, or a quantized tensor's 8-bit storage dtype."""
     return [np.dtype(numpy_dtype(t)) for t in types]
+
+
+def _storage(dtypes: Sequence[np.dtype], precision: str) -> list[np.dtype]:
+    """The device buffers' element types: float32 tensors are float16 in fp16."""
+    half = precision == "fp16"
+    return [np.dtype(np.float16) if half and d == np.float32 else d for d in dtypes]
+
+
+FP16_EXTENSION = "cl_khr_fp16"
+
+
+def check_precision(device: Device, program: ocl.ProgramOp) -> None:
+    """Raise `OpenCLLoadError` when the program needs half support the device lacks."""
+    if program.precision == "fp16" and not device.has_extension(FP16_EXTENSION):
+        raise OpenCLLoadError(
+            f"opencl: the program was lowered with precision=fp16, but device "
+            f"'{device.name}' lacks the {FP16_EXTENSION} extension (lower it with "
+            "precision=fp32, or leave IRC_OPENCL_PRECISION unset)"
+        )
 
 
 class LoadedOpenCLExecutable(LoadedExecutable):
@@ -237,8 +268,10 @@ class LoadedOpenCLExecutable(LoadedExecutable):
                             f"opencl: argument #{i} of @{entry} must be {spec.input_dtypes[i]} "
                             f"of shape {expected}, got {arg.dtype} of shape {arg.shape}"
                         )
-                    in_buffers.append(arg.buffer)
-                    continue
+                    if arg.storage == spec.input_storage[i]:
+                        in_buffers.append(arg.buffer)
+                        continue
+                    arg = arg.to_host()  # another precision's buffer: convert through the host
                 if not isinstance(arg, np.ndarray) and isinstance(arg, DeviceValue):
                     arg = arg.to_host()
                 if not isinstance(arg, np.ndarray):
@@ -258,11 +291,12 @@ class LoadedOpenCLExecutable(LoadedExecutable):
                     )
                 buffer = spec.input_buffers[i]
                 if arg.size:
-                    cl.enqueue_copy(queue, buffer, np.ascontiguousarray(arg), is_blocking=True)
+                    data = np.ascontiguousarray(arg, spec.input_storage[i])
+                    cl.enqueue_copy(queue, buffer, data, is_blocking=True)
                 in_buffers.append(buffer)
             out_buffers = [
                 cl.Buffer(self.device.context, cl.mem_flags.READ_WRITE, _buffer_bytes(s, d))
-                for s, d in zip(spec.outputs, spec.output_dtypes, strict=True)
+                for s, d in zip(spec.outputs, spec.output_storage, strict=True)
             ]
             profile = active_profile()
             launch_queue = queue
@@ -293,8 +327,10 @@ class LoadedOpenCLExecutable(LoadedExecutable):
                 queue.finish()
                 save_binary(self.device, self.built)
         return [
-            OpenCLValue(self.device, b, s, d)
-            for b, s, d in zip(out_buffers, spec.outputs, spec.output_dtypes, strict=True)
+            OpenCLValue(self.device, b, s, d, st)
+            for b, s, d, st in zip(
+                out_buffers, spec.outputs, spec.output_dtypes, spec.output_storage, strict=True
+            )
         ]
 
 
@@ -334,6 +370,8 @@ class OpenCLRuntime(TargetRuntime):
         programs = [op for op in executable.body.block.ops if isinstance(op, ocl.ProgramOp)]
         if len(programs) != 1:
             raise OpenCLLoadError(f"opencl: expected one ocl.program, got {len(programs)}")
+        check_precision(device, programs[0])
+        precision = programs[0].precision
         from irc.targets.opencl.aot import embedded_program  # irc-compile --embed-binaries
 
         built = embedded_program(device, programs[0]) or build_program(
@@ -345,7 +383,8 @@ class OpenCLRuntime(TargetRuntime):
         constants: list[Any] = []
         for upload in programs[0].uploads:
             data = array_from_dense(upload.value)
-            stored = data.dtype in (np.int8, np.uint8)  # integers of quantized constants
+            # integers of quantized constants and masks; float16 of an fp16 program
+            stored = data.dtype in (np.int8, np.uint8, np.float16)
             data = np.ascontiguousarray(data, None if stored else np.float32)
             if data.size:
                 buffer = cl.Buffer(
@@ -367,9 +406,11 @@ class OpenCLRuntime(TargetRuntime):
             inputs = _shapes(func.function_type.inputs.data, f"@{name}")
             outputs = _shapes(func.function_type.outputs.data, f"@{name}")
             input_dtypes = _dtypes(func.function_type.inputs.data)
+            output_dtypes = _dtypes(func.function_type.outputs.data)
+            input_storage = _storage(input_dtypes, precision)
             input_buffers = [
                 cl.Buffer(device.context, flags.READ_ONLY, _buffer_bytes(s, d))
-                for s, d in zip(inputs, input_dtypes, strict=True)
+                for s, d in zip(inputs, input_storage, strict=True)
             ]
             planned: dict[int, Any] = {}
             launches: list[_Launch] = []
@@ -410,6 +451,8 @@ class OpenCLRuntime(TargetRuntime):
                 input_buffers,
                 launches,
                 input_dtypes,
-                _dtypes(func.function_type.outputs.data),
+                output_dtypes,
+                input_storage,
+                _storage(output_dtypes, precision),
             )
         return LoadedOpenCLExecutable(device, built, entries, keep, executable.sym_name.data)

@@ -4,11 +4,17 @@ Preferred layout NHWC: channels innermost makes conv/FC inner loops contiguous i
 and filter (the CPU target's reasoning, PERF_NOTES.md), and PoCL on a CPU behaves like the
 CPU; a GPU may favour other layouts later (to be measured). `runs_quantized` is False: int8
 regions arrive as float through `insert-qdq`.
+
+`IRC_OPENCL_PRECISION=fp16` asks for half storage (`lower-opencl{precision=fp16}`); as with
+TFLite's GPU delegate, fp16 is allowed, not required: on a device without cl_khr_fp16 (PoCL's
+CPU device) the target lowers with `precision=fp32`, which the IR records, and
+`precision_choice()` says why. Nothing is printed.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.ir import Operation
@@ -19,9 +25,57 @@ from irc.targets.opencl.support import check_op
 TUNE_ENV = "IRC_OPENCL_TUNE"
 """`1`/`true`: lower with `lower-opencl{tune=true}` (measured work-group sizes, cached)."""
 
+PRECISION_ENV = "IRC_OPENCL_PRECISION"
+"""`fp32` or `fp16`: the `precision` of `lower-opencl` (fp16 only where the device has
+cl_khr_fp16); unset, the lowering has no precision option (fp32)."""
+
+
+@dataclass(frozen=True)
+class PrecisionChoice:
+    """What `IRC_OPENCL_PRECISION` asked for and what the target lowers with."""
+
+    requested: str | None
+    """The variable's value (lower-cased), None when unset."""
+    precision: str
+    """`fp32` or `fp16`: the precision the lowering uses."""
+    reason: str
+    """Why `precision` differs from `requested` (empty when they agree or nothing was asked)."""
+
+
+def precision_choice() -> PrecisionChoice:
+    """The precision `lowering_passes()` uses, from `IRC_OPENCL_PRECISION` and the device:
+    fp16 only when the device reports cl_khr_fp16, else fp32 with the reason."""
+    raw = os.environ.get(PRECISION_ENV, "").strip().lower()
+    if not raw:
+        return PrecisionChoice(None, "fp32", "")
+    if raw == "fp32":
+        return PrecisionChoice(raw, "fp32", "")
+    if raw != "fp16":
+        return PrecisionChoice(
+            raw, "fp32", f"{PRECISION_ENV}='{raw}' is neither fp32 nor fp16: lowering in fp32"
+        )
+    from irc.targets.opencl.device import DeviceError, get_device
+    from irc.targets.opencl.runtime import FP16_EXTENSION
+
+    try:
+        device = get_device()
+    except DeviceError as exc:
+        return PrecisionChoice(
+            raw, "fp32", f"fp16 needs a device with {FP16_EXTENSION} ({exc}): lowering in fp32"
+        )
+    if not device.has_extension(FP16_EXTENSION):
+        return PrecisionChoice(
+            raw,
+            "fp32",
+            f"device '{device.name}' lacks {FP16_EXTENSION}: lowering in fp32 "
+            "(fp16 is allowed, not required)",
+        )
+    return PrecisionChoice(raw, "fp16", "")
+
 
 class OpenCLTarget(Target):
-    """float32 NHWC kernels in OpenCL C (any OpenCL device; PoCL's CPU device without a GPU)."""
+    """float32 NHWC kernels in OpenCL C, or half storage with `IRC_OPENCL_PRECISION=fp16` (any
+    OpenCL device; PoCL's CPU device without a GPU)."""
 
     name: ClassVar[str] = "opencl"
     preferred_layout: ClassVar[Layout | None] = "NHWC"
@@ -42,8 +96,13 @@ class OpenCLTarget(Target):
         return check_op(op)
 
     def lowering_passes(self) -> str:
-        tune = os.environ.get(TUNE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-        return "lower-opencl{tune=true}" if tune else "lower-opencl"
+        options = []
+        if os.environ.get(TUNE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+            options.append("tune=true")
+        choice = precision_choice()
+        if choice.requested is not None:
+            options.append(f"precision={choice.precision}")
+        return f"lower-opencl{{{' '.join(options)}}}" if options else "lower-opencl"
 
     def runtime(self) -> TargetRuntime:
         from irc.targets.opencl.runtime import OpenCLRuntime
