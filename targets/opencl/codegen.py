@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
@@ -406,11 +406,13 @@ def _kernel(n_in: int, body: str, in_type: str = REAL, out_type: str = REAL) -> 
 
 
 def _ctype(value: SSAValue) -> str:
-    """The OpenCL C element type of a tensor's device buffer: `REAL` (float or half), or the
-    8-bit storage (char / uchar) of a quantized tensor."""
+    """The OpenCL C element type of a tensor's device buffer: `REAL` (float or half), the
+    8-bit storage (char / uchar) of a quantized tensor, or uchar for an `i1` mask."""
     t = value.type
     assert isinstance(t, TensorType)
     element = t.element_type
+    if isinstance(element, IntegerType) and element.width.data == 1:
+        return "uchar"  # i1 masks (kernels_extra's boolean ops): one byte per element
     if isinstance(element, UniformQuantizedType):
         if element.storage_width == 8:
             return "char" if element.is_signed else "uchar"
@@ -527,7 +529,7 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
 
 def _storage_bytes(value: SSAValue, program: Program) -> int:
     """Bytes of a tensor's device buffer (4 per float, 2 in fp16; 1 per 8-bit quantized
-    element)."""
+    element or `i1` mask)."""
     return (program.real_bytes if _ctype(value) == REAL else 1) * _numel(_shape(value))
 
 

@@ -78,3 +78,16 @@ delegate.executable private @scalar_literals target("opencl") {
     func.return %s : tensor<1x3x3x8xf32>
   }
 }
+
+// -----
+
+// An i1 mask between a comparison and a select lives in a uchar buffer: one byte per element.
+// CHECK-LABEL: delegate.executable private @mask_bytes
+// CHECK:         "ocl.alloc"() <{id = 0 : i64, bytes = 6 : i64}>
+delegate.executable private @mask_bytes target("opencl") {
+  func.func @entry(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %m = nn.compare %x, %y kind = "lt" : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xi1>
+    %s = nn.select %m, %x, %y : tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+    func.return %s : tensor<2x3xf32>
+  }
+}
