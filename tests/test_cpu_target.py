@@ -153,8 +153,9 @@ SUPPORT_CASES = {
     "quantized_softmax": (
         _Q8,
         f"%y = nn.softmax %x : {_Q8} -> tensor<4x!quant.uniform<i8:f32, 0.00390625:-128>>",
-        "quantized",
+        "",  # a native kernel (quant_kernels.py)
     ),
+    "quantized_div": (_Q8, f"%y = nn.div %x, %x : {_Q8}, {_Q8} -> {_Q8}", "quantized"),
     "f16": ("tensor<4xf16>", "%y = nn.relu %x : tensor<4xf16> -> tensor<4xf16>", "dtype"),
     "i32": (
         "tensor<4xi32>",

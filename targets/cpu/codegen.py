@@ -67,7 +67,7 @@ from irc.dialects.nn.base import ints_of
 from irc.dialects.quant import quantized_element
 from irc.dtypes import numpy_dtype
 from irc.sanitize import c_comment, c_identifier
-from irc.targets.cpu import csrc, packing, qfusion
+from irc.targets.cpu import csrc, packing, qfusion, quant_kernels
 from irc.targets.cpu.profiling import KernelProfiler, profile_enabled
 from irc.targets.cpu.qfusion import QuantAddChain, QuantChain, match_add, match_chain
 from irc.targets.cpu.support import (
@@ -417,6 +417,8 @@ class OpLowering:
             return self.rescale(op)
         if isinstance(op, nn.CastOp) and _widening_cast_into_binary(op):
             return Lowered(lambda em, res, tmp: [], alias=True)
+        if isinstance(op, nn.SubOp) and self._zero_point_folded(op):
+            return Lowered(lambda em, res, tmp: [], alias=True)
         if ctype(op.results[0]) != "float" and type(op) not in DATA_MOVEMENT_OPS:
             return self.lower_integer(op)
         if type(op) in BINARY_OPS:
@@ -479,6 +481,8 @@ class OpLowering:
                 return self.integer_unary(op)
             case nn.Conv2DOp():
                 return self.integer_conv2d(op)
+            case nn.Conv2DTransposeOp():
+                return self.lower_conv2d_transpose(op)
             case nn.FullyConnectedOp():
                 return self.integer_fully_connected(op)
             case nn.MaxPool2DOp() | nn.AvgPool2DOp():
@@ -489,6 +493,8 @@ class OpLowering:
             return self.integer_binary(op)  # type: ignore[arg-type]
         if type(op) in TABLE_OPS:
             return self.integer_table(op)
+        if type(op) in quant_kernels.NATIVE_OPS:
+            return quant_kernels.lower_native(self, op)
         raise LoweringError(op, f"no integer kernel for '{op.name}'")
 
     def integer_table(self, op: Operation) -> Lowered:
@@ -1209,6 +1215,19 @@ class OpLowering:
         if not filter_const and not depthwise:
             snippets.append("pack_filter")
         return Lowered(emit, temps, tuple(snippets))
+
+    def lower_conv2d_transpose(self, op: nn.Conv2DTransposeOp) -> Lowered:
+        """Float and integer conv2d_transpose: a gather kernel (`conv_transpose`)."""
+        from irc.targets.cpu.conv_transpose import lower_conv2d_transpose
+
+        return lower_conv2d_transpose(self, op)
+
+    def _zero_point_folded(self, op: nn.SubOp) -> bool:
+        """An input's zero-point subtraction that its integer conv2d_transpose does itself
+        (`conv_transpose.folded_zero_point`): the sub is an alias of the narrow input."""
+        from irc.targets.cpu.conv_transpose import folded_zero_point
+
+        return folded_zero_point(op) is not None
 
     def lower_fully_connected(self, op: nn.FullyConnectedOp) -> Lowered:
         x_shape, (oc, k) = shape(op.input), shape(op.weights)

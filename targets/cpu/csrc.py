@@ -42,6 +42,14 @@ def _snippet(name: str, text: str, deps: tuple[str, ...] = ()) -> None:
     _SNIPPETS[name] = (deps, text.strip("\n") + "\n")
 
 
+def define_snippet(name: str, text: str, deps: tuple[str, ...] = ()) -> None:
+    """Add a snippet whose C text lives with its lowering in another module
+    (`quant_kernels`); it must be defined before a translation unit names it."""
+    if name in _SNIPPETS:
+        raise ValueError(f"snippet '{name}' is already defined")
+    _snippet(name, text, deps)
+
+
 def source_for(names: Iterable[str]) -> str:
     """The C text of the snippets `names` and their dependencies, dependencies first."""
     ordered: list[str] = []

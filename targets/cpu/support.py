@@ -7,8 +7,9 @@ reference target does), or when it is data movement on storage integers (reshape
 concat, split, slice, constant pad, broadcast_to). Quantized unary ops with their own
 integer algorithm (logistic, tanh, gelu, exp, log, sqrt, rsqrt, hard_swish) run as exact
 256-entry tables of the reference kernel when their input and result are per-tensor 8-bit
-(`tables.py`); other quantized ops with their own algorithm (softmax, resize, ...) are
-refused with code `quantized`. NCHW
+(`tables.py`); quantized softmax, log_softmax and resize run native kernels bit-exact with
+the reference (`quant_kernels.py`, which says which cases it refuses); other quantized ops
+with their own algorithm are refused with code `quantized`. NCHW
 float ops are accepted: inside the target's regions `convert-layout` gives them NHWC, and
 `lower-cpu` wraps any NCHW op it still meets in transposes; integer convolutions and pools
 run NHWC only.
@@ -24,6 +25,7 @@ from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType
 from irc.dtypes import numpy_dtype
 from irc.targets.base import Support
+from irc.targets.cpu.quant_kernels import NATIVE_OPS, check_native
 from irc.targets.cpu.tables import TABLE_OPS, TableError, lookup_table
 
 C_TYPES: dict[np.dtype, str] = {
@@ -74,6 +76,7 @@ OTHER_OPS: frozenset[type[Operation]] = frozenset(
     {
         nn.ConstantOp,
         nn.Conv2DOp,
+        nn.Conv2DTransposeOp,
         nn.FullyConnectedOp,
         nn.MaxPool2DOp,
         nn.AvgPool2DOp,
@@ -170,6 +173,9 @@ def _check_quantized(op: Operation, tensors: list[TensorType]) -> Support:
         return _check_attributes(op)
     if type(op) in TABLE_OPS:
         return _check_table(op)
+    if type(op) in NATIVE_OPS:
+        attributes = _check_attributes(op)
+        return check_native(op) if attributes else attributes
     return _lowered_support(op)
 
 
@@ -243,10 +249,10 @@ def _check_integer(op: Operation, tensors: list[TensorType]) -> Support:
             if ctypes[0] != ctypes[1] or any(b != int(b) for b in bounds):
                 return Support.no("attribute", f"cpu: integer '{op.name}' with these bounds")
         return _no_activation(op)
-    if isinstance(op, nn.Conv2DOp | nn.FullyConnectedOp):
+    if isinstance(op, nn.Conv2DOp | nn.Conv2DTransposeOp | nn.FullyConnectedOp):
         if ctypes[-1] != "int32_t":
             return Support.no("dtype", f"cpu: integer '{op.name}' must accumulate into i32")
-        if isinstance(op, nn.Conv2DOp) and op.layout.data != "NHWC":
+        if isinstance(op, nn.Conv2DOp | nn.Conv2DTransposeOp) and op.layout.data != "NHWC":
             return Support.no("attribute", f"cpu: integer '{op.name}' in NCHW (NHWC only)")
         if not isinstance(op.operands[1].owner, nn.ConstantOp):
             return Support.no("attribute", f"cpu: integer '{op.name}' with non-constant weights")
