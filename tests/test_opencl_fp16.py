@@ -444,6 +444,24 @@ def test_emit_opencl_prints_the_fp16_program(
     assert "__kernel void k0(__global const half* restrict x0, __global half* restrict y)" in out
 
 
+def test_emit_opencl_lowers_partitioned_ir_as_the_target_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not yet lowered IR is lowered with the target's own passes (its precision choice)."""
+    from test_opencl_tools import PARTITIONED
+
+    from irc.tools.irc_translate import main
+
+    ir = tmp_path / "partitioned.mlir"
+    ir.write_text(PARTITIONED)
+    monkeypatch.setattr(ocl_target, "precision_choice", lambda: PrecisionChoice("fp16", "fp16", ""))
+    assert main(["--emit-opencl", str(ir)]) == 0
+    assert FP16_PRAGMA in capsys.readouterr().out
+    monkeypatch.undo()
+    assert main(["--emit-opencl", str(ir)]) == 0
+    assert FP16_PRAGMA not in capsys.readouterr().out
+
+
 # ---- Numerics (a device with cl_khr_fp16 only) ------------------------------------------------
 
 

@@ -103,9 +103,11 @@ def _emit_opencl(args: argparse.Namespace) -> int:
     from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
     from irc.dialects import delegate, ocl
     from irc.importers import ModelImportError
+    from irc.pipelines import parse_pipeline, run_passes
     from irc.runtime import ExecutorError
     from irc.targets import TargetError
-    from irc.targets.opencl.lower import TARGET, LowerOpenCLPass
+    from irc.targets.opencl.lower import TARGET
+    from irc.targets.opencl.target import OpenCLTarget
     from irc.tools.irc_compile import parse_targets
     from irc.tools.irc_run import report_diagnostic
 
@@ -129,7 +131,9 @@ def _emit_opencl(args: argparse.Namespace) -> int:
                 isinstance(op, delegate.ExecutableOp) and op.target.data == TARGET
                 for op in module.walk()
             ):
-                LowerOpenCLPass().apply(ctx, module)
+                # the target's own lowering: IRC_OPENCL_TUNE / IRC_OPENCL_PRECISION apply
+                lowering = OpenCLTarget().lowering_passes()
+                run_passes(module, parse_pipeline(lowering), ctx)
                 model = None  # partitioned already: print what its opencl executables lower to
         if model is not None:
             module = irc.compile(
