@@ -369,6 +369,9 @@ class LaunchOp(IRDLOperation):
     global_size = prop_def(ArrayAttr[IntegerAttr], prop_name="global")
     local_size = prop_def(ArrayAttr[IntegerAttr], prop_name="local")
     writes = opt_prop_def(IntegerAttr[I64])
+    label = opt_prop_def(StringAttr)
+    """What this launch computes when its kernel, shared by identical ops, describes another
+    (profiles show it); absent: the kernel's description."""
 
     traits = lazy_traits_def(lambda: (HasParent(ExecuteOp),))
 
@@ -379,6 +382,7 @@ class LaunchOp(IRDLOperation):
         global_size: Sequence[int],
         local: Sequence[int],
         writes: int = 1,
+        label: str | None = None,
     ):
         properties: dict[str, Attribute] = {
             "kernel": StringAttr(kernel),
@@ -388,6 +392,8 @@ class LaunchOp(IRDLOperation):
         }
         if writes != 1:
             properties["writes"] = IntegerAttr(writes, i64)
+        if label is not None:
+            properties["label"] = StringAttr(label)
         super().__init__(properties=properties)
 
     @property

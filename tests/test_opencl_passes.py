@@ -277,6 +277,29 @@ def test_profile_has_one_row_per_kernel_launch_only_when_profiling() -> None:
 
 
 @needs_device
+def test_profile_names_the_op_of_each_launch_of_a_shared_kernel() -> None:
+    module = _parse(
+        'delegate.executable private @two target("opencl") {\n'
+        "  func.func @entry(%x: tensor<4x8xf32>, %y: tensor<2x3xf32>) -> "
+        "(tensor<4x8xf32>, tensor<2x3xf32>) {\n"
+        "    %a = nn.tanh %x : tensor<4x8xf32> -> tensor<4x8xf32>\n"
+        "    %b = nn.tanh %y : tensor<2x3xf32> -> tensor<2x3xf32>\n"
+        "    func.return %a, %b : tensor<4x8xf32>, tensor<2x3xf32>\n  }\n}\n"
+    )
+    (executable,) = [op for op in module.walk() if op.name == "delegate.executable"]
+    loaded = OpenCLRuntime().load(executable)
+    profile = Profile()
+    with kernel_profiling(profile):
+        outs = loaded.execute("entry", [rand(4, 8), rand(2, 3)])
+    assert [o.to_host().shape for o in outs] == [(4, 8), (2, 3)]
+    rows = profile.kernel_rows()
+    assert [(r.kernel, r.description) for r in rows] == [
+        ("k0", "nn.tanh 4x8 -> 4x8"),
+        ("k0", "nn.tanh 2x3 -> 2x3"),
+    ]
+
+
+@needs_device
 def test_compiled_model_profile_shows_opencl_kernels() -> None:
     import irc
 

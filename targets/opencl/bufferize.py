@@ -95,7 +95,9 @@ def bufferize_executable(
         old_ops = list(block.ops)
         ops: list[Operation] = [ocl.AllocOp(i, n) for i, n in enumerate(allocs)]
         ops += [
-            ocl.LaunchOp(launch.kernel, launch.args, launch.global_size, [], launch.writes)
+            ocl.LaunchOp(
+                launch.kernel, launch.args, launch.global_size, [], launch.writes, launch.label
+            )
             for launch in launches
         ]
         execute = ocl.ExecuteOp(name, sum(allocs), block.args, func.function_type.outputs.data, ops)

@@ -309,6 +309,9 @@ class Launch:
     global_size: list[int]
     writes: int = 1
     """How many trailing `args` the kernel writes (one per result of the op)."""
+    label: str | None = None
+    """What this launch computes, when it differs from its kernel's comment (a kernel shared
+    by identical ops describes the first of them)."""
 
 
 @dataclass
@@ -330,6 +333,8 @@ class Program:
         self.precision = precision
         self.kernels: dict[str, str] = {}
         self.comments: dict[str, str] = {}
+        self.requests: list[tuple[str, str]] = []
+        """(kernel name, comment) of every `kernel()` call, shared kernels included."""
         self.constants: list[np.ndarray] = []
 
     @property
@@ -346,6 +351,7 @@ class Program:
             name = f"k{len(self.kernels)}"
             self.kernels[signature_and_body] = name
             self.comments[name] = comment
+        self.requests.append((name, comment))
         return name
 
     def constant(self, array: np.ndarray, table: bool = False) -> str:
@@ -501,17 +507,23 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
                 names[value] = f"b{len(allocs)}"
                 allocs.append(_storage_bytes(value, program))
         residuals = epilogue_inputs(producer, epilogue)
+        first_request = len(program.requests)
         emitted = _emit(producer, epilogue, program)
         if residuals and len(emitted) != 1:
             raise LoweringError(producer, f"'{producer.name}' cannot fuse a residual epilogue")
+        asked = dict(program.requests[first_request:])  # this op's own descriptions
+        fused = f"{FUSED_MARK}{', '.join(e.name for e in epilogue)}" if epilogue else ""
         for kernel, inputs, gsize in emitted:
             if epilogue and FUSED_MARK not in program.comments[kernel]:
-                fused_ops = ", ".join(e.name for e in epilogue)
-                program.comments[kernel] += f"{FUSED_MARK}{fused_ops}"
+                program.comments[kernel] += fused
             if min(gsize) == 0:
                 continue
             args = [ref(v) for v in [*inputs, *residuals]] + [names[v] for v in written]
-            launches.append(Launch(kernel, args, gsize, len(written)))
+            label = asked.get(kernel, program.comments[kernel])
+            if epilogue and FUSED_MARK not in label:
+                label += fused
+            own = label if label != program.comments[kernel] else None
+            launches.append(Launch(kernel, args, gsize, len(written), own))
 
     # results that are entry arguments, constants or repeated: copy into the output buffer
     for j, v in enumerate(ret.operands):

@@ -437,7 +437,7 @@ class OpenCLRuntime(TargetRuntime):
                 launches.append(
                     _Launch(
                         op.kernel.data,
-                        descriptions.get(op.kernel.data, ""),
+                        op.label.data if op.label else descriptions.get(op.kernel.data, ""),
                         kernel,
                         tuple(a.value.data for a in op.global_size.data),
                         local,

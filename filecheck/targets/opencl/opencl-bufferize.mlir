@@ -91,3 +91,18 @@ delegate.executable private @mask_bytes target("opencl") {
     func.return %s : tensor<2x3xf32>
   }
 }
+
+// -----
+
+// Two ops sharing one kernel (elementwise kernels index by work-item, so the text holds no
+// shape): the kernel's comment describes the first, the other launch carries its own label.
+// CHECK-LABEL: delegate.executable private @shared_kernel
+// CHECK:         "ocl.launch"() <{kernel = "k0", args = ["in0", "out0"], global = [128 : i64], local = []}>
+// CHECK-NEXT:    "ocl.launch"() <{kernel = "k0", args = ["in1", "out1"], global = [6 : i64], local = [], label = "nn.tanh 2x3 -> 2x3"}>
+delegate.executable private @shared_kernel target("opencl") {
+  func.func @entry(%x: tensor<1x4x4x8xf32>, %y: tensor<2x3xf32>) -> (tensor<1x4x4x8xf32>, tensor<2x3xf32>) {
+    %a = nn.tanh %x : tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
+    %b = nn.tanh %y : tensor<2x3xf32> -> tensor<2x3xf32>
+    func.return %a, %b : tensor<1x4x4x8xf32>, tensor<2x3xf32>
+  }
+}
