@@ -11,19 +11,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.dialects.builtin import f32 as f32_type
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from irc.context import make_context
 from irc.dialects import delegate, nn
+from irc.dialects.quant import UniformQuantizedType
 from irc.dtypes import element_type
 from irc.targets.cpu.lower import LowerCpuPass
+from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 from irc.targets.reference import kernel_for
+from irc.targets.reference.target import ReferenceRuntime
+
+SHARED_MODELS = Path(__file__).resolve().parents[1].parent / "shared" / "models"
+"""../shared/models from the repository root (tests that read it skip when it is missing)."""
 
 Builder = Callable[..., Operation | Sequence[Operation]]
 """Takes the case's values (arguments or constant results) and returns the op(s) to run;
@@ -147,3 +155,60 @@ needs_compiler = pytest.mark.skipif(
     not CpuTarget().available(), reason="no working C compiler for the cpu target"
 )
 """Skips a test (as `pytestmark`: a module) that compiles C when no working compiler is found."""
+
+
+Results = dict[str, tuple[list[np.ndarray], list[np.ndarray]]]
+"""Case id -> (the CPU target's outputs, the reference kernels' outputs)."""
+
+
+def run_family(cases: Sequence[Case]) -> Results:
+    """Build, lower, compile and run one executable with all `cases`; actual and expected."""
+    module, executable, built = build_executable(cases)
+    expected = [reference_outputs(b) for b in built]
+    lower(module)
+    loaded = CpuRuntime().load(executable)
+    outputs = list(loaded.execute("entry", [a for b in built for a in b.args]))
+    results: Results = {}
+    for b, exp in zip(built, expected, strict=True):
+        actual, outputs = outputs[: len(b.outputs)], outputs[len(b.outputs) :]
+        results[b.case.id] = (actual, exp)
+    return results
+
+
+def qtype(dtype: str, scale: float, zp: int) -> UniformQuantizedType:
+    """A per-tensor quantized element type on `dtype` storage (scale rounded to float32)."""
+    storage = element_type(dtype)
+    return UniformQuantizedType.per_tensor(storage, f32_type, float(np.float32(scale)), zp)  # type: ignore[arg-type]
+
+
+def one_op_per_argument(
+    name: str,
+    arg_types: Sequence[TensorType],
+    build: Callable[[int, SSAValue], Operation],
+) -> tuple[ModuleOp, delegate.ExecutableOp]:
+    """A cpu executable whose entry applies `build(i, argument i)` to each argument and
+    returns every op's first result, in order."""
+    block = Block(arg_types=list(arg_types))
+    ops = [build(i, arg) for i, arg in enumerate(block.args)]
+    block.add_ops([*ops, ReturnOp(*(op.results[0] for op in ops))])
+    func = FuncOp(
+        "entry",
+        FunctionType.from_lists(list(arg_types), [op.results[0].type for op in ops]),
+        Region(block),
+    )
+    executable = delegate.ExecutableOp(name, "cpu", [func])
+    module = ModuleOp([executable])
+    module.verify()
+    return module, executable
+
+
+def run_lowered_and_reference(
+    module: ModuleOp, executable: delegate.ExecutableOp, inputs: Sequence[np.ndarray]
+) -> tuple[list[np.ndarray], list[np.ndarray], str]:
+    """(CPU outputs, reference outputs, generated C) of an executable on `inputs`: the
+    reference target runs it first, then `lower-cpu` and the CPU runtime."""
+    expected = list(ReferenceRuntime().load(executable).execute("entry", list(inputs)))
+    lower(module)
+    (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
+    actual = list(CpuRuntime().load(executable).execute("entry", list(inputs)))
+    return actual, expected, source

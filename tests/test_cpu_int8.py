@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_support import lower, needs_compiler
+from cpu_support import SHARED_MODELS, lower, needs_compiler
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.builtin import f32 as f32_type
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -37,7 +37,7 @@ from irc.targets.reference.target import ReferenceRuntime
 
 pytestmark = needs_compiler
 
-MODELS = Path("/work/shared/models")
+MODELS = SHARED_MODELS
 
 rng = np.random.default_rng(20251122)
 

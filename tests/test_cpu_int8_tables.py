@@ -14,19 +14,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_support import lower, needs_compiler
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
-from xdsl.dialects.builtin import f32 as f32_type
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Region, SSAValue
+from cpu_support import (
+    needs_compiler,
+    one_op_per_argument,
+    qtype,
+    run_lowered_and_reference,
+)
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, SSAValue
 
 from irc.dialects import delegate, nn
-from irc.dialects.quant import UniformQuantizedType
-from irc.dtypes import element_type
 from irc.targets.base import Support
-from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.cpu.target import CpuTarget
-from irc.targets.reference.target import ReferenceRuntime
 
 pytestmark = needs_compiler
 
@@ -39,11 +38,6 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IRC_CACHE_DIR", str(path))
         yield path
-
-
-def qtype(dtype: str, scale: float, zp: int) -> UniformQuantizedType:
-    storage = element_type(dtype)
-    return UniformQuantizedType.per_tensor(storage, f32_type, float(np.float32(scale)), zp)  # type: ignore[arg-type]
 
 
 def every_byte(shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -93,28 +87,16 @@ def build_op(case: TableCase, source: SSAValue) -> nn.NNOp:
 
 def executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
     types = [TensorType(qtype(c.dtype, *c.source), list(c.shape)) for c in CASES]
-    block = Block(arg_types=types)
-    ops = [build_op(c, arg) for c, arg in zip(CASES, block.args, strict=True)]
-    block.add_ops([*ops, ReturnOp(*(op.results[0] for op in ops))])
-    func = FuncOp(
-        "entry",
-        FunctionType.from_lists(types, [op.results[0].type for op in ops]),
-        Region(block),
+    module, exe = one_op_per_argument(
+        "test_cpu_int8_tables", types, lambda i, arg: build_op(CASES[i], arg)
     )
-    exe = delegate.ExecutableOp("test_cpu_int8_tables", "cpu", [func])
-    module = ModuleOp([exe])
-    module.verify()
     feed = [every_byte(c.shape, c.dtype) for c in CASES]
     return module, exe, feed
 
 
 @pytest.fixture(scope="module")
 def results() -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], str]:
-    module, exe, feed = executable()
-    expected = ReferenceRuntime().load(exe).execute("entry", feed)
-    lower(module)
-    (source,) = [op.source.data for op in exe.walk() if hasattr(op, "source")]
-    actual = CpuRuntime().load(exe).execute("entry", feed)
+    actual, expected, source = run_lowered_and_reference(*executable())
     pairs = {c.id: (a, e) for c, a, e in zip(CASES, actual, expected, strict=True)}
     return pairs, source
 

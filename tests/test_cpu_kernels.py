@@ -16,10 +16,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_support import Case, build_executable, lower, needs_compiler, op_case, reference_outputs
+from cpu_support import (
+    Case,
+    Results,
+    build_executable,
+    lower,
+    needs_compiler,
+    op_case,
+    run_family,
+)
 
 from irc.dialects import nn
-from irc.targets.cpu.runtime import CpuRuntime
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -38,23 +45,6 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IRC_CACHE_DIR", str(path))
         yield path
-
-
-Results = dict[str, tuple[list[np.ndarray], list[np.ndarray]]]
-
-
-def run_family(cases: Sequence[Case]) -> Results:
-    """Build, lower, compile and run one executable with all `cases`; actual and expected."""
-    module, executable, built = build_executable(cases)
-    expected = [reference_outputs(b) for b in built]
-    lower(module)
-    loaded = CpuRuntime().load(executable)
-    outputs = list(loaded.execute("entry", [a for b in built for a in b.args]))
-    results: Results = {}
-    for b, exp in zip(built, expected, strict=True):
-        actual, outputs = outputs[: len(b.outputs)], outputs[len(b.outputs) :]
-        results[b.case.id] = (actual, exp)
-    return results
 
 
 def check(results: Results, case_id: str) -> None:

@@ -21,29 +21,31 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_support import lower, needs_compiler
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
-from xdsl.dialects.builtin import f32 as f32_type
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Region
+from cpu_support import (
+    SHARED_MODELS,
+    needs_compiler,
+    one_op_per_argument,
+    qtype,
+    run_lowered_and_reference,
+)
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block
 
 from irc.dialects import delegate, nn
 from irc.dialects.quant import UniformQuantizedType
-from irc.dtypes import element_type
 from irc.targets.cpu import csrc, quant_kernels, toolchain
-from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 from irc.targets.reference.quant_nn import (
     get_reciprocal,
     log_x_for_x_greater_than_or_equal_to_1,
 )
-from irc.targets.reference.target import ReferenceRuntime
 
 pytestmark = needs_compiler
 
 rng = np.random.default_rng(20251125)
 
-MODELS = Path("/work/shared/models")
+MODELS = SHARED_MODELS
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,11 +54,6 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IRC_CACHE_DIR", str(path))
         yield path
-
-
-def qtype(dtype: str, scale: float, zp: int) -> UniformQuantizedType:
-    storage = element_type(dtype)
-    return UniformQuantizedType.per_tensor(storage, f32_type, float(np.float32(scale)), zp)  # type: ignore[arg-type]
 
 
 SOFTMAX_RESULTS = {"int8": (1 / 256, -128), "uint8": (1 / 256, 0)}
@@ -232,27 +229,15 @@ def build_op(case: Case, source: object) -> nn.NNOp:
 
 def executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
     types = [TensorType(qtype(c.dtype, *c.source), list(c.shape)) for c in CASES]
-    block = Block(arg_types=types)
-    ops = [build_op(c, arg) for c, arg in zip(CASES, block.args, strict=True)]
-    block.add_ops([*ops, ReturnOp(*(op.results[0] for op in ops))])
-    func = FuncOp(
-        "entry",
-        FunctionType.from_lists(types, [op.results[0].type for op in ops]),
-        Region(block),
+    module, exe = one_op_per_argument(
+        "test_cpu_quant_softmax_resize", types, lambda i, arg: build_op(CASES[i], arg)
     )
-    exe = delegate.ExecutableOp("test_cpu_quant_softmax_resize", "cpu", [func])
-    module = ModuleOp([exe])
-    module.verify()
     return module, exe, [feed(c) for c in CASES]
 
 
 @pytest.fixture(scope="module")
 def results() -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], str]:
-    module, exe, inputs = executable()
-    expected = ReferenceRuntime().load(exe).execute("entry", inputs)
-    lower(module)
-    (source,) = [op.source.data for op in exe.walk() if hasattr(op, "source")]
-    actual = CpuRuntime().load(exe).execute("entry", inputs)
+    actual, expected, source = run_lowered_and_reference(*executable())
     pairs = {c.id: (a, e) for c, a, e in zip(CASES, actual, expected, strict=True)}
     return pairs, source
 
@@ -493,7 +478,6 @@ def test_bilinear_u8_rounds_every_step_in_float32(lib: ctypes.CDLL) -> None:
 )
 def test_small_cnn_int8_softmax_and_resize_run_on_cpu() -> None:
     """The model's softmax and bilinear resize run in a CPU dispatch, bit-exact."""
-    from xdsl.dialects.func import FuncOp
 
     import irc
 
