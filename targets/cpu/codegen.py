@@ -37,7 +37,8 @@ ops; pointers carry each value's C type (`float`, `int8_t`, `uint8_t`, `int16_t`
   `x -> i32 - zp -> conv2d / fully_connected -> rescale [-> clip]` read back from the region
   with `qfusion.match_chain`, runs as ONE kernel that reads the int8 input and writes the
   int8 result (`fused_int8`: vpdpbusd dot products with the zero-point correction folded
-  into the bias, or the int16 depthwise kernel; requantization in the epilogue); "qadd",
+  into the bias, or the depthwise kernel on column quads of 4 kernel rows, its int16 form
+  for very wide kernels; requantization in the epilogue); "qadd",
   the int8 add (`fused_int8_add`); "conv_add", a float conv2d with the residual add (and
   a relu after it) in its epilogue. A fusion whose ops are not a chain of its kind is
   refused. `IRC_CPU_PROFILE=1` times every kernel (`KernelProfiler`, read with
@@ -352,6 +353,10 @@ class Emitter:
         return f"K[{index}]"
 
 
+_DEPTHWISE_QUADS_STACK = 32 * 1024
+"""Bytes of column quads the column-quad depthwise kernel may keep on the stack per thread."""
+
+
 def _activation_code(op: Operation) -> int:
     attr = op.properties.get("activation")
     name = "none" if attr is None else attr.data  # type: ignore[attr-defined]
@@ -552,21 +557,38 @@ class OpLowering:
             (n, h, w, c), (_, kh, kw, _) = shape(source), shape(conv.operands[1])
             _, oh, ow, _ = shape(out_value)
             cp = -(-c // 16) * 16
-            pack = qfusion.pack_depthwise_i16(weights, cp)
-            # Two int8 x int8 products fit in int16 unless a weight is -128 (|x w| <= 16256).
-            pairs = int(signed and int(weights.min()) >= -127)
-            folded_dw = qfusion.fold_bias(weights, bias, zp, 0, cp)
             _, mode = qfusion.requant_blocks(chain.rescale, c, cp)
-            kernel_dw = csrc.fused_depthwise_kernel(signed, (kh, kw) == (3, 3), mode)
+            sh, sw = geo["strides"]
+            dh, dw = geo["dilations"]
+            # The column-quad kernel keeps one chunk of columns per kernel-row group on the
+            # stack; a very wide dilated or strided kernel takes the int16 kernel instead.
+            columns = (csrc.DEPTHWISE_QUADS_CHUNK - 1) * sw + (kw - 1) * dw + 1
+            quads = -(-kh // 4) * columns * 64 <= _DEPTHWISE_QUADS_STACK
+            if quads:
+                pack_name = "qdepthwise_quads_i8 [Cp16/16][ceil(KH/4)][KW][16][4]"
+                pack = qfusion.pack_depthwise_quads(weights, cp)
+                folded_dw = qfusion.fold_bias(weights, bias, zp, offset, cp)
+                kernel_dw = csrc.fused_depthwise_quads_kernel((kh, kw) == (3, 3), mode)
+                # int8 storage XOR 0x80 is x + 128, an unsigned byte for vpdpbusd (the bias
+                # takes -128 * sum(w) for it).
+                flip_or_pairs, w_ctype = ("0x80808080u" if signed else "0u"), "int8_t"
+            else:
+                pack_name = "qdepthwise_i16 [KH][KW][Cp16]"
+                pack = qfusion.pack_depthwise_i16(weights, cp)
+                # Two int8 x int8 products fit in int16 unless a weight is -128 (|x w| <= 16256).
+                pairs = int(signed and int(weights.min()) >= -127)
+                folded_dw = qfusion.fold_bias(weights, bias, zp, 0, cp)
+                kernel_dw = csrc.fused_depthwise_kernel(signed, (kh, kw) == (3, 3), mode)
+                flip_or_pairs, w_ctype = str(pairs), "int16_t"
 
             def emit_dw(em: Emitter, res: list[str], _: list[str]) -> Lines:
-                wk = em.packed(conv.operands[1], "qdepthwise_i16 [KH][KW][Cp16]", lambda a: pack)
-                bk = self._fused_constant(conv, "qdepthwise_bias_i32 [Cp16]", folded_dw)
+                wk = em.packed(conv.operands[1], pack_name, lambda a: pack)
+                bk = self._fused_constant(conv, f"{pack_name} bias_i32 [Cp16]", folded_dw)
                 decls, epilogue = requant(cp, c)
-                args = (em.ptr(source), n, h, w, c, cp, zp, pairs)
-                args += (f"(const int16_t *){wk}", f"(const int32_t *){bk}")
-                args += (*epilogue, f"(uint8_t *){res[0]}", oh, ow, kh, kw)
-                args += (*geo["strides"], *geo["dilations"], geo["pads"][0], geo["pads"][1])
+                x = f"(const uint8_t *){em.ptr(source)}" if quads else em.ptr(source)
+                args = (x, n, h, w, c, cp, zp, flip_or_pairs, f"(const {w_ctype} *){wk}")
+                args += (f"(const int32_t *){bk}", *epilogue, f"(uint8_t *){res[0]}", oh, ow)
+                args += (kh, kw, sh, sw, dh, dw, geo["pads"][0], geo["pads"][1])
                 return block(describe(conv), decls, [c_call(kernel_dw, *args)])
 
             return Lowered(emit_dw, snippets=(kernel_dw,), reads=(source,))

@@ -16,9 +16,10 @@ vectors for any C >= 16 (the last block overlaps its neighbour), borders include
 Integer kernels (snippets "quant", "conv_int", "pool_int") run the `lower-quantized` form
 with the reference's exact integer semantics; `irc_mbqm` is TFLite's
 MultiplyByQuantizedMultiplier as targets/reference/quant.py defines it. The fused int8
-kernels ("qfused" and its instances `fused_conv_kernel` / `fused_depthwise_kernel`) run a
-whole conv -> rescale -> clamp chain: AVX512-VNNI vpdpbusd when the compiler targets it,
-AVX-512 requantization, and portable C paths for both (IRC_PORTABLE, tested).
+kernels ("qfused" and its instances `fused_conv_kernel`, `fused_depthwise_quads_kernel` and
+`fused_depthwise_kernel`) run a whole conv -> rescale -> clamp chain: AVX512-VNNI vpdpbusd
+when the compiler targets it (depthwise: on input columns gathered into quads of 4 kernel
+rows), AVX-512 requantization, and portable C paths for both (IRC_PORTABLE, tested).
 
 Float semantics follow the reference kernels: NaN propagates through max/min/relu/clip like
 numpy's `maximum`/`minimum`, fused activations are TFLite's.
@@ -1162,7 +1163,8 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
     }                                                                                        \
   }
 
-/* Fused int8 depthwise convolution (one filter per channel), 16 channels per vector:
+/* Fused int8 depthwise convolution (one filter per channel), 16 channels per vector (the
+   lowering's choice only where IRC_QDWV's column buffer would not fit the stack):
    x * w exactly in int16 (|x| <= 255, |w| <= 128) summed in int32, the zero point's share
    -zp * sum(w) folded into the bias at compile time; a tap outside the input (padding, worth
    (zp - zp) * w = 0) adds zp * w back. x [N][H][W][C] of T (int8_t or uint8_t); w [KH][KW][Cp]
@@ -1264,6 +1266,196 @@ IRC_INLINE irc_vi32 irc_dw_widen(irc_vh16 p) { return __builtin_convertvector(p,
     }                                                                                         \
   }
 
+/* Fused int8 depthwise convolution as u8 x s8 dot products over 4 kernel rows (vpdpbusd).
+   Per task (one output row, or two when one quad holds the taps of both, and a block of 16
+   channels), the input columns the task reads are gathered once into column quads: byte
+   4c + t of column j is channel c of kernel row 4g + t (g: group of 4 rows, G = ceil(KH/4)
+   groups) at input column j - PL, XORed with `flip` (0x80 for int8: x + 128 as an unsigned
+   byte); a tap outside the input reads the input's zero point (it then cancels against the
+   bias, which holds bias - (zp + offset) * sum(w)). An output pixel is G * KW dot products
+   of its columns with the packed weights: neighbouring pixels share the columns (stride 1:
+   each serves KW pixels, of both rows of a task), so the byte shuffles are paid once per
+   input column, not once per tap. x [N][H][W][C] bytes; w [Cp/16][G][KW][16][4] int8 (zero
+   beyond KH and C); bias [Cp] int32; y [N][OH][OW][C] bytes. Pixels run in chunks of
+   IRC_DWQ_CHUNK so that the columns stay in L1: a chunk needs (IRC_DWQ_CHUNK - 1) * SW +
+   (KW - 1) * DW + 1 of them per group (the lowering checks that they fit the stack). */
+#define IRC_DWQ_CHUNK 64
+#if IRC_HAVE_VNNI && defined(__AVX512BW__) && defined(__AVX512VL__)
+/* Rows t = 0..3 of 16 channels in the four 128-bit lanes -> byte 4c + t = channel c of row
+   t. */
+#if defined(__AVX512VBMI__)
+static const uint8_t irc_dwq_index[64] __attribute__((aligned(64))) = {
+    0, 16, 32, 48, 1, 17, 33, 49, 2, 18, 34, 50, 3, 19, 35, 51,
+    4, 20, 36, 52, 5, 21, 37, 53, 6, 22, 38, 54, 7, 23, 39, 55,
+    8, 24, 40, 56, 9, 25, 41, 57, 10, 26, 42, 58, 11, 27, 43, 59,
+    12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
+
+IRC_INLINE __m512i irc_dwq_interleave(__m512i v) {
+  return _mm512_permutexvar_epi8(_mm512_load_si512((const void *)irc_dwq_index), v);
+}
+#else
+/* Without VBMI (vpermb): dword 4l + t <- dword 4t + l, then the 4 x 4 bytes of each lane
+   transposed. */
+IRC_INLINE __m512i irc_dwq_interleave(__m512i v) {
+  const __m512i dwords = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i bytes = _mm512_broadcast_i32x4(
+      _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(dwords, v), bytes);
+}
+#endif
+
+IRC_INLINE irc_vi32 irc_dwq_dot(irc_vi32 acc, const uint8_t *restrict col, irc_vi32 w) {
+  return (irc_vi32)_mm512_dpbusd_epi32((__m512i)acc, _mm512_load_si512((const void *)col),
+                                       (__m512i)w);
+}
+
+/* Columns iw0 .. iw0 + count - 1 of 4 rows (row t at rp[t] + iw * rs[t]; rs 0 for a row of
+   zero points) as quads of 16 channels, `cnt` of them valid (the others read `fill`); only
+   the first `nr` rows count (the weights of the others are zero: they are not loaded). */
+IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4],
+                                const long rs[4], long iw0, long count, long W, int cnt,
+                                int nr, int fill, uint32_t flip) {
+  const __m512i vflip = _mm512_set1_epi32((int)flip);
+  const __m512i outside = _mm512_xor_si512(_mm512_set1_epi8((char)fill), vflip);
+  const __m128i vfill = _mm_set1_epi8((char)fill);
+  const __mmask16 m = (__mmask16)((1u << cnt) - 1u);
+  long left = -iw0, right = W - iw0;
+  left = left < 0 ? 0 : (left > count ? count : left);
+  right = right < left ? left : (right > count ? count : right);
+  for (long j = 0; j < left; ++j) _mm512_store_si512((void *)(dst + j * 64), outside);
+  if (cnt == 16)
+    for (long j = left; j < right; ++j) {
+      const long iw = iw0 + j;
+      __m512i v = _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i *)(rp[0] + iw * rs[0])));
+      if (nr > 1)
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(rp[1] + iw * rs[1])), 1);
+      if (nr > 2)
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(rp[2] + iw * rs[2])), 2);
+      if (nr > 3)
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(rp[3] + iw * rs[3])), 3);
+      _mm512_store_si512((void *)(dst + j * 64),
+                         _mm512_xor_si512(irc_dwq_interleave(v), vflip));
+    }
+  else
+    for (long j = left; j < right; ++j) {
+      const long iw = iw0 + j;
+      __m512i v = _mm512_zextsi128_si512(_mm_mask_loadu_epi8(vfill, m, rp[0] + iw * rs[0]));
+      v = _mm512_inserti32x4(v, _mm_mask_loadu_epi8(vfill, m, rp[1] + iw * rs[1]), 1);
+      v = _mm512_inserti32x4(v, _mm_mask_loadu_epi8(vfill, m, rp[2] + iw * rs[2]), 2);
+      v = _mm512_inserti32x4(v, _mm_mask_loadu_epi8(vfill, m, rp[3] + iw * rs[3]), 3);
+      _mm512_store_si512((void *)(dst + j * 64),
+                         _mm512_xor_si512(irc_dwq_interleave(v), vflip));
+    }
+  for (long j = right; j < count; ++j) _mm512_store_si512((void *)(dst + j * 64), outside);
+}
+#else
+IRC_INLINE irc_vi32 irc_dwq_dot(irc_vi32 acc, const uint8_t *restrict col, irc_vi32 w) {
+  irc_vu32 a;
+  __builtin_memcpy(&a, col, 64);
+  const irc_vu32 u = (irc_vu32)w;
+  const irc_vi32 w0 = (irc_vi32)(u << 24) >> 24, w1 = (irc_vi32)(u << 16) >> 24;
+  const irc_vi32 w2 = (irc_vi32)(u << 8) >> 24, w3 = w >> 24;
+  return acc + (irc_vi32)(a & 255u) * w0 + (irc_vi32)((a >> 8) & 255u) * w1 +
+         (irc_vi32)((a >> 16) & 255u) * w2 + (irc_vi32)(a >> 24) * w3;
+}
+
+IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4],
+                                const long rs[4], long iw0, long count, long W, int cnt,
+                                int nr, int fill, uint32_t flip) {
+  (void)nr; /* the rows past it read zero points (rs 0) */
+  const uint8_t fb = (uint8_t)fill, xb = (uint8_t)(flip & 255u);
+  for (long j = 0; j < count; ++j) {
+    const long iw = iw0 + j;
+    const int inside = iw >= 0 && iw < W;
+    for (int c = 0; c < 16; ++c)
+      for (int t = 0; t < 4; ++t)
+        dst[j * 64 + 4 * c + t] =
+            (uint8_t)((inside && c < cnt ? rp[t][iw * rs[t] + c] : fb) ^ xb);
+  }
+}
+#endif
+
+#define IRC_QDWV(NAME, KHC, KWC, MODEC)                                                       \
+  static void NAME(const uint8_t *restrict x, long N, long H, long W, long C, long Cp,        \
+                   int zp_in, uint32_t flip, const int8_t *restrict w,                        \
+                   const int32_t *restrict bias, const int64_t *restrict q, int mode,         \
+                   int64_t zp, int64_t lo, int64_t hi, uint8_t *restrict y, long OH, long OW, \
+                   int KH_, int KW_, int SH, int SW, int DH, int DW, int PT, int PL) {        \
+    const int KH = (KHC) ? (KHC) : KH_, KW = (KWC) ? (KWC) : KW_, G = (KH + 3) / 4;           \
+    /* Two output rows per task when one quad holds both rows' taps (stride and dilation 1,   \
+       KH <= 3): the second row uses quad bytes 1 .. KH, its weights shifted up one byte. */  \
+    const int R = SH == 1 && DH == 1 && KH <= 3 ? 2 : 1;                                      \
+    const long tiles = (OH + R - 1) / R, nblk = Cp / 16, tasks = N * tiles * nblk;            \
+    const long ncol = (IRC_DWQ_CHUNK - 1L) * SW + (long)(KW - 1) * DW + 1;                    \
+    const double work = (double)N * OH * OW * C * KH * KW;                                    \
+    const int md = (MODEC) >= 0 ? (MODEC) : mode;                                             \
+    IRC_PARFOR(schedule(static) if (work > IRC_PARALLEL_WORK / 4))                            \
+    for (long t = 0; t < tasks; ++t) { /* (image, row tile, block of 16 channels) */          \
+      uint8_t cols[G * ncol * 64] __attribute__((aligned(64)));                               \
+      uint8_t zrow[16];                                                                       \
+      memset(zrow, zp_in & 255, sizeof zrow);                                                 \
+      const long c = t % nblk * 16, n = t / nblk / tiles, oh = t / nblk % tiles * R;          \
+      const long ih0 = oh * SH - PT, r = n * OH + oh;                                         \
+      const int two = R == 2 && oh + 1 < OH, cnt = C - c < 16 ? (int)(C - c) : 16;            \
+      const int nrows = KH + two; /* rows of the quads with nonzero weights */                \
+      const uint8_t *rp[4 * G];                                                               \
+      long rs[4 * G];                                                                         \
+      for (int k = 0; k < 4 * G; ++k) {                                                       \
+        const long ih = ih0 + (long)k * DH;                                                   \
+        const int inside = (k < KH || (two && k == KH)) && ih >= 0 && ih < H;                 \
+        rp[k] = inside ? x + (n * H + ih) * W * C + c : zrow;                                 \
+        rs[k] = inside ? C : 0;                                                               \
+      }                                                                                       \
+      irc_vi32 bv;                                                                            \
+      __builtin_memcpy(&bv, bias + c, 64);                                                    \
+      IRC_RQ_PARAMS(rq, q + c / 16 * IRC_RQ_BLOCK, md);                                       \
+      const int8_t *restrict wb = w + c / 16 * (long)G * KW * 64;                             \
+      irc_vi32 wv[(KHC) && (KWC) ? ((KHC) + 3) / 4 * (KWC) : 1];                              \
+      irc_vi32 wv2[(KHC) && (KWC) ? ((KHC) + 3) / 4 * (KWC) : 1];                             \
+      if ((KHC) && (KWC))                                                                     \
+        for (int k = 0; k < G * KW; ++k) {                                                    \
+          __builtin_memcpy(&wv[k], wb + k * 64, 64);                                          \
+          wv2[k] = (irc_vi32)((irc_vu32)wv[k] << 8);                                          \
+        }                                                                                     \
+      for (long ow0 = 0; ow0 < OW; ow0 += IRC_DWQ_CHUNK) {                                    \
+        const long nout = OW - ow0 < IRC_DWQ_CHUNK ? OW - ow0 : IRC_DWQ_CHUNK;                \
+        const long used = (nout - 1) * SW + (long)(KW - 1) * DW + 1;                          \
+        for (int g = 0; g < G; ++g)                                                           \
+          irc_dwq_columns(cols + g * ncol * 64, rp + 4 * g, rs + 4 * g, ow0 * SW - PL, used,  \
+                          W, cnt, nrows - 4 * g < 4 ? nrows - 4 * g : 4, zp_in, flip);        \
+        for (long p = 0; p < nout; ++p) {                                                     \
+          const uint8_t *restrict cp = cols + p * SW * 64;                                    \
+          uint8_t *restrict yp = y + (r * OW + ow0 + p) * C + c;                              \
+          irc_vi32 acc = bv;                                                                  \
+          for (int g = 0; g < G; ++g)                                                         \
+            for (int kw = 0; kw < KW; ++kw) {                                                 \
+              irc_vi32 wk;                                                                    \
+              if ((KHC) && (KWC))                                                             \
+                wk = wv[g * KW + kw];                                                         \
+              else                                                                            \
+                __builtin_memcpy(&wk, wb + (g * KW + kw) * 64, 64);                           \
+              acc = irc_dwq_dot(acc, cp + (g * ncol + (long)kw * DW) * 64, wk);               \
+            }                                                                                 \
+          IRC_RQ_STORE(acc, rq, q, md, zp, lo, hi, yp, cnt);                                  \
+          if (two) {                                                                          \
+            acc = bv;                                                                         \
+            for (int kw = 0; kw < KW; ++kw) {                                                 \
+              irc_vi32 wk;                                                                    \
+              if ((KHC) && (KWC))                                                             \
+                wk = wv2[kw];                                                                 \
+              else {                                                                          \
+                __builtin_memcpy(&wk, wb + kw * 64, 64);                                      \
+                wk = (irc_vi32)((irc_vu32)wk << 8);                                           \
+              }                                                                               \
+              acc = irc_dwq_dot(acc, cp + (long)kw * DW * 64, wk);                            \
+            }                                                                                 \
+            IRC_RQ_STORE(acc, rq, q, md, zp, lo, hi, yp + OW * C, cnt);                       \
+          }                                                                                   \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+  }
+
 /* Mode 0 on one value (lane 0 of a parameter block): exact, as irc_rq0_lanes. */
 IRC_INLINE int64_t irc_rq0_scalar(int64_t x, const int64_t *restrict q) {
   const int64_t prod = x * q[0];
@@ -1345,6 +1537,18 @@ def fused_depthwise_kernel(signed: bool, kernel_3x3: bool, mode: int) -> str:
     return f"irc_qdepthwise{size}_{'s8' if signed else 'u8'}" + ("_m0" if mode == 0 else "")
 
 
+def fused_depthwise_quads_kernel(kernel_3x3: bool, mode: int) -> str:
+    """The fused int8 depthwise kernel on column quads (vpdpbusd over 4 kernel rows; int8 or
+    uint8 input: the lowering passes the XOR that makes it unsigned); `kernel_3x3` and
+    `mode` as `fused_depthwise_kernel`. Its name is also its snippet's."""
+    size = "3x3" if kernel_3x3 else ""
+    return f"irc_qdepthwise_quads{size}" + ("_m0" if mode == 0 else "")
+
+
+DEPTHWISE_QUADS_CHUNK = 64
+"""Output pixels per chunk of the column-quad kernel (IRC_DWQ_CHUNK in its C text)."""
+
+
 for _mr, _nv in ((8, 2), (8, 1), (1, 2)):
     for _mode in (0, 1):
         _name = fused_conv_kernel(_mr, _nv, _mode)
@@ -1360,6 +1564,13 @@ for _signed in (True, False):
             _snippet(
                 _name, f"IRC_QDW({_name}, {_t[0]}, {_t[1]}, {_k}, {_k}, {_modec})", ("qfused",)
             )
+
+for _k3 in (True, False):
+    for _mode in (0, 1):
+        _name = fused_depthwise_quads_kernel(_k3, _mode)
+        _k = 3 if _k3 else 0
+        _modec = 0 if _mode == 0 else -1
+        _snippet(_name, f"IRC_QDWV({_name}, {_k}, {_k}, {_modec})", ("qfused",))
 
 _snippet("irc_qadd_s8", "IRC_QADD(irc_qadd_s8, int8_t, _mm512_cvtepi8_epi32)", ("qfused",))
 _snippet("irc_qadd_u8", "IRC_QADD(irc_qadd_u8, uint8_t, _mm512_cvtepu8_epi32)", ("qfused",))

@@ -232,6 +232,18 @@ def pack_depthwise_i16(ohwi: np.ndarray, padded: int) -> np.ndarray:
     return out
 
 
+def pack_depthwise_quads(ohwi: np.ndarray, padded: int) -> np.ndarray:
+    """Depthwise int8 OHWI `[C, KH, KW, 1]` -> int8 `[padded/16, G, KW, 16, 4]` (G =
+    ceil(KH/4)): the weights of kernel rows 4g .. 4g + 3 of one channel in one int32 lane,
+    zero beyond KH and C (the column-quad depthwise kernel's dot products)."""
+    c, kh, kw, _ = ohwi.shape
+    groups = -(-kh // 4)
+    rows = np.zeros((padded, groups * 4, kw), np.int8)
+    rows[:c, :kh] = ohwi.reshape(c, kh, kw)
+    packed = rows.reshape(padded // 16, 16, groups, 4, kw).transpose(0, 2, 4, 1, 3)
+    return np.ascontiguousarray(packed)
+
+
 def requant_blocks(op: quant.RescaleOp, channels: int, padded: int) -> tuple[np.ndarray, int]:
     """The rescale's parameters for `csrc`'s IRC_RQ_STORE, and its `mode` bits.
 

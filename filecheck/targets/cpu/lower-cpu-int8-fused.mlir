@@ -1,16 +1,16 @@
 // RUN: irc-opt %s --split-input-file -p lower-cpu | filecheck %s
 
-// A quantized depthwise conv2d (groups = channels) fuses into the int16 depthwise kernel:
-// 3x3 taps unrolled for interior pixels, int8 storage read directly (no padded copy), the
-// zero point's share -zp * sum(w) folded into the bias (-(-2) * (1 + 2 - 1) = 4 for
-// channel 0 with bias 0), the filter widened to int16 [KH][KW][C rounded up to 16]; the
-// weights lie in [-127, 127], so pairs of taps are summed in int16 (the 1 after the zero
-// point) before widening.
+// A quantized depthwise conv2d (groups = channels) fuses into the column-quad depthwise
+// kernel (vpdpbusd over 4 kernel rows): 3x3 taps unrolled, int8 storage read directly (no
+// padded copy) and made unsigned by the XOR 0x80 (x + 128), the share -(zp + 128) * sum(w)
+// folded into the bias (-(-2 + 128) * (1 + 2 - 1) = -252 for channel 0 with bias 0), the
+// filter packed as int8 [C/16][ceil(KH/4)][KW][16][4] with the kernel rows of one channel
+// in one int32 lane (channel 0, kw 0: rows 1, 2, -1 and a zero).
 // CHECK-LABEL: delegate.executable private @dw_cpu_0 target("cpu") {
-// CHECK:         irc_qdepthwise3x3_s8_m0(in0, 1, 4, 4, 2, 16, -2, 1, (const int16_t *)K[0], (const int32_t *)K[1], (const int64_t *)K[2], 0, 1LL, -128LL, 127LL, (uint8_t *)out0, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1);
+// CHECK:         irc_qdepthwise_quads3x3_m0((const uint8_t *)in0, 1, 4, 4, 2, 16, -2, 0x80808080u, (const int8_t *)K[0], (const int32_t *)K[1], (const int64_t *)K[2], 0, 1LL, -128LL, 127LL, (uint8_t *)out0, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1);
 // CHECK-NOT:     irc_depthwise_i32(
-// CHECK:         cpu.constant 0 packing = "qdepthwise_i16 [KH][KW][Cp16]" {{.*}} : tensor<3x3x16xi16>
-// CHECK-NEXT:    cpu.constant 1 packing = "qdepthwise_bias_i32 [Cp16]" dense<[4, 10, 0, {{.*}}]> : tensor<16xi32>
+// CHECK:         cpu.constant 0 packing = "qdepthwise_quads_i8 [Cp16/16][ceil(KH/4)][KW][16][4]" dense<"0x0102FF00{{0*}}050000{{0*}}"> : tensor<1x1x3x16x4xi8>
+// CHECK-NEXT:    cpu.constant 1 packing = "qdepthwise_quads_i8 [Cp16/16][ceil(KH/4)][KW][16][4] bias_i32 [Cp16]" dense<[-252, -630, 0, {{.*}}]> : tensor<16xi32>
 // CHECK-NEXT:    cpu.constant 2 packing = "qrequant_i64 [1][64]" {{.*}} : tensor<64xi64>
 delegate.executable private @dw_cpu_0 target("cpu") {
   func.func @entry(%x: tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-2>>) -> tensor<1x4x4x2x!quant.uniform<i8:f32, 0.25:1>> {

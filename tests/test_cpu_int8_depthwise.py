@@ -1,0 +1,216 @@
+"""The CPU target's fused int8 depthwise kernels (csrc IRC_QDWV and its int16 fallback).
+
+A lower-quantized depthwise chain `int8 x -> i32 - zp -> conv2d{groups=C} -> quant.rescale
+[-> clip]` runs as one kernel: the input columns of an output row are gathered into quads of
+4 kernel rows and each output pixel is vpdpbusd dot products with the packed weights, in
+chunks of 64 pixels; a kernel too wide for the column buffer takes the int16 kernel. Every
+case must be bit-exact with the reference target, once with the AVX-512 intrinsics and once
+with the portable C path (`IRC_CPU_PORTABLE=1`) and once compiled without AVX512-VBMI
+(another byte interleave), with one and two threads. The cases cover
+channel counts that are not multiples of 16 (the masked tail block), widths that are not
+multiples of the pixel chunk (several chunks per row, a short last one), strides 1 and 2
+(also mixed), dilations, every padding side, kernel heights below, at and above one quad of
+4 rows (1, 2, 3, 5, 9), int8 and uint8 storage with extreme zero points, the largest
+products (-128 inputs and -128 weights), per-tensor and per-channel scales, a left-shifting
+rescale, a fused clip, batches, and the int16 fallback.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cpu_support import lower, needs_compiler
+from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.dialects.builtin import f32 as f32_type
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from irc.dialects import delegate, nn
+from irc.dialects.quant import UniformQuantizedType
+from irc.dtypes import element_type
+from irc.targets.cpu import csrc, toolchain
+from irc.targets.cpu.runtime import CpuRuntime
+from irc.targets.reference.target import ReferenceRuntime
+
+pytestmark = needs_compiler
+
+rng = np.random.default_rng(23)
+
+
+def _qtype(dtype: str, scale: float | Sequence[float], zp: int) -> UniformQuantizedType:
+    storage = element_type(dtype)
+    if isinstance(scale, float):
+        return UniformQuantizedType.per_tensor(storage, f32_type, scale, zp)  # type: ignore[arg-type]
+    scales = [float(np.float32(s)) for s in scale]
+    return UniformQuantizedType.per_axis(storage, f32_type, 0, scales, [zp] * len(scales))  # type: ignore[arg-type]
+
+
+def _random(shape: Sequence[int], dtype: str) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, int(info.max) + 1, size=shape).astype(dtype)
+
+
+class DwCase:
+    """One quantized depthwise conv2d (NHWC, groups = channels) on an entry argument."""
+
+    def __init__(
+        self,
+        id: str,
+        shape: tuple[int, int, int, int],
+        kernel: tuple[int, int] = (3, 3),
+        *,
+        dtype: str = "int8",
+        zp_in: int = 0,
+        zp_out: int = 0,
+        strides: tuple[int, int] = (1, 1),
+        pads: tuple[int, int, int, int] = (0, 0, 0, 0),
+        dilations: tuple[int, int] = (1, 1),
+        per_channel: bool = True,
+        act: str = "none",
+        out_scale: float = 0.3,
+        bias: bool = True,
+        extreme: bool = False,
+    ):
+        self.id = id
+        c = shape[-1]
+        self.x = _random(shape, dtype)
+        self.w = _random((c, *kernel, 1), dtype)  # uint8 filters: zero point 128
+        if extreme:  # the largest products: -128 (or 0 stored as uint8) inputs and weights
+            self.x[...] = np.iinfo(dtype).min
+            self.w[...] = np.iinfo(dtype).min
+        self.in_type = TensorType(_qtype(dtype, 0.05, zp_in), list(shape))
+        scales = list(rng.uniform(0.002, 0.02, c)) if per_channel else 0.01
+        self.w_type = _qtype(dtype, scales, 128 if dtype == "uint8" else 0)
+        self.b = rng.integers(-3000, 3000, c).astype(np.int32) if bias else None
+        self.props = dict(
+            activation=act,
+            result_elements=_qtype(dtype, out_scale, zp_out),
+            strides=list(strides),
+            pads=list(pads),
+            dilations=list(dilations),
+            groups=c,
+            layout="NHWC",
+        )
+
+    def build(self, ops: list[Operation], x: SSAValue) -> SSAValue:
+        w = nn.ConstantOp.from_array(self.w, TensorType(self.w_type, list(self.w.shape)))
+        ops.append(w)
+        b = None
+        if self.b is not None:
+            ops.append(bias := nn.ConstantOp.from_array(self.b))
+            b = bias.results[0]
+        ops.append(conv := nn.Conv2DOp.make(x, w.results[0], b, **self.props))
+        return conv.results[0]
+
+
+CASES = [
+    DwCase("c5_same", (1, 7, 9, 5), pads=(1, 1, 1, 1), zp_in=-5, zp_out=3),
+    DwCase("c24_same", (1, 6, 10, 24), pads=(1, 1, 1, 1), zp_in=7),
+    DwCase("c40_wide_chunks", (1, 4, 133, 40), pads=(1, 1, 1, 1), zp_in=-128, act="relu6"),
+    DwCase("c72_s2_chunks", (1, 5, 141, 72), strides=(2, 2), pads=(0, 0, 1, 1), zp_in=127),
+    DwCase("c16_s2_same", (2, 9, 9, 16), strides=(2, 2), pads=(1, 1, 1, 1), zp_out=-128),
+    DwCase("c33_s21", (1, 8, 11, 33), strides=(2, 1), pads=(0, 2, 1, 0)),
+    DwCase("c20_5x3_dil", (1, 11, 12, 20), (5, 3), pads=(2, 1, 2, 1), dilations=(2, 2)),
+    DwCase("c17_9x3", (1, 12, 6, 17), (9, 3), pads=(4, 1, 4, 1), zp_in=9),
+    DwCase("c48_2x4", (1, 5, 8, 48), (2, 4), pads=(1, 2, 0, 1), dilations=(1, 2)),
+    DwCase("c8_1x5_s2", (1, 3, 15, 8), (1, 5), strides=(1, 2), pads=(0, 2, 0, 2)),
+    DwCase("c64_pads_only_bottom_right", (1, 6, 6, 64), pads=(0, 0, 2, 2), per_channel=False),
+    DwCase("c19_uint8", (1, 6, 7, 19), pads=(1, 0, 1, 2), dtype="uint8", zp_in=255, zp_out=100),
+    DwCase("c32_uint8_s2", (1, 10, 70, 32), strides=(2, 2), dtype="uint8", zp_in=0, act="relu"),
+    DwCase("c16_extreme", (1, 5, 5, 16), pads=(1, 1, 1, 1), out_scale=40.0, zp_in=5),
+    DwCase("c21_uint8_extreme", (1, 4, 6, 21), dtype="uint8", out_scale=40.0, zp_in=3),
+    DwCase("c12_left_shift", (1, 5, 6, 12), pads=(1, 1, 1, 1), out_scale=1e-5, zp_out=3),
+    DwCase("c26_no_bias", (1, 6, 5, 26), (3, 3), pads=(2, 2, 2, 2), bias=False),
+    # (63 * 1 + 2 * 490 + 1) columns of 64 bytes overflow the stack budget: the int16 kernel.
+    DwCase("c5_fallback", (1, 2, 1000, 5), (1, 3), dilations=(1, 490), zp_in=-3),
+    DwCase("c48_threads", (1, 48, 56, 48), pads=(1, 1, 1, 1), zp_in=-2),
+]  # fmt: skip
+
+
+def _executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
+    types = [c.in_type for c in CASES]
+    block = Block(arg_types=types)
+    results: list[SSAValue] = []
+    for case, arg in zip(CASES, block.args, strict=True):
+        ops: list[Operation] = []
+        results.append(case.build(ops, arg))
+        block.add_ops(ops)
+    block.add_op(ReturnOp(*results))
+    func = FuncOp("entry", FunctionType.from_lists(types, [r.type for r in results]), Region(block))
+    executable = delegate.ExecutableOp("test_cpu_int8_depthwise", "cpu", [func])
+    module = ModuleOp([executable])
+    module.verify()
+    return module, executable, [c.x for c in CASES]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("irc-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IRC_CACHE_DIR", str(path))
+        mp.delenv("IRC_CPU_FUSE_INT8", raising=False)
+        yield path
+
+
+@pytest.fixture(scope="module")
+def lowered() -> tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]]:
+    module, executable, feed = _executable()
+    expected = ReferenceRuntime().load(executable).execute("entry", feed)
+    lower(module)
+    return executable, feed, list(expected)
+
+
+def _source(executable: delegate.ExecutableOp) -> str:
+    (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
+    return source
+
+
+def test_kernels_chosen(
+    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]],
+) -> None:
+    source = _source(lowered[0])
+    assert "irc_depthwise_i32(" not in source
+    assert "quant.rescale" not in source
+    assert source.count("irc_qdepthwise_quads3x3_m0(") == 13  # the 3x3 cases in mode 0
+    assert source.count("irc_qdepthwise_quads3x3(") == 1  # the left shift: mode 2
+    assert source.count("irc_qdepthwise_quads_m0(") == 4  # 5x3, 9x3, 2x4, 1x5
+    assert source.count("irc_qdepthwise_s8_m0(") == 1  # the fallback
+    # The lowering sizes the column buffer with the kernel's chunk of pixels.
+    assert f"#define IRC_DWQ_CHUNK {csrc.DEPTHWISE_QUADS_CHUNK}\n" in source
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("variant", ["intrinsics", "no_vbmi", "portable"])
+def test_depthwise_bit_exact(
+    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]],
+    variant: str,
+    threads: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executable, feed, expected = lowered
+    if variant == "portable":
+        monkeypatch.setenv(toolchain.PORTABLE_ENV, "1")
+    elif variant == "no_vbmi":  # AVX512-VNNI without VBMI (Cascade Lake): vpermd + vpshufb
+        probe = toolchain.probe().toolchain
+        if probe is None or "-march=native" not in probe.flags:
+            pytest.skip("the compiler does not target this CPU's AVX-512 extensions")
+        build = toolchain.build
+
+        def build_without_vbmi(source: str, chain: toolchain.Toolchain) -> toolchain.Library:
+            flags = (*chain.flags, "-mno-avx512vbmi")
+            return build(source, dataclasses.replace(chain, flags=flags))
+
+        monkeypatch.setattr(toolchain, "build", build_without_vbmi)
+    loaded = CpuRuntime().load(executable)
+    if variant == "portable":
+        assert ctypes.CDLL(str(loaded.library.path)).irc_have_vnni() == 0
+    loaded.set_threads(threads)
+    actual = loaded.execute("entry", feed)
+    for case, got, want in zip(CASES, actual, expected, strict=True):
+        assert got.dtype == want.dtype, case.id
+        np.testing.assert_array_equal(got, want, err_msg=case.id)
