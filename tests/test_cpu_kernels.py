@@ -230,6 +230,33 @@ FC_CASES = [
 ]
 
 
+_BMM = nn.BatchMatmulOp
+BATCH_MATMUL_CASES = [
+    op_case("bmm", _BMM, [rand(2, 3, 4), rand(2, 4, 5)]),
+    op_case("bmm_adj_x", _BMM, [rand(2, 4, 3), rand(2, 4, 5)], adj_x=True),
+    op_case("bmm_adj_y", _BMM, [rand(2, 3, 4), rand(2, 5, 4)], adj_y=True),
+    op_case("bmm_adj_xy", _BMM, [rand(3, 7, 2), rand(3, 6, 7)], adj_x=True, adj_y=True),
+    op_case("bmm_bcast", _BMM, [rand(2, 1, 3, 8), rand(4, 8, 5)]),
+    op_case("bmm_bcast_lhs", _BMM, [rand(1, 6, 9), rand(3, 2, 9, 4)]),
+    op_case("bmm_rank2", _BMM, [rand(5, 33), rand(33, 6)]),
+    op_case("bmm_const_rhs", _BMM, [rand(1, 200), rand(200, 2)], [1]),  # ppocr's classifier
+    op_case("bmm_empty_k", _BMM, [rand(2, 3, 0), rand(2, 0, 4)]),
+    op_case("bmm_threads", _BMM, [rand(4, 96, 128), rand(4, 128, 160)]),
+]
+"""Broadcast batches, both transposes, rank 2, constant weights, K = 0 (zeros), and one big
+enough to split across threads."""
+
+
+@pytest.fixture(scope="module")
+def batch_matmul_results() -> Results:
+    return run_family(BATCH_MATMUL_CASES)
+
+
+@pytest.mark.parametrize("case_id", ids(BATCH_MATMUL_CASES))
+def test_batch_matmul(batch_matmul_results: Results, case_id: str) -> None:
+    check(batch_matmul_results, case_id)
+
+
 @pytest.fixture(scope="module")
 def fc_results() -> Results:
     return run_family(FC_CASES)

@@ -172,9 +172,9 @@ SUPPORT_CASES = {
         "%y = nn.relu %x : tensor<?x4xf32> -> tensor<?x4xf32>",
         "dynamic",
     ),
-    "batch_matmul": (
+    "compare": (
         "tensor<2x2xf32>",
-        "%y = nn.batch_matmul %x, %x : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>",
+        '%y = nn.compare %x, %x kind = "lt" : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xi1>',
         "op",
     ),
     "reflect_pad": (
@@ -241,15 +241,15 @@ def test_lowering_leaves_other_targets_alone() -> None:
 def test_lowering_refuses_unsupported_op_at_the_op() -> None:
     text = """
     delegate.executable private @e target("cpu") {
-      func.func @entry(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
-        %y = nn.batch_matmul %x, %x : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
-        func.return %y : tensor<2x2xf32>
+      func.func @entry(%x: tensor<2x2xf32>) -> tensor<2x2xi1> {
+        %y = nn.compare %x, %x kind = "lt" : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xi1>
+        func.return %y : tensor<2x2xi1>
       }
     }"""
     module = parse(text)
-    with pytest.raises(IrcDiagnosticError, match=r"lower-cpu: no kernel for 'nn\.batch_matmul'"):
+    with pytest.raises(IrcDiagnosticError, match=r"lower-cpu: no kernel for 'nn\.compare'"):
         lower(module)
-    assert "nn.batch_matmul" in print_ir(module)  # nothing was rewritten
+    assert "nn.compare" in print_ir(module)  # nothing was rewritten
 
 
 def test_workspace_is_reused_along_a_chain() -> None:

@@ -1282,6 +1282,61 @@ class OpLowering:
         snippets = ("conv2d",) if weights_const else ("conv2d", "pack_filter")
         return Lowered(emit, temps, snippets)
 
+    def lower_batch_matmul(self, op: nn.BatchMatmulOp) -> Lowered:
+        """float32 `nn.batch_matmul` (numpy broadcasting of the batch dimensions, adj_x /
+        adj_y as strides): per output batch the offsets of its operands, then one loop nest
+        (`irc_batch_matmul`)."""
+        x_shape, y_shape, z_shape = shape(op.lhs), shape(op.rhs), shape(op.output)
+        adj_x, adj_y = op.adj_x.value.data, op.adj_y.value.data  # type: ignore[attr-defined]
+        batch = z_shape[:-2]
+        m, n = z_shape[-2], z_shape[-1]
+        k = x_shape[-2] if adj_x else x_shape[-1]
+        # element strides of (m, k) in x and (k, n) in y; transposes swap them
+        xsm, xsk = (1, m) if adj_x else (k, 1)
+        ysk, ysn = (1, k) if adj_y else (n, 1)
+        x_offsets = self._batch_offsets(x_shape, batch)
+        y_offsets = self._batch_offsets(y_shape, batch)
+
+        def longs(name: str, values: Sequence[int]) -> str:
+            return f"static const long {name}[] = {{{', '.join(map(str, values)) or '0'}}};"
+
+        def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [longs("xo", x_offsets), longs("yo", y_offsets)]
+            if not numel(z_shape):
+                return block(describe(op), [], [])
+            call = c_call(
+                "irc_batch_matmul",
+                em.ptr(op.lhs),
+                em.ptr(op.rhs),
+                res[0],
+                len(x_offsets),
+                m,
+                k,
+                n,
+                "xo",
+                "yo",
+                xsm,
+                xsk,
+                ysk,
+                ysn,
+            )
+            return block(describe(op), decls, [call])
+
+        return Lowered(emit, snippets=("batch_matmul",))
+
+    @staticmethod
+    def _batch_offsets(dims: Sequence[int], batch: Sequence[int]) -> list[int]:
+        """Element offset of each matrix of a `dims` operand at every index of the broadcast
+        `batch` shape (row-major order)."""
+        matrix = dims[-2] * dims[-1]
+        own = dims[:-2]
+        strides = broadcast_strides(own, batch) if batch else []
+        strides = [s * matrix for s in strides]
+        offsets = [0]
+        for size, stride in zip(batch, strides, strict=True):
+            offsets = [o + i * stride for o in offsets for i in range(size)]
+        return offsets
+
     # ---- Pooling ----
 
     def _pool(self, op: nn.MaxPool2DOp | nn.AvgPool2DOp, is_max: bool) -> Lowered:

@@ -78,6 +78,7 @@ OTHER_OPS: frozenset[type[Operation]] = frozenset(
         nn.Conv2DOp,
         nn.Conv2DTransposeOp,
         nn.FullyConnectedOp,
+        nn.BatchMatmulOp,
         nn.MaxPool2DOp,
         nn.AvgPool2DOp,
         nn.ReduceOp,

@@ -68,9 +68,9 @@ delegate.executable private @fused target("cpu") {
 
 // An op the target has no kernel for fails the pass at that op.
 delegate.executable private @unsupported target("cpu") {
-  func.func @entry(%a: tensor<2x2x2xf32>, %b: tensor<2x2x2xf32>) -> tensor<2x2x2xf32> {
-    // expected-error @+1 {{cpu-plan-memory: no kernel for 'nn.batch_matmul'}}
-    %y = nn.batch_matmul %a, %b : tensor<2x2x2xf32>, tensor<2x2x2xf32> -> tensor<2x2x2xf32>
-    func.return %y : tensor<2x2x2xf32>
+  func.func @entry(%a: tensor<2x2x2xf32>, %b: tensor<2x2x2xf32>) -> tensor<2x2x2xi1> {
+    // expected-error @+1 {{cpu-plan-memory: no kernel for 'nn.compare'}}
+    %y = nn.compare %a, %b kind = "lt" : tensor<2x2x2xf32>, tensor<2x2x2xf32> -> tensor<2x2x2xi1>
+    func.return %y : tensor<2x2x2xi1>
   }
 }
