@@ -1127,6 +1127,131 @@ IRC_INLINE void irc_rq_store_scalar(irc_vi32 acc, const int64_t *restrict q, int
   irc_rq_store_scalar(ACC, P, MODE, ZP, LO, HI, DST, CNT)
 #endif
 
+/* The conv kernel's mode-0 epilogue on four vectors at a time (AVX512BW): the parameters are
+   read from the block as memory operands (no registers held across the tile), the two int64
+   halves merge into int32 with one vpermt2d, and four vectors of int32 pack into 64 bytes with
+   saturating packs: clamp(r + zp, lo, hi) == clamp(sat8(sat16(sat16(r) + zp)), lo, hi) for
+   every int32 r when [lo, hi] lies in the packed byte's range (signed packs for hi <= 127,
+   unsigned ones otherwise: then 0 <= lo). Needs AVX512BW and VL (byte packs, masked byte
+   stores). */
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && !defined(IRC_PORTABLE)
+#define IRC_QCONV_PACKED 1
+/* Mode 0 on 16 int32 lanes, as irc_rq0_lanes. NONNEG (lo - zp >= 0): a lane whose product is
+   below -2^30 rounds to r <= 0 with either constant and is clamped to lo - zp anyway, so K1
+   serves every lane and the compare and select drop out. `sd` holds S - 32 per lane (natural
+   channel order) when every S >= 32 (right shift >= 1), and WIDE is 0: then
+   floor(T / 2^S) = floor(hi32(T) / 2^(S - 32)), so one vpermt2d takes the high dwords of the
+   sums T = p + K and one 32-bit shift finishes; WIDE shifts the int64 sums (any S). The odd
+   lanes reach vpmuldq's low dwords by vpshufd (port 5, beside the multiplies on port 0). */
+IRC_INLINE __m512i irc_rq0_dwords(__m512i acc, const int64_t *restrict q, __m512i sd, int nonneg,
+                                  int wide) {
+  const __m512i lim = _mm512_set1_epi64(-((int64_t)1 << 30));
+  const __m512i xs[2] = {acc, _mm512_shuffle_epi32(acc, _MM_PERM_DDBB)};
+  __m512i t[2];
+  for (int k = 0; k < 2; ++k) {
+    const __m512i prod =
+        _mm512_mul_epi32(xs[k], _mm512_loadu_si512((const void *)(q + 8 * k)));
+    __m512i kk = _mm512_loadu_si512((const void *)(q + 16 + 8 * k));
+    if (!nonneg)
+      kk = _mm512_mask_loadu_epi64(kk, _mm512_cmplt_epi64_mask(prod, lim), q + 32 + 8 * k);
+    t[k] = _mm512_add_epi64(prod, kk);
+    if (wide) t[k] = _mm512_srav_epi64(t[k], _mm512_loadu_si512((const void *)(q + 48 + 8 * k)));
+  }
+  if (wide)
+    return _mm512_permutex2var_epi32(
+        t[0], _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30),
+        t[1]);
+  const __m512i high =
+      _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+  return _mm512_srav_epi32(_mm512_permutex2var_epi32(t[0], high, t[1]), sd);
+}
+
+/* S - 32 of a parameter block's 16 channels as int32 lanes in channel order. */
+IRC_INLINE __m512i irc_rq0_shift32(const int64_t *restrict q) {
+  const __m512i merge =
+      _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+  const __m512i s = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)(q + 48)), merge,
+                                              _mm512_loadu_si512((const void *)(q + 56)));
+  return _mm512_sub_epi32(s, _mm512_set1_epi32(32));
+}
+
+/* Four vectors of requantized int32 (before the zero point) -> 64 bytes, vector g in bytes
+   16g .. 16g + 15: clamp(r + zp, lo, hi) (`zp16` int16 lanes, `lo8`/`hi8` byte lanes). */
+IRC_INLINE __m512i irc_rq_pack4(__m512i a, __m512i b, __m512i c, __m512i d, __m512i zp16,
+                                __m512i lo8, __m512i hi8, int us) {
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(a, b), zp16);
+  const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(c, d), zp16);
+  __m512i v;
+  if (us)
+    v = _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(ab, cd), lo8), hi8);
+  else
+    v = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(ab, cd), lo8), hi8);
+  return _mm512_permutexvar_epi32(order, v);
+}
+
+/* The epilogue of an MR x 16*NV tile (mode 0): groups of 4 vectors (NV = 2: two pixels x 32
+   channels; NV = 1: four pixels x 16 channels), masked stores for the channel tail and the
+   tile's repeated pixels. */
+IRC_INLINE void irc_qconv_pack_store(irc_vi32 *acc, int mr, int nv, const int64_t *restrict q,
+                                     const __m512i *sd, int64_t zp, int64_t lo, int64_t hi,
+                                     uint8_t *restrict y, long pixels, long OC, long oc0,
+                                     int nonneg, int wide) {
+  const __m512i zp16 = _mm512_set1_epi16((short)zp);
+  const __m512i lo8 = _mm512_set1_epi8((char)lo), hi8 = _mm512_set1_epi8((char)hi);
+  const int us = hi > 127;
+  const long left = OC - oc0;
+  const long cnt = left < 16 * nv ? left : 16 * nv;
+  const __mmask64 keep = cnt >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << cnt) - 1);
+  const int per = 4 / nv;
+#pragma GCC unroll 8
+  for (int p = 0; p < mr; p += per) {
+    __m512i r[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+      r[i] = irc_rq0_dwords((__m512i)acc[(p + i / nv) * nv + i % nv],
+                            q + (i % nv) * IRC_RQ_BLOCK, sd[i % nv], nonneg, wide);
+    const __m512i out = irc_rq_pack4(r[0], r[1], r[2], r[3], zp16, lo8, hi8, us);
+    uint8_t *restrict dst = y + p * OC + oc0;
+    if (nv == 2) {
+      if (p < pixels)
+        _mm256_mask_storeu_epi8(dst, (__mmask32)keep, _mm512_castsi512_si256(out));
+      if (p + 1 < pixels)
+        _mm256_mask_storeu_epi8(dst + OC, (__mmask32)keep, _mm512_extracti64x4_epi64(out, 1));
+    } else if (OC == 16 && p + 3 < pixels) {
+      _mm512_storeu_si512((void *)dst, out);
+    } else {
+      const __m128i part[4] = {_mm512_castsi512_si128(out), _mm512_extracti32x4_epi32(out, 1),
+                               _mm512_extracti32x4_epi32(out, 2),
+                               _mm512_extracti32x4_epi32(out, 3)};
+      for (int i = 0; i < 4 && p + i < pixels; ++i)
+        _mm_mask_storeu_epi8(dst + i * OC, (__mmask16)keep, part[i]);
+    }
+  }
+}
+
+IRC_INLINE void irc_qconv_store4(irc_vi32 *acc, int mr, int nv, const int64_t *restrict q,
+                                 int64_t zp, int64_t lo, int64_t hi, uint8_t *restrict y,
+                                 long pixels, long OC, long oc0, int nonneg) {
+  __m512i sd[2];
+  __mmask16 wide = 0;
+  for (int v = 0; v < nv; ++v) { /* channels beyond OC (zero parameters, S = 31) are not stored */
+    const long c = OC - oc0 - 16 * v;
+    const __mmask16 valid = c >= 16 ? (__mmask16)0xffff : c <= 0 ? 0 : (__mmask16)((1u << c) - 1);
+    sd[v] = irc_rq0_shift32(q + v * IRC_RQ_BLOCK);
+    wide |= _mm512_mask_cmplt_epi32_mask(valid, sd[v], _mm512_setzero_si512());
+  }
+  if (wide)
+    irc_qconv_pack_store(acc, mr, nv, q, sd, zp, lo, hi, y, pixels, OC, oc0, nonneg, 1);
+  else
+    irc_qconv_pack_store(acc, mr, nv, q, sd, zp, lo, hi, y, pixels, OC, oc0, nonneg, 0);
+}
+#define IRC_QCONV_STORE4 irc_qconv_store4
+#else
+#define IRC_QCONV_PACKED 0
+#define IRC_QCONV_STORE4(...) ((void)0)
+#endif
+
 /* dst [N][H+PT+PB][W+PL+PR][Cp] bytes = src [N][H][W][C] with `fill` around and in the
    channels beyond C (the input's zero point: those taps then contribute nothing). */
 static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N, long H, long W,
@@ -1149,58 +1274,108 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
    4-byte group XORed with `flip` (0x80808080 makes int8 storage unsigned: x + 128);
    w packed [ceil(OC/NB)][KH][KW][C4][NB][4] int8 (NB = 16 * NV, zero beyond OC); bias
    [ceil(OC/NB) * NB] int32 with the correction -(zp + 128 or 0) * sum(w) folded in at compile
-   time; y [N][OH][OW][OC] bytes. Register tile: MR output pixels x NB channels; a tail tile
-   repeats its last pixel (computed again, written once). Tasks (row, pixel tile, channel
-   block) are split across threads. */
+   time; y [N][OH][OW][OC] bytes. Register tile: MR output pixels x NB channels, started at
+   the bias; a tail tile repeats its last pixel (computed again, written once). The input
+   words of a pixel tile (all taps) are XORed with `flip` once, into a stack buffer that
+   every channel block of the tile reads (a broadcast from memory is a load, no shuffle);
+   a tile too deep for IRC_QCONV_XBUF reads the input directly. Mode 0 with AVX512BW
+   stores through irc_qconv_store4 (four vectors per pack, masked stores); other modes,
+   MR = 1 and the portable path requantize vector by vector. Tasks (channel block fastest,
+   then pixel tile, then row) go to threads in 64 contiguous chunks, so a thread decodes
+   its position once per chunk and sets up the pixel pointers once per tile. */
+#define IRC_QCONV_XBUF 4096 /* input words of one pixel tile, XORed once for all its blocks */
 #define IRC_QCONV(NAME, MR, NV, MODEC)                                                       \
   static void NAME(const uint8_t *restrict x, long N, long Hp, long Wp, long Cs,             \
                    uint32_t flip, const int8_t *restrict w, const int32_t *restrict bias,    \
                    const int64_t *restrict q, int mode, int64_t zp, int64_t lo,              \
                    int64_t hi, uint8_t *restrict y, long OH, long OW, long OC, int KH,       \
                    int KW, int SH, int SW, int DH, int DW, long C4) {                        \
-    const long NB = 16 * (NV), nblk = (OC + NB - 1) / NB, tiles = (OW + (MR) - 1) / (MR);   \
+    const long NB = 16 * (NV), nblk = (OC + NB - 1) / NB, tiles = (OW + (MR) - 1) / (MR);    \
     const long tasks = N * OH * tiles * nblk;                                                \
     const int md = (MODEC) >= 0 ? (MODEC) : mode;                                            \
     const double work = (double)N * OH * OW * OC * KH * KW * C4 * 4;                         \
+    const long chunks = tasks < 64 ? tasks : 64;                                             \
+    const int buffered = (long)(MR) * KH * KW * C4 <= IRC_QCONV_XBUF;                        \
     IRC_PARFOR(schedule(static) if (work > IRC_PARALLEL_WORK))                               \
-    for (long t = 0; t < tasks; ++t) {                                                       \
-      const long b = t % nblk, rt = t / nblk, r = rt / tiles, ow0 = (rt % tiles) * (MR);     \
-      const long n = r / OH, oh = r % OH;                                                    \
+    for (long ch = 0; ch < chunks; ++ch) {                                                   \
+      const long t0 = tasks * ch / chunks, t1 = tasks * (ch + 1) / chunks;                   \
+      long b = t0 % nblk, r = t0 / nblk / tiles, ow0 = t0 / nblk % tiles * (MR);             \
       const uint8_t *xp[MR];                                                                 \
-      for (int p = 0; p < (MR); ++p) {                                                       \
-        const long pix = ow0 + p < OW ? ow0 + p : OW - 1;                                    \
-        xp[p] = x + ((n * Hp + oh * SH) * Wp + pix * SW) * Cs;                               \
-      }                                                                                      \
-      irc_vi32 acc[MR][NV];                                                                  \
-      for (int p = 0; p < (MR); ++p)                                                         \
-        for (int v = 0; v < (NV); ++v) acc[p][v] = (irc_vi32){0};                            \
-      const int8_t *restrict wb = w + b * KH * KW * C4 * NB * 4;                             \
-      for (int kh = 0; kh < KH; ++kh)                                                        \
-        for (int kw = 0; kw < KW; ++kw) {                                                    \
-          const long off = ((long)kh * DH * Wp + (long)kw * DW) * Cs;                        \
-          const int8_t *restrict wp = wb + ((long)kh * KW + kw) * C4 * NB * 4;               \
-          for (long c4 = 0; c4 < C4; ++c4) {                                                 \
+      uint32_t xb[IRC_QCONV_XBUF];                                                           \
+      for (long t = t0; t < t1; ++t) {                                                       \
+        if (t == t0 || b == 0) { /* a new pixel tile */                                      \
+          const long n = r / OH, oh = r % OH;                                                \
+          for (int p = 0; p < (MR); ++p) {                                                   \
+            const long pix = ow0 + p < OW ? ow0 + p : OW - 1;                                \
+            xp[p] = x + ((n * Hp + oh * SH) * Wp + pix * SW) * Cs;                           \
+          }                                                                                  \
+          if (buffered)                                                                      \
+            for (int tap = 0; tap < KH * KW; ++tap) {                                        \
+              const long off = ((long)(tap / KW) * DH * Wp + (long)(tap % KW) * DW) * Cs;    \
+              for (long c4 = 0; c4 < C4; ++c4)                                               \
+                for (int p = 0; p < (MR); ++p) {                                             \
+                  uint32_t a;                                                                \
+                  __builtin_memcpy(&a, xp[p] + off + c4 * 4, 4);                             \
+                  xb[(tap * C4 + c4) * (MR) + p] = a ^ flip;                                 \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+        irc_vi32 acc[MR][NV];                                                                \
+        for (int v = 0; v < (NV); ++v) {                                                     \
+          irc_vi32 bv;                                                                       \
+          __builtin_memcpy(&bv, bias + b * NB + v * 16, 64);                                 \
+          for (int p = 0; p < (MR); ++p) acc[p][v] = bv;                                     \
+        }                                                                                    \
+        const int8_t *restrict wb = w + b * KH * KW * C4 * NB * 4;                           \
+        if (buffered) /* all taps: the weights are packed in the same order */               \
+          for (long k = 0; k < KH * KW * C4; ++k) {                                          \
             irc_vi32 wv[NV];                                                                 \
             for (int v = 0; v < (NV); ++v)                                                   \
-              __builtin_memcpy(&wv[v], wp + (c4 * NB + v * 16) * 4, 64);                     \
-            for (int p = 0; p < (MR); ++p) {                                                 \
-              uint32_t a;                                                                    \
-              __builtin_memcpy(&a, xp[p] + off + c4 * 4, 4);                                 \
-              a ^= flip;                                                                     \
-              for (int v = 0; v < (NV); ++v) acc[p][v] = irc_dot4(acc[p][v], a, wv[v]);      \
-            }                                                                                \
+              __builtin_memcpy(&wv[v], wb + (k * NB + v * 16) * 4, 64);                      \
+            for (int p = 0; p < (MR); ++p)                                                   \
+              for (int v = 0; v < (NV); ++v)                                                 \
+                acc[p][v] = irc_dot4(acc[p][v], xb[k * (MR) + p], wv[v]);                    \
           }                                                                                  \
+        else                                                                                 \
+          for (int kh = 0; kh < KH; ++kh)                                                    \
+            for (int kw = 0; kw < KW; ++kw) {                                                \
+              const long off = ((long)kh * DH * Wp + (long)kw * DW) * Cs;                    \
+              const int8_t *restrict wp = wb + ((long)kh * KW + kw) * C4 * NB * 4;           \
+              for (long c4 = 0; c4 < C4; ++c4) {                                             \
+                irc_vi32 wv[NV];                                                             \
+                for (int v = 0; v < (NV); ++v)                                               \
+                  __builtin_memcpy(&wv[v], wp + (c4 * NB + v * 16) * 4, 64);                 \
+                for (int p = 0; p < (MR); ++p) {                                             \
+                  uint32_t a;                                                                \
+                  __builtin_memcpy(&a, xp[p] + off + c4 * 4, 4);                             \
+                  a ^= flip;                                                                 \
+                  for (int v = 0; v < (NV); ++v) acc[p][v] = irc_dot4(acc[p][v], a, wv[v]);  \
+                }                                                                            \
+              }                                                                              \
+            }                                                                                \
+        if (IRC_QCONV_PACKED && (MODEC) == 0 && (MR) % (4 / (NV)) == 0) {                    \
+          uint8_t *restrict yt = y + (r * OW + ow0) * OC;                                    \
+          const long px = OW - ow0, oc0 = b * NB;                                            \
+          const int64_t *restrict qb = q + b * (NV) * IRC_RQ_BLOCK;                          \
+          if (lo - zp >= 0)                                                                  \
+            IRC_QCONV_STORE4(&acc[0][0], MR, NV, qb, zp, lo, hi, yt, px, OC, oc0, 1);        \
+          else                                                                               \
+            IRC_QCONV_STORE4(&acc[0][0], MR, NV, qb, zp, lo, hi, yt, px, OC, oc0, 0);        \
+        } else                                                                               \
+          for (int v = 0; v < (NV); ++v) {                                                   \
+            const long oc0 = b * NB + v * 16;                                                \
+            if (oc0 >= OC) break;                                                            \
+            const int cnt = OC - oc0 < 16 ? (int)(OC - oc0) : 16;                            \
+            IRC_RQ_PARAMS(rq, q + oc0 / 16 * IRC_RQ_BLOCK, md);                              \
+            for (int p = 0; p < (MR) && ow0 + p < OW; ++p)                                   \
+              IRC_RQ_STORE(acc[p][v], rq, q, md, zp, lo, hi,                                 \
+                           y + (r * OW + ow0 + p) * OC + oc0, cnt);                          \
+          }                                                                                  \
+        if (++b == nblk) {                                                                   \
+          b = 0;                                                                             \
+          ow0 += (MR);                                                                       \
+          if (ow0 >= OW) ow0 = 0, ++r;                                                       \
         }                                                                                    \
-      for (int v = 0; v < (NV); ++v) {                                                       \
-        const long oc0 = b * NB + v * 16;                                                    \
-        if (oc0 >= OC) break;                                                                \
-        const int cnt = OC - oc0 < 16 ? (int)(OC - oc0) : 16;                                \
-        irc_vi32 bv;                                                                         \
-        __builtin_memcpy(&bv, bias + oc0, 64);                                               \
-        IRC_RQ_PARAMS(rq, q + oc0 / 16 * IRC_RQ_BLOCK, md);                                  \
-        for (int p = 0; p < (MR) && ow0 + p < OW; ++p)                                       \
-          IRC_RQ_STORE(acc[p][v] + bv, rq, q, md, zp, lo, hi,                                \
-                       y + (r * OW + ow0 + p) * OC + oc0, cnt);                              \
       }                                                                                      \
     }                                                                                        \
   }
