@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pytest
@@ -175,10 +176,66 @@ def run_family(cases: Sequence[Case]) -> Results:
     return results
 
 
-def qtype(dtype: str, scale: float, zp: int) -> UniformQuantizedType:
-    """A per-tensor quantized element type on `dtype` storage (scale rounded to float32)."""
+def qtype(dtype: str, scale: float | Sequence[float], zp: int = 0) -> UniformQuantizedType:
+    """A quantized element type on `dtype` storage, scales rounded to float32: per tensor for
+    one scale, per axis 0 (one zero point `zp` for all) for a sequence of them."""
     storage = element_type(dtype)
-    return UniformQuantizedType.per_tensor(storage, f32_type, float(np.float32(scale)), zp)  # type: ignore[arg-type]
+    if isinstance(scale, int | float):
+        return UniformQuantizedType.per_tensor(storage, f32_type, float(np.float32(scale)), zp)  # type: ignore[arg-type]
+    scales = [float(np.float32(s)) for s in scale]
+    return UniformQuantizedType.per_axis(storage, f32_type, 0, scales, [zp] * len(scales))  # type: ignore[arg-type]
+
+
+def random_storage(rng: np.random.Generator, shape: Sequence[int], dtype: str) -> np.ndarray:
+    """Uniformly random integers over the whole range of `dtype`."""
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, int(info.max) + 1, size=shape).astype(dtype)
+
+
+class ArgumentCase(Protocol):
+    """A case built on one entry argument: its type, its input, and `build(ops, x)` appending
+    its ops and returning the result."""
+
+    id: str
+    in_type: TensorType
+    x: np.ndarray
+
+    def build(self, ops: list[Operation], x: SSAValue) -> SSAValue: ...
+
+
+def cases_executable(
+    name: str, cases: Sequence[ArgumentCase]
+) -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
+    """One cpu executable running every case on its own argument; and the inputs."""
+    types = [c.in_type for c in cases]
+    block = Block(arg_types=types)
+    results: list[SSAValue] = []
+    for case, arg in zip(cases, block.args, strict=True):
+        ops: list[Operation] = []
+        results.append(case.build(ops, arg))
+        block.add_ops(ops)
+    block.add_op(ReturnOp(*results))
+    func = FuncOp("entry", FunctionType.from_lists(types, [r.type for r in results]), Region(block))
+    executable = delegate.ExecutableOp(name, "cpu", [func])
+    module = ModuleOp([executable])
+    module.verify()
+    return module, executable, [c.x for c in cases]
+
+
+def reference_then_lower(
+    module: ModuleOp, executable: delegate.ExecutableOp, inputs: list[np.ndarray]
+) -> tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]]:
+    """Run the executable on the reference target, then lower it for the CPU target in place:
+    (executable, inputs, reference outputs)."""
+    expected = ReferenceRuntime().load(executable).execute("entry", inputs)
+    lower(module)
+    return executable, inputs, list(expected)
+
+
+def generated_source(executable: delegate.ExecutableOp) -> str:
+    """The C source a lowered cpu executable holds."""
+    (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
+    return source
 
 
 def one_op_per_argument(
@@ -207,8 +264,6 @@ def run_lowered_and_reference(
 ) -> tuple[list[np.ndarray], list[np.ndarray], str]:
     """(CPU outputs, reference outputs, generated C) of an executable on `inputs`: the
     reference target runs it first, then `lower-cpu` and the CPU runtime."""
-    expected = list(ReferenceRuntime().load(executable).execute("entry", list(inputs)))
-    lower(module)
-    (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
+    _, _, expected = reference_then_lower(module, executable, list(inputs))
     actual = list(CpuRuntime().load(executable).execute("entry", list(inputs)))
-    return actual, expected, source
+    return actual, expected, generated_source(executable)

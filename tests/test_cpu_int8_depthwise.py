@@ -19,40 +19,29 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_support import lower, needs_compiler
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
-from xdsl.dialects.builtin import f32 as f32_type
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from cpu_support import (
+    cases_executable,
+    generated_source,
+    needs_compiler,
+    qtype,
+    random_storage,
+    reference_then_lower,
+)
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
 
 from irc.dialects import delegate, nn
-from irc.dialects.quant import UniformQuantizedType
-from irc.dtypes import element_type
 from irc.targets.cpu import csrc, toolchain
 from irc.targets.cpu.runtime import CpuRuntime
-from irc.targets.reference.target import ReferenceRuntime
 
 pytestmark = needs_compiler
 
 rng = np.random.default_rng(23)
-
-
-def _qtype(dtype: str, scale: float | Sequence[float], zp: int) -> UniformQuantizedType:
-    storage = element_type(dtype)
-    if isinstance(scale, float):
-        return UniformQuantizedType.per_tensor(storage, f32_type, scale, zp)  # type: ignore[arg-type]
-    scales = [float(np.float32(s)) for s in scale]
-    return UniformQuantizedType.per_axis(storage, f32_type, 0, scales, [zp] * len(scales))  # type: ignore[arg-type]
-
-
-def _random(shape: Sequence[int], dtype: str) -> np.ndarray:
-    info = np.iinfo(dtype)
-    return rng.integers(info.min, int(info.max) + 1, size=shape).astype(dtype)
 
 
 class DwCase:
@@ -78,18 +67,18 @@ class DwCase:
     ):
         self.id = id
         c = shape[-1]
-        self.x = _random(shape, dtype)
-        self.w = _random((c, *kernel, 1), dtype)  # uint8 filters: zero point 128
+        self.x = random_storage(rng, shape, dtype)
+        self.w = random_storage(rng, (c, *kernel, 1), dtype)  # uint8 filters: zero point 128
         if extreme:  # the largest products: -128 (or 0 stored as uint8) inputs and weights
             self.x[...] = np.iinfo(dtype).min
             self.w[...] = np.iinfo(dtype).min
-        self.in_type = TensorType(_qtype(dtype, 0.05, zp_in), list(shape))
+        self.in_type = TensorType(qtype(dtype, 0.05, zp_in), list(shape))
         scales = list(rng.uniform(0.002, 0.02, c)) if per_channel else 0.01
-        self.w_type = _qtype(dtype, scales, 128 if dtype == "uint8" else 0)
+        self.w_type = qtype(dtype, scales, 128 if dtype == "uint8" else 0)
         self.b = rng.integers(-3000, 3000, c).astype(np.int32) if bias else None
         self.props = dict(
             activation=act,
-            result_elements=_qtype(dtype, out_scale, zp_out),
+            result_elements=qtype(dtype, out_scale, zp_out),
             strides=list(strides),
             pads=list(pads),
             dilations=list(dilations),
@@ -132,22 +121,6 @@ CASES = [
 ]  # fmt: skip
 
 
-def _executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
-    types = [c.in_type for c in CASES]
-    block = Block(arg_types=types)
-    results: list[SSAValue] = []
-    for case, arg in zip(CASES, block.args, strict=True):
-        ops: list[Operation] = []
-        results.append(case.build(ops, arg))
-        block.add_ops(ops)
-    block.add_op(ReturnOp(*results))
-    func = FuncOp("entry", FunctionType.from_lists(types, [r.type for r in results]), Region(block))
-    executable = delegate.ExecutableOp("test_cpu_int8_depthwise", "cpu", [func])
-    module = ModuleOp([executable])
-    module.verify()
-    return module, executable, [c.x for c in CASES]
-
-
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("irc-cache")
@@ -159,21 +132,13 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def lowered() -> tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]]:
-    module, executable, feed = _executable()
-    expected = ReferenceRuntime().load(executable).execute("entry", feed)
-    lower(module)
-    return executable, feed, list(expected)
-
-
-def _source(executable: delegate.ExecutableOp) -> str:
-    (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
-    return source
+    return reference_then_lower(*cases_executable("test_cpu_int8_depthwise", CASES))
 
 
 def test_kernels_chosen(
     lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]],
 ) -> None:
-    source = _source(lowered[0])
+    source = generated_source(lowered[0])
     assert "irc_depthwise_i32(" not in source
     assert "quant.rescale" not in source
     assert source.count("irc_qdepthwise_quads3x3_m0(") == 13  # the 3x3 cases in mode 0

@@ -21,15 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_support import lower, needs_compiler
+from cpu_support import lower, needs_compiler, qtype, random_storage
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
-from xdsl.dialects.builtin import f32 as f32_type
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from irc.dialects import delegate, nn
-from irc.dialects.quant import UniformQuantizedType
-from irc.dtypes import element_type
 from irc.targets.cpu import toolchain
 from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.reference.target import ReferenceRuntime
@@ -39,19 +36,6 @@ pytestmark = needs_compiler
 rng = np.random.default_rng(8)
 
 Add = Callable[[Operation], SSAValue]
-
-
-def _qtype(dtype: str, scale: float | Sequence[float], zp: int = 0) -> UniformQuantizedType:
-    storage = element_type(dtype)
-    if isinstance(scale, float):
-        return UniformQuantizedType.per_tensor(storage, f32_type, scale, zp)  # type: ignore[arg-type]
-    scales = [float(np.float32(s)) for s in scale]
-    return UniformQuantizedType.per_axis(storage, f32_type, 0, scales, [zp] * len(scales))  # type: ignore[arg-type]
-
-
-def _random(shape: Sequence[int], dtype: str) -> np.ndarray:
-    info = np.iinfo(dtype)
-    return rng.integers(info.min, int(info.max) + 1, size=shape).astype(dtype)
 
 
 class Case:
@@ -80,21 +64,22 @@ class Case:
         extreme: bool = False,
     ):
         self.id = id
-        self.x = _random(shape, dtype)
-        self.in_type = TensorType(_qtype(dtype, 0.05, zp_in), list(shape))
+        self.x = random_storage(rng, shape, dtype)
+        self.in_type = TensorType(qtype(dtype, 0.05, zp_in), list(shape))
         groups = shape[-1] if depthwise else 1
         cg = 1 if depthwise else shape[-1]
         w_shape = (out_c, shape[-1]) if fc else (out_c, *kernel, cg)
-        self.w = _random(w_shape, dtype)  # uint8 filters: zero point 128 (weights - 128)
+        # uint8 filters: zero point 128 (weights - 128)
+        self.w = random_storage(rng, w_shape, dtype)
         if symmetric:  # int8 weights in [-127, 127]: depthwise sums tap pairs in int16
             self.w = np.maximum(self.w, -127).astype(dtype)
         if extreme:  # the largest products: -128 inputs, -127 weights
             self.x[...] = -128
             self.w[...] = -127
         scales = list(rng.uniform(0.002, 0.02, out_c)) if per_channel else 0.01
-        self.w_type = _qtype(dtype, scales, 128 if dtype == "uint8" else 0)
+        self.w_type = qtype(dtype, scales, 128 if dtype == "uint8" else 0)
         self.b = rng.integers(-3000, 3000, out_c).astype(np.int32) if bias else None
-        self.out_el = _qtype(dtype, out_scale, zp_out)
+        self.out_el = qtype(dtype, out_scale, zp_out)
         self.props = dict(activation=act, result_elements=self.out_el)
         if not fc:
             self.props |= dict(
@@ -122,11 +107,11 @@ class AddCase:
         self.id = id
         zps = (-3, 10, 2) if dtype == "int8" else (120, 131, 128)
         self.types = [
-            TensorType(_qtype(dtype, scale, zp), list(shape))
+            TensorType(qtype(dtype, scale, zp), list(shape))
             for scale, zp in ((0.05, zps[0]), (0.08, zps[1]))
         ]
-        self.feeds = [_random(shape, dtype), _random(shape, dtype)]
-        self.out_el = _qtype(dtype, 0.07, zps[2])
+        self.feeds = [random_storage(rng, shape, dtype), random_storage(rng, shape, dtype)]
+        self.out_el = qtype(dtype, 0.07, zps[2])
         self.act = act
 
     def build(self, add: Add, args: Sequence[SSAValue]) -> SSAValue:
