@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cache_support import private_cache_dir
 from cpu_support import Case, build_executable, lower, needs_compiler, op_case, reference_outputs
 
 from irc.dialects import cpu, nn
@@ -133,10 +134,7 @@ reference) per output."""
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        yield path
+    yield from private_cache_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cache_support import private_cache_dir
 from cpu_support import (
     Case,
     Results,
@@ -50,10 +51,7 @@ _RNG = np.random.default_rng(20251125)
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        yield path
+    yield from private_cache_dir(tmp_path_factory)
 
 
 def ids(cases: Sequence[Case]) -> list[str]:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cache_support import private_cache_dir
 from cpu_support import SHARED_MODELS, lower, needs_compiler
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.builtin import f32 as f32_type
@@ -44,10 +45,7 @@ rng = np.random.default_rng(20251122)
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        yield path
+    yield from private_cache_dir(tmp_path_factory)
 
 
 # ---- Building quantized cases ------------------------------------------------------------------

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cache_support import private_cache_dir
 from cpu_support import (
     cases_executable,
     generated_source,
@@ -123,11 +124,7 @@ CASES = [
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        mp.delenv("IRC_CPU_FUSE_INT8", raising=False)
-        yield path
+    yield from private_cache_dir(tmp_path_factory, unset=["IRC_CPU_FUSE_INT8"])
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cache_support import private_cache_dir
 from cpu_support import (
     needs_compiler,
     one_op_per_argument,
@@ -34,10 +35,7 @@ rng = np.random.default_rng(20251122)
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        yield path
+    yield from private_cache_dir(tmp_path_factory)
 
 
 def every_byte(shape: tuple[int, ...], dtype: str) -> np.ndarray:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cache_support import private_cache_dir
 from cpu_support import (
     Case,
     Results,
@@ -41,10 +42,7 @@ def rand(*shape: int, low: float = -1.0, high: float = 1.0) -> np.ndarray:
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        yield path
+    yield from private_cache_dir(tmp_path_factory)
 
 
 def check(results: Results, case_id: str) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cache_support import private_cache_dir
 from cpu_support import lower, needs_compiler, qtype, random_storage
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -170,11 +171,7 @@ def _executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        mp.delenv("IRC_CPU_FUSE_INT8", raising=False)
-        yield path
+    yield from private_cache_dir(tmp_path_factory, unset=["IRC_CPU_FUSE_INT8"])
 
 
 @pytest.fixture(scope="module")
