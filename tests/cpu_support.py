@@ -267,3 +267,76 @@ def run_lowered_and_reference(
     _, _, expected = reference_then_lower(module, executable, list(inputs))
     actual = list(CpuRuntime().load(executable).execute("entry", list(inputs)))
     return actual, expected, generated_source(executable)
+
+
+class QConvCase:
+    """One quantized NHWC conv2d on an entry argument (int8 or uint8 storage; uint8 filters
+    have zero point 128): random input and filter over the whole storage range (or all at
+    the minimum with `extreme`: the largest products), per-channel or per-tensor filter
+    scales, an optional random i32 bias in [-bias_bound, bias_bound), and a fused activation.
+    `depthwise`: one filter per channel (groups = channels = out_channels)."""
+
+    def __init__(
+        self,
+        id: str,
+        rng: np.random.Generator,
+        shape: tuple[int, int, int, int],
+        out_channels: int,
+        kernel: tuple[int, int] = (1, 1),
+        *,
+        depthwise: bool = False,
+        dtype: str = "int8",
+        zp_in: int = 0,
+        zp_out: int = 0,
+        strides: tuple[int, int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: tuple[int, int] = (1, 1),
+        per_channel: bool = True,
+        act: str = "none",
+        out_scale: float = 0.5,
+        bias: bool = True,
+        bias_bound: int = 20000,
+        extreme: bool = False,
+    ):
+        self.id = id
+        c = shape[-1]
+        self.x = random_storage(rng, shape, dtype)
+        w_shape = (c, *kernel, 1) if depthwise else (out_channels, *kernel, c)
+        self.w = random_storage(rng, w_shape, dtype)
+        if extreme:
+            self.x[...] = np.iinfo(dtype).min
+            self.w[...] = np.iinfo(dtype).min
+        self.in_type = TensorType(qtype(dtype, 0.05, zp_in), list(shape))
+        scales = list(rng.uniform(0.002, 0.02, out_channels)) if per_channel else 0.01
+        self.w_type = qtype(dtype, scales, 128 if dtype == "uint8" else 0)
+        self.b = (
+            rng.integers(-bias_bound, bias_bound, out_channels).astype(np.int32) if bias else None
+        )
+        self.props = dict(
+            activation=act,
+            result_elements=qtype(dtype, out_scale, zp_out),
+            strides=list(strides),
+            pads=list(pads),
+            dilations=list(dilations),
+            groups=c if depthwise else 1,
+            layout="NHWC",
+        )
+
+    def build(self, ops: list[Operation], x: SSAValue) -> SSAValue:
+        w = nn.ConstantOp.from_array(self.w, TensorType(self.w_type, list(self.w.shape)))
+        ops.append(w)
+        b = None
+        if self.b is not None:
+            ops.append(bias := nn.ConstantOp.from_array(self.b))
+            b = bias.results[0]
+        ops.append(conv := nn.Conv2DOp.make(x, w.results[0], b, **self.props))
+        return conv.results[0]
+
+
+def assert_each_equal(
+    cases: Sequence[ArgumentCase], actual: Sequence[np.ndarray], expected: Sequence[np.ndarray]
+) -> None:
+    """Every case's result has the reference's dtype and values, exactly."""
+    for case, got, want in zip(cases, actual, expected, strict=True):
+        assert got.dtype == want.dtype, case.id
+        np.testing.assert_array_equal(got, want, err_msg=case.id)

@@ -21,22 +21,21 @@ import ctypes
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from cache_support import private_cache_dir
 from cpu_support import (
+    QConvCase,
+    assert_each_equal,
     cases_executable,
     generated_source,
     needs_compiler,
-    qtype,
-    random_storage,
     reference_then_lower,
 )
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
 
-from irc.dialects import delegate, nn
+from irc.dialects import delegate
 from irc.targets.cpu import csrc, toolchain
 from irc.targets.cpu.runtime import CpuRuntime
 
@@ -45,80 +44,35 @@ pytestmark = needs_compiler
 rng = np.random.default_rng(23)
 
 
-class DwCase:
+def dw_case(
+    id: str, shape: tuple[int, int, int, int], kernel: tuple[int, int] = (3, 3), **options: Any
+) -> QConvCase:
     """One quantized depthwise conv2d (NHWC, groups = channels) on an entry argument."""
-
-    def __init__(
-        self,
-        id: str,
-        shape: tuple[int, int, int, int],
-        kernel: tuple[int, int] = (3, 3),
-        *,
-        dtype: str = "int8",
-        zp_in: int = 0,
-        zp_out: int = 0,
-        strides: tuple[int, int] = (1, 1),
-        pads: tuple[int, int, int, int] = (0, 0, 0, 0),
-        dilations: tuple[int, int] = (1, 1),
-        per_channel: bool = True,
-        act: str = "none",
-        out_scale: float = 0.3,
-        bias: bool = True,
-        extreme: bool = False,
-    ):
-        self.id = id
-        c = shape[-1]
-        self.x = random_storage(rng, shape, dtype)
-        self.w = random_storage(rng, (c, *kernel, 1), dtype)  # uint8 filters: zero point 128
-        if extreme:  # the largest products: -128 (or 0 stored as uint8) inputs and weights
-            self.x[...] = np.iinfo(dtype).min
-            self.w[...] = np.iinfo(dtype).min
-        self.in_type = TensorType(qtype(dtype, 0.05, zp_in), list(shape))
-        scales = list(rng.uniform(0.002, 0.02, c)) if per_channel else 0.01
-        self.w_type = qtype(dtype, scales, 128 if dtype == "uint8" else 0)
-        self.b = rng.integers(-3000, 3000, c).astype(np.int32) if bias else None
-        self.props = dict(
-            activation=act,
-            result_elements=qtype(dtype, out_scale, zp_out),
-            strides=list(strides),
-            pads=list(pads),
-            dilations=list(dilations),
-            groups=c,
-            layout="NHWC",
-        )
-
-    def build(self, ops: list[Operation], x: SSAValue) -> SSAValue:
-        w = nn.ConstantOp.from_array(self.w, TensorType(self.w_type, list(self.w.shape)))
-        ops.append(w)
-        b = None
-        if self.b is not None:
-            ops.append(bias := nn.ConstantOp.from_array(self.b))
-            b = bias.results[0]
-        ops.append(conv := nn.Conv2DOp.make(x, w.results[0], b, **self.props))
-        return conv.results[0]
+    options.setdefault("out_scale", 0.3)
+    return QConvCase(id, rng, shape, shape[-1], kernel, depthwise=True, bias_bound=3000, **options)
 
 
 CASES = [
-    DwCase("c5_same", (1, 7, 9, 5), pads=(1, 1, 1, 1), zp_in=-5, zp_out=3),
-    DwCase("c24_same", (1, 6, 10, 24), pads=(1, 1, 1, 1), zp_in=7),
-    DwCase("c40_wide_chunks", (1, 4, 133, 40), pads=(1, 1, 1, 1), zp_in=-128, act="relu6"),
-    DwCase("c72_s2_chunks", (1, 5, 141, 72), strides=(2, 2), pads=(0, 0, 1, 1), zp_in=127),
-    DwCase("c16_s2_same", (2, 9, 9, 16), strides=(2, 2), pads=(1, 1, 1, 1), zp_out=-128),
-    DwCase("c33_s21", (1, 8, 11, 33), strides=(2, 1), pads=(0, 2, 1, 0)),
-    DwCase("c20_5x3_dil", (1, 11, 12, 20), (5, 3), pads=(2, 1, 2, 1), dilations=(2, 2)),
-    DwCase("c17_9x3", (1, 12, 6, 17), (9, 3), pads=(4, 1, 4, 1), zp_in=9),
-    DwCase("c48_2x4", (1, 5, 8, 48), (2, 4), pads=(1, 2, 0, 1), dilations=(1, 2)),
-    DwCase("c8_1x5_s2", (1, 3, 15, 8), (1, 5), strides=(1, 2), pads=(0, 2, 0, 2)),
-    DwCase("c64_pads_only_bottom_right", (1, 6, 6, 64), pads=(0, 0, 2, 2), per_channel=False),
-    DwCase("c19_uint8", (1, 6, 7, 19), pads=(1, 0, 1, 2), dtype="uint8", zp_in=255, zp_out=100),
-    DwCase("c32_uint8_s2", (1, 10, 70, 32), strides=(2, 2), dtype="uint8", zp_in=0, act="relu"),
-    DwCase("c16_extreme", (1, 5, 5, 16), pads=(1, 1, 1, 1), out_scale=40.0, zp_in=5),
-    DwCase("c21_uint8_extreme", (1, 4, 6, 21), dtype="uint8", out_scale=40.0, zp_in=3),
-    DwCase("c12_left_shift", (1, 5, 6, 12), pads=(1, 1, 1, 1), out_scale=1e-5, zp_out=3),
-    DwCase("c26_no_bias", (1, 6, 5, 26), (3, 3), pads=(2, 2, 2, 2), bias=False),
+    dw_case("c5_same", (1, 7, 9, 5), pads=(1, 1, 1, 1), zp_in=-5, zp_out=3),
+    dw_case("c24_same", (1, 6, 10, 24), pads=(1, 1, 1, 1), zp_in=7),
+    dw_case("c40_wide_chunks", (1, 4, 133, 40), pads=(1, 1, 1, 1), zp_in=-128, act="relu6"),
+    dw_case("c72_s2_chunks", (1, 5, 141, 72), strides=(2, 2), pads=(0, 0, 1, 1), zp_in=127),
+    dw_case("c16_s2_same", (2, 9, 9, 16), strides=(2, 2), pads=(1, 1, 1, 1), zp_out=-128),
+    dw_case("c33_s21", (1, 8, 11, 33), strides=(2, 1), pads=(0, 2, 1, 0)),
+    dw_case("c20_5x3_dil", (1, 11, 12, 20), (5, 3), pads=(2, 1, 2, 1), dilations=(2, 2)),
+    dw_case("c17_9x3", (1, 12, 6, 17), (9, 3), pads=(4, 1, 4, 1), zp_in=9),
+    dw_case("c48_2x4", (1, 5, 8, 48), (2, 4), pads=(1, 2, 0, 1), dilations=(1, 2)),
+    dw_case("c8_1x5_s2", (1, 3, 15, 8), (1, 5), strides=(1, 2), pads=(0, 2, 0, 2)),
+    dw_case("c64_pads_only_bottom_right", (1, 6, 6, 64), pads=(0, 0, 2, 2), per_channel=False),
+    dw_case("c19_uint8", (1, 6, 7, 19), pads=(1, 0, 1, 2), dtype="uint8", zp_in=255, zp_out=100),
+    dw_case("c32_uint8_s2", (1, 10, 70, 32), strides=(2, 2), dtype="uint8", zp_in=0, act="relu"),
+    dw_case("c16_extreme", (1, 5, 5, 16), pads=(1, 1, 1, 1), out_scale=40.0, zp_in=5),
+    dw_case("c21_uint8_extreme", (1, 4, 6, 21), dtype="uint8", out_scale=40.0, zp_in=3),
+    dw_case("c12_left_shift", (1, 5, 6, 12), pads=(1, 1, 1, 1), out_scale=1e-5, zp_out=3),
+    dw_case("c26_no_bias", (1, 6, 5, 26), (3, 3), pads=(2, 2, 2, 2), bias=False),
     # (63 * 1 + 2 * 490 + 1) columns of 64 bytes overflow the stack budget: the int16 kernel.
-    DwCase("c5_fallback", (1, 2, 1000, 5), (1, 3), dilations=(1, 490), zp_in=-3),
-    DwCase("c48_threads", (1, 48, 56, 48), pads=(1, 1, 1, 1), zp_in=-2),
+    dw_case("c5_fallback", (1, 2, 1000, 5), (1, 3), dilations=(1, 490), zp_in=-3),
+    dw_case("c48_threads", (1, 48, 56, 48), pads=(1, 1, 1, 1), zp_in=-2),
 ]  # fmt: skip
 
 
@@ -173,6 +127,4 @@ def test_depthwise_bit_exact(
         assert ctypes.CDLL(str(loaded.library.path)).irc_have_vnni() == 0
     loaded.set_threads(threads)
     actual = loaded.execute("entry", feed)
-    for case, got, want in zip(CASES, actual, expected, strict=True):
-        assert got.dtype == want.dtype, case.id
-        np.testing.assert_array_equal(got, want, err_msg=case.id)
+    assert_each_equal(CASES, actual, expected)

@@ -22,22 +22,21 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from cache_support import private_cache_dir
 from cpu_support import (
+    QConvCase,
+    assert_each_equal,
     cases_executable,
     generated_source,
     needs_compiler,
-    qtype,
-    random_storage,
     reference_then_lower,
 )
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
 
-from irc.dialects import delegate, nn
+from irc.dialects import delegate
 from irc.targets.cpu import toolchain
 from irc.targets.cpu.runtime import CpuRuntime
 
@@ -46,80 +45,44 @@ pytestmark = needs_compiler
 rng = np.random.default_rng(1103)
 
 
-class PwCase:
-    """One quantized 1x1 conv2d (NHWC) on an entry argument."""
-
-    def __init__(
-        self,
-        id: str,
-        shape: tuple[int, int, int, int],
-        out_channels: int,
-        *,
-        dtype: str = "int8",
-        zp_in: int = 0,
-        zp_out: int = 0,
-        strides: tuple[int, int] = (1, 1),
-        kernel: int = 1,
-        per_channel: bool = True,
-        act: str = "none",
-        out_scale: float = 0.5,
-        bias: bool = True,
-    ):
-        self.id = id
-        c = shape[-1]
-        self.x = random_storage(rng, shape, dtype)
-        # uint8 filters: zero point 128
-        self.w = random_storage(rng, (out_channels, kernel, kernel, c), dtype)
-        self.in_type = TensorType(qtype(dtype, 0.05, zp_in), list(shape))
-        scales = list(rng.uniform(0.002, 0.02, out_channels)) if per_channel else 0.01
-        self.w_type = qtype(dtype, scales, 128 if dtype == "uint8" else 0)
-        self.b = rng.integers(-20000, 20000, out_channels).astype(np.int32) if bias else None
-        self.props = dict(
-            activation=act,
-            result_elements=qtype(dtype, out_scale, zp_out),
-            strides=list(strides),
-            pads=[kernel // 2] * 4,
-            dilations=[1, 1],
-            groups=1,
-            layout="NHWC",
-        )
-
-    def build(self, ops: list[Operation], x: SSAValue) -> SSAValue:
-        w = nn.ConstantOp.from_array(self.w, TensorType(self.w_type, list(self.w.shape)))
-        ops.append(w)
-        b = None
-        if self.b is not None:
-            ops.append(bias := nn.ConstantOp.from_array(self.b))
-            b = bias.results[0]
-        ops.append(conv := nn.Conv2DOp.make(x, w.results[0], b, **self.props))
-        return conv.results[0]
+def pw_case(
+    id: str,
+    shape: tuple[int, int, int, int],
+    out_channels: int,
+    *,
+    kernel: int = 1,
+    **options: Any,
+) -> QConvCase:
+    """One quantized conv2d (NHWC, `kernel` x `kernel`, "same" pads) on an entry argument."""
+    pads = [kernel // 2] * 4
+    return QConvCase(id, rng, shape, out_channels, (kernel, kernel), pads=pads, **options)
 
 
 CASES = [
-    PwCase("k16_oc96", (1, 6, 7, 16), 96, zp_in=-128, zp_out=-128, act="relu6"),
-    PwCase("k24_oc144_relu6", (1, 5, 5, 24), 144, zp_in=5, zp_out=-20, act="relu6"),
-    PwCase("k3_oc13_tail", (1, 3, 7, 3), 13, zp_in=-7, zp_out=4),
-    PwCase("k8_oc16_one_vector", (1, 4, 5, 8), 16, zp_out=-3, act="relu"),
-    PwCase("k8_oc16_whole_tiles", (1, 4, 8, 8), 16, zp_in=3, zp_out=10),
-    PwCase("k33_oc40", (1, 3, 5, 33), 40, zp_in=127, zp_out=-128, per_channel=False),
-    PwCase("k320_oc50", (1, 2, 5, 320), 50, zp_in=-1, zp_out=2, act="relu"),
-    PwCase("k24_oc48_relu_below_zp", (1, 3, 3, 24), 48, zp_out=-100, act="relu", out_scale=0.05),
-    PwCase("k16_oc24_saturating", (1, 3, 6, 16), 24, zp_in=9, out_scale=0.002),
-    PwCase("k16_oc17_saturating_relu6", (1, 3, 4, 16), 17, out_scale=0.002, act="relu6"),
-    PwCase("k16_oc33_left_shift", (1, 2, 5, 16), 33, zp_out=3, out_scale=1e-5),
+    pw_case("k16_oc96", (1, 6, 7, 16), 96, zp_in=-128, zp_out=-128, act="relu6"),
+    pw_case("k24_oc144_relu6", (1, 5, 5, 24), 144, zp_in=5, zp_out=-20, act="relu6"),
+    pw_case("k3_oc13_tail", (1, 3, 7, 3), 13, zp_in=-7, zp_out=4),
+    pw_case("k8_oc16_one_vector", (1, 4, 5, 8), 16, zp_out=-3, act="relu"),
+    pw_case("k8_oc16_whole_tiles", (1, 4, 8, 8), 16, zp_in=3, zp_out=10),
+    pw_case("k33_oc40", (1, 3, 5, 33), 40, zp_in=127, zp_out=-128, per_channel=False),
+    pw_case("k320_oc50", (1, 2, 5, 320), 50, zp_in=-1, zp_out=2, act="relu"),
+    pw_case("k24_oc48_relu_below_zp", (1, 3, 3, 24), 48, zp_out=-100, act="relu", out_scale=0.05),
+    pw_case("k16_oc24_saturating", (1, 3, 6, 16), 24, zp_in=9, out_scale=0.002),
+    pw_case("k16_oc17_saturating_relu6", (1, 3, 4, 16), 17, out_scale=0.002, act="relu6"),
+    pw_case("k16_oc33_left_shift", (1, 2, 5, 16), 33, zp_out=3, out_scale=1e-5),
     # rescale multiplier 0.75: no right shift (the int64 shifts of the packed epilogue)
-    PwCase("k8_oc40_no_right_shift", (1, 3, 5, 8), 40, per_channel=False, out_scale=0.0005 / 0.75),
-    PwCase("k8_oc35_three_pixels", (1, 1, 3, 8), 35, zp_in=-60, zp_out=7),
-    PwCase("k24_oc64_stride2", (1, 7, 9, 24), 64, strides=(2, 2), zp_in=11, act="relu6"),
-    PwCase("k16_oc31_no_bias", (2, 3, 3, 16), 31, zp_in=-5, bias=False),
-    PwCase("u8_k16_oc96", (1, 5, 6, 16), 96, dtype="uint8", zp_in=128, zp_out=100),
-    PwCase("u8_k24_oc20_relu6", (1, 3, 5, 24), 20, dtype="uint8", zp_in=0, zp_out=0, act="relu6"),
-    PwCase("u8_k33_oc70_extreme_zp", (1, 3, 3, 33), 70, dtype="uint8", zp_in=255, zp_out=255),
-    PwCase("u8_k8_oc48_saturating", (1, 2, 9, 8), 48, dtype="uint8", zp_in=3, out_scale=0.003),
-    PwCase("k16_oc96_threads", (1, 40, 56, 16), 96, zp_in=-128, zp_out=-128, act="relu6"),
+    pw_case("k8_oc40_no_right_shift", (1, 3, 5, 8), 40, per_channel=False, out_scale=0.0005 / 0.75),
+    pw_case("k8_oc35_three_pixels", (1, 1, 3, 8), 35, zp_in=-60, zp_out=7),
+    pw_case("k24_oc64_stride2", (1, 7, 9, 24), 64, strides=(2, 2), zp_in=11, act="relu6"),
+    pw_case("k16_oc31_no_bias", (2, 3, 3, 16), 31, zp_in=-5, bias=False),
+    pw_case("u8_k16_oc96", (1, 5, 6, 16), 96, dtype="uint8", zp_in=128, zp_out=100),
+    pw_case("u8_k24_oc20_relu6", (1, 3, 5, 24), 20, dtype="uint8", zp_in=0, zp_out=0, act="relu6"),
+    pw_case("u8_k33_oc70_extreme_zp", (1, 3, 3, 33), 70, dtype="uint8", zp_in=255, zp_out=255),
+    pw_case("u8_k8_oc48_saturating", (1, 2, 9, 8), 48, dtype="uint8", zp_in=3, out_scale=0.003),
+    pw_case("k16_oc96_threads", (1, 40, 56, 16), 96, zp_in=-128, zp_out=-128, act="relu6"),
     # 8 pixels x 513 words (and 8 x 9 taps x 115 words) exceed the tile's input buffer.
-    PwCase("k2052_oc20_unbuffered", (1, 1, 9, 2052), 20, zp_in=-3, zp_out=5),
-    PwCase("k460_oc18_3x3_unbuffered", (1, 3, 4, 460), 18, kernel=3, zp_in=4, act="relu"),
+    pw_case("k2052_oc20_unbuffered", (1, 1, 9, 2052), 20, zp_in=-3, zp_out=5),
+    pw_case("k460_oc18_3x3_unbuffered", (1, 3, 4, 460), 18, kernel=3, zp_in=4, act="relu"),
 ]  # fmt: skip
 
 
@@ -161,6 +124,4 @@ def test_pointwise_bit_exact(
         assert ctypes.CDLL(str(loaded.library.path)).irc_have_vnni() == 0
     loaded.set_threads(threads)
     actual = loaded.execute("entry", feed)
-    for case, got, want in zip(CASES, actual, expected, strict=True):
-        assert got.dtype == want.dtype, case.id
-        np.testing.assert_array_equal(got, want, err_msg=case.id)
+    assert_each_equal(CASES, actual, expected)

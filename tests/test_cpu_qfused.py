@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cache_support import private_cache_dir
-from cpu_support import lower, needs_compiler, qtype, random_storage
+from cpu_support import assert_each_equal, lower, needs_compiler, qtype, random_storage
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -228,9 +228,7 @@ def test_fused_bit_exact(
     elif "avx512_vnni" in _cpu_flags() and "-march=native" in loaded_flags():
         assert vnni == 1  # the compiler targets this CPU, which has VNNI: vpdpbusd is used
     actual = loaded.execute("entry", feed)
-    for case, got, want in zip(CASES, actual, expected, strict=True):
-        assert got.dtype == want.dtype, case.id
-        np.testing.assert_array_equal(got, want, err_msg=case.id)
+    assert_each_equal(CASES, actual, expected)
 
 
 def test_fusion_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
