@@ -208,7 +208,7 @@ def _model_signature(
     from irc.importers import detect_format
 
     if detect_format(data, path) == "tflite":
-        from irc.importers.tflite_reader import read_model
+        from irc.importers.tflite.reader import read_model
 
         model = read_model(data, path)
         return {

@@ -19,8 +19,8 @@ from xdsl.dialects.builtin import ModuleOp
 import irc
 from irc.dialects import nn
 from irc.importers import ModelImportError, import_model
-from irc.importers import onnx as onnx_importer
 from irc.importers.onnx import CONVERTERS
+from irc.importers.onnx import driver as onnx_driver
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -682,7 +682,7 @@ def test_upsample_from_an_old_opset(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
 def test_upsample_read_natively(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     """The Upsample converter itself (the opset upgrade normally turns it into Resize)."""
-    monkeypatch.setattr(onnx_importer, "MIN_NATIVE_OPSET", 9)
+    monkeypatch.setattr(onnx_driver, "MIN_NATIVE_OPSET", 9)
     x = rand(1, 2, 3, 4)
     nodes = [
         node("Upsample", ["x", "s"], ["u"], mode=mode),

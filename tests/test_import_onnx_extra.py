@@ -1,4 +1,4 @@
-"""The converters of irc.importers.onnx_extra against onnxruntime.
+"""The converters of irc.importers.onnx.extra against onnxruntime.
 
 Every test builds a small model with `onnx.helper`, imports it with `import_model`, runs it
 on the reference target with `irc.run` and compares every output with onnxruntime (CPU, one

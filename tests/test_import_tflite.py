@@ -27,8 +27,8 @@ import irc
 from irc.diagnostics import capture_diagnostics
 from irc.dialects import nn
 from irc.importers import ModelImportError, import_model
-from irc.importers.tflite_reader import DimMetadata, Sparsity, densify
-from irc.importers.tflite_slices import resolve_strided_slice
+from irc.importers.tflite.reader import DimMetadata, Sparsity, densify
+from irc.importers.tflite.slices import resolve_strided_slice
 
 RTOL, ATOL = 1e-4, 1e-5
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"

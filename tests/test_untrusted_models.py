@@ -25,7 +25,7 @@ import irc
 from irc.diagnostics import IrcDiagnosticError
 from irc.importers import ModelImportError, import_model, import_model_bytes
 from irc.importers.common import MAX_TENSOR_BYTES
-from irc.importers.onnx_untrusted import MAX_SUBGRAPH_DEPTH
+from irc.importers.onnx.untrusted import MAX_SUBGRAPH_DEPTH
 
 
 @contextmanager
@@ -93,7 +93,7 @@ def test_tflite_buffer_past_the_end_of_the_file() -> None:
     import flatbuffers
     import tflite
 
-    from irc.importers.tflite_reader import _Corrupt, _Reader
+    from irc.importers.tflite.reader import _Corrupt, _Reader
 
     b = flatbuffers.Builder(64)
     tflite.BufferStart(b)
@@ -113,7 +113,7 @@ def test_tflite_buffer_past_the_end_of_the_file() -> None:
 
 
 def test_tflite_vector_length_larger_than_the_file(tmp_path: Path) -> None:
-    from irc.importers.tflite_reader import _Corrupt, _Reader
+    from irc.importers.tflite.reader import _Corrupt, _Reader
 
     reader = _Reader(add_model())
     with pytest.raises(_Corrupt, match="more than the file can hold"):
@@ -215,7 +215,7 @@ def test_external_data_in_a_subgraph_is_checked_too(tmp_path: Path) -> None:
 
 
 def test_external_data_without_a_folder_is_refused() -> None:
-    from irc.importers.onnx_untrusted import check_model_tensors
+    from irc.importers.onnx.untrusted import check_model_tensors
 
     model = add_onnx()
     external(model.graph.initializer[0], "weights.bin")

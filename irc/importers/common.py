@@ -44,6 +44,16 @@ class ModelImportError(Exception):
     """
 
 
+class Unsupported(Exception):
+    """Raised inside a converter: the node (operator) or one of its option values is one irc
+    cannot express, for `reason`. The importer records it in the unsupported-op report and goes
+    on with the next node, so that every unsupported node is reported at once."""
+
+    def __init__(self, reason: str = ""):
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass
 class UnsupportedOps:
     """Unsupported operators of a model, collected during import."""

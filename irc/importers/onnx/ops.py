@@ -4,7 +4,7 @@ elementwise arithmetic and activations, reductions and softmax.
 ONNX data is NCHW with OIHW conv filters and IOHW ConvTranspose filters; the `nn` ops take
 these directly with ``layout = "NCHW"``. 1-D convolutions and pools become 2-D ones over a
 unit height. Elementwise ops on constants fold in numpy. Converters register into
-`irc.importers.onnx.CONVERTERS`.
+`irc.importers.onnx.registry.CONVERTERS`.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import onnx
 from xdsl.ir import SSAValue
 
 from irc.dialects import nn
-from irc.importers.onnx import ConversionContext, Results, Unsupported, converter
-from irc.importers.onnx_shape import (
+from irc.importers.onnx.helpers import (
     cast_value,
     const_ints,
     normalize_axis,
     reshape,
     static_shape,
 )
+from irc.importers.onnx.registry import ConversionContext, Results, Unsupported, converter
 
 # ---- Elementwise binary ------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Converters of TFLite data-movement, shape and reduction operators (see `tflite_ops`).
+"""Converters of TFLite data-movement, shape and reduction operators (see `ops`).
 
 Shapes, axes, permutations, paddings and slice bounds must be constant (they become op
 properties); a shape the model computes at run time is refused, except for RESHAPE, which
@@ -14,18 +14,17 @@ from xdsl.ir import SSAValue
 
 from irc.dialects import nn
 from irc.dialects.quant import UniformQuantizedType
-from irc.importers.tflite import TFLiteImporter, Unsupported
-from irc.importers.tflite_ops import (
+from irc.importers.tflite.helpers import (
     activation,
-    converter,
     element,
     normalize_axis,
     one,
     reshape,
     shape,
 )
-from irc.importers.tflite_reader import OperatorInfo, options_vector
-from irc.importers.tflite_slices import resolve_strided_slice
+from irc.importers.tflite.reader import OperatorInfo, options_vector
+from irc.importers.tflite.registry import TFLiteImporter, Unsupported, converter
+from irc.importers.tflite.slices import resolve_strided_slice
 
 # ---- Reductions and softmax --------------------------------------------------------------------
 

@@ -1,8 +1,7 @@
 """ONNX converters for recurrent layers, `If`, comparisons and logic, `Expand`,
 layer and instance normalisation, and QDQ quantization.
 
-`irc.importers.onnx` imports this module last, so these registrations are the ones in
-`CONVERTERS`. Every converter folds in numpy when all its inputs are compile-time constants
+Every converter folds in numpy when all its inputs are compile-time constants
 (so shape arithmetic such as ``Where(Equal(shape, 0), ...)`` disappears) and otherwise emits
 `nn` / `quant` ops:
 
@@ -34,13 +33,8 @@ from xdsl.ir import Attribute, SSAValue
 
 from irc.dialects import nn
 from irc.dialects.quant import DCastOp, QCastOp, SCastOp, UniformQuantizedType
-from irc.importers.onnx import (
-    ConversionContext,
-    Results,
-    converter,
-    dtype_for_element,
-    element_for_dtype,
-)
+from irc.importers.onnx.dtypes import dtype_for_element, element_for_dtype
+from irc.importers.onnx.registry import ConversionContext, Results, converter
 
 Val = SSAValue | np.ndarray
 """A tensor during conversion: a run-time value or a compile-time constant."""

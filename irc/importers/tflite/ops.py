@@ -1,8 +1,8 @@
 """Converters from TFLite builtin operators to `nn` / `quant` ops, one function per operator.
 
-This module holds the registry, the helpers converters share, and the converters of
-convolutions, matrix products, pooling, elementwise and quantization operators;
-`tflite_shape_ops` holds data movement and reductions.
+This module holds the converters of convolutions, matrix products, pooling, elementwise and
+quantization operators; `shape_ops` holds data movement and reductions, `helpers` what they
+share.
 
 Each converter reads its operator's inputs and options through the `TFLiteImporter` accessors,
 emits ops and binds the outputs. Semantics follow TFLite's reference kernels (the tests compare
@@ -14,180 +14,30 @@ those with the operators it has no converter for.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import tflite
 from xdsl.dialects.builtin import TensorType, f16, f32
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import SSAValue
 
 from irc.dialects import nn, quant
-from irc.dialects.nn.base import format_shape, is_float
+from irc.dialects.nn.base import is_float
 from irc.dialects.quant import UniformQuantizedType
-from irc.importers.tflite import TFLiteImporter, Unsupported
-from irc.importers.tflite_reader import OperatorInfo
+from irc.importers.tflite.helpers import (
+    activation,
+    bias,
+    dequantize_array,
+    element,
+    rank4,
+    reshape,
+    shape,
+    weights,
+    window_pads,
+)
+from irc.importers.tflite.reader import OperatorInfo
+from irc.importers.tflite.registry import Converter, TFLiteImporter, Unsupported, converter
 from irc.quantization import quantize_multiplier
-
-Converter = Callable[[TFLiteImporter, OperatorInfo], None]
-
-CONVERTERS: dict[str, Converter] = {}
-"""Converter per TFLite operator name (custom ops by their custom code)."""
-
-_CONTROL_FLOW = ("WHILE", "IF", "CALL_ONCE", "CALL")
-
-
-def converter(*names: str) -> Callable[[Converter], Converter]:
-    def register(function: Converter) -> Converter:
-        for name in names:
-            CONVERTERS[name] = function
-        return function
-
-    return register
-
-
-def converters() -> dict[str, Converter]:
-    """Every converter, by operator name (importing the modules that register them)."""
-    import irc.importers.tflite_shape_ops  # noqa: F401  (data movement, reductions)
-
-    return CONVERTERS
-
-
-def unsupported_reason(op: OperatorInfo) -> str:
-    """Why an operator without a converter is refused (for the report)."""
-    if op.op_type in _CONTROL_FLOW:
-        return "control flow between subgraphs is not supported"
-    if op.custom:
-        return "custom operator"
-    return "no nn equivalent"
-
-
-# ---- Shared helpers ----------------------------------------------------------------------------
-
-_ACTIVATIONS = {
-    tflite.ActivationFunctionType.NONE: "none",
-    tflite.ActivationFunctionType.RELU: "relu",
-    tflite.ActivationFunctionType.RELU_N1_TO_1: "relu_n1_to_1",
-    tflite.ActivationFunctionType.RELU6: "relu6",
-}
-_ACTIVATION_NAMES = {
-    v: k for k, v in vars(tflite.ActivationFunctionType).items() if not k.startswith("_")
-}
-
-
-def activation(code: int) -> str:
-    """The `activation` property for a fused activation.
-
-    TANH and SIGN_BIT are refused: TFLite's kernels for the ops that carry a fused activation
-    (CalculateActivationRange) clamp only for the RELU family and silently ignore the others,
-    so neither "tanh" nor "none" would state what the model means and TFLite computes.
-    """
-    if code not in _ACTIVATIONS:
-        raise Unsupported(f"fused activation {_ACTIVATION_NAMES.get(code, code)}")
-    return _ACTIVATIONS[code]
-
-
-def shape(value: SSAValue) -> tuple[int, ...]:
-    type_ = value.type
-    assert isinstance(type_, TensorType)
-    return type_.get_shape()
-
-
-def element(value: SSAValue) -> Attribute:
-    type_ = value.type
-    assert isinstance(type_, TensorType)
-    return type_.element_type
-
-
-def window_pads(
-    padding: int,
-    sizes: Sequence[int],
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int] = (1, 1),
-) -> list[int]:
-    """`[top, left, bottom, right]` for TFLite's SAME/VALID (ComputePaddingHeightWidth)."""
-    if padding == tflite.Padding.VALID:
-        return [0, 0, 0, 0]
-    if padding != tflite.Padding.SAME:
-        raise Unsupported(f"padding {padding}")
-    before, after = [], []
-    for size, k, s, d in zip(sizes, kernel, strides, dilations):
-        if size < 0:
-            raise Unsupported("SAME padding of a dynamic spatial dimension")
-        if s <= 0 or d <= 0:
-            raise ValueError(
-                f"strides {list(strides)} and dilations {list(dilations)} must be positive"
-            )
-        out = (size + s - 1) // s
-        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-        before.append(total // 2)
-        after.append(total - total // 2)  # the odd cell goes to the bottom/right
-    return [before[0], before[1], after[0], after[1]]
-
-
-def dequantize_array(array: np.ndarray, qtype: UniformQuantizedType) -> np.ndarray:
-    """TFLite's Dequantize of constant data: ``float(scale) * float(stored - zero_point)``."""
-    scales = np.asarray(qtype.scale_values, np.float32)
-    zero_points = np.asarray(qtype.zero_point_values, np.int64)
-    if qtype.axis is not None and scales.size > 1:
-        broadcast = [1] * array.ndim
-        broadcast[qtype.axis] = scales.size
-        scales, zero_points = scales.reshape(broadcast), zero_points.reshape(broadcast)
-    centered = (array.astype(np.int64) - zero_points).astype(np.float32)
-    return (scales * centered).astype(np.float32)
-
-
-def weights(imp: TFLiteImporter, op: OperatorInfo, k: int, data: SSAValue) -> SSAValue:
-    """A filter/weights operand; quantized constant weights of a float op (hybrid models)
-    are dequantized at import, since `nn` products take float x float or int x int."""
-    tensor = imp.input_tensor(op, k, "weights")
-    qtype = imp.element(tensor.index)
-    if is_float(element(data)) and isinstance(qtype, UniformQuantizedType):
-        if not imp.is_constant(op, k):
-            raise Unsupported("float input with non-constant quantized weights")
-        return imp.constant_value(
-            dequantize_array(imp.array(tensor.index), qtype), name=tensor.name
-        )
-    return imp.value(tensor.index)
-
-
-def bias(imp: TFLiteImporter, op: OperatorInfo, k: int, data: SSAValue) -> SSAValue | None:
-    tensor = imp.tensor(op, k)
-    if tensor is None:
-        return None
-    return weights(imp, op, k, data)
-
-
-def reshape(imp: TFLiteImporter, value: SSAValue, target: Sequence[int]) -> SSAValue:
-    """`nn.reshape` to a shape that may contain one dynamic (-1) dimension."""
-    target = [int(d) for d in target]
-    if sum(1 for d in target if d < 0) > 1:
-        raise Unsupported("a reshape with more than one dynamic dimension")
-    if tuple(target) == shape(value):
-        return value
-    return imp.emit(nn.ReshapeOp.make(value, shape=[d if d >= 0 else -1 for d in target]))
-
-
-def rank4(imp: TFLiteImporter, value: SSAValue, what: str) -> tuple[int, int, int, int]:
-    """The dims of a 4-D (NHWC or OHWI) value; a clear error for any other rank."""
-    dims = shape(value)
-    if len(dims) != 4:
-        raise imp.fail(f"expected a 4-D {what}, got shape {format_shape(dims)}")
-    n, h, w, c = dims
-    return n, h, w, c
-
-
-def one(imp: TFLiteImporter, values: list[int], what: str) -> int:
-    if len(values) != 1:
-        raise imp.fail(f"expected one {what}, got {values}")
-    return values[0]
-
-
-def normalize_axis(axis: int, rank: int) -> int:
-    if not -rank <= axis < rank:
-        raise ValueError(f"axis {axis} is out of range for rank {rank}")
-    return axis % rank
-
 
 # ---- Convolution, matrix products, pooling ----------------------------------------------------
 
@@ -420,8 +270,8 @@ def _pool(op_class: type[nn.NNOp]) -> Converter:
     return convert
 
 
-CONVERTERS["MAX_POOL_2D"] = _pool(nn.MaxPool2DOp)
-CONVERTERS["AVERAGE_POOL_2D"] = _pool(nn.AvgPool2DOp)
+converter("MAX_POOL_2D")(_pool(nn.MaxPool2DOp))
+converter("AVERAGE_POOL_2D")(_pool(nn.AvgPool2DOp))
 
 
 # ---- Elementwise -------------------------------------------------------------------------------

@@ -1,36 +1,14 @@
-"""Import a `.tflite` model into the `nn` dialect.
+"""`TFLiteImporter`: the state of one TFLite import, as converters see it.
 
-`import_tflite(data, path)` reads subgraph 0 of the flatbuffer (`tflite_reader`), maps every
-operator to `nn`/`quant` ops (`tflite_ops` and `tflite_shape_ops`, one converter per operator)
-and returns a module with `func.func @main`. Conventions (DESIGN.md §2):
-
-* data stays NHWC with OHWI filters; a depthwise filter `[1, H, W, C*M]` becomes the grouped
-  conv2d filter `[C*M, H, W, 1]` (its per-axis quantized dimension 3 becomes 0);
-* SAME padding is resolved into explicit `pads = [top, left, bottom, right]` (the odd cell at
-  the bottom/right, as TFLite's ComputePaddingHeightWidth), fused activations become the
-  `activation` property;
-* quantization parameters become `!quant.uniform` element types (per-axis along the tensor's
-  `quantized_dimension`); int32 biases keep their quantized i32 type;
-* tensor names survive: graph inputs/outputs as `irc.input_names`/`irc.output_names`, every op
-  is located by the name of its operator's first output tensor (an empty or repeated tensor
-  name becomes `name#index` in the signature, so that names stay distinct);
-* every emitted op is verified at once, and every operator output is checked against the
-  shape and type the model declares, so an inconsistency is reported at its operator.
-
-Constants are emitted where first used. `bind` replaces graph inputs by constants;
-`input_shapes` fixes dimensions that the model's shape signature leaves dynamic (-1); without
-it a dynamic dimension takes the model's default size (batch 1) with a warning. Bound values
-of quantized inputs are their stored integers.
-
-Operators without an `nn` equivalent (and unsupported option values) are collected and
-reported together in one `ModelImportError`; a corrupt file or an inconsistent graph is a
-`ModelImportError` naming the file and the operator.
+It walks subgraph 0 (`run`) with the converter table it is given (`registry.CONVERTERS`), so
+it does not depend on the modules that fill that table. Converters read inputs, options and
+declared types through its accessors and bind outputs with `set_output`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -54,18 +32,18 @@ from xdsl.utils.exceptions import VerifyException
 from irc.dialects import nn, quant
 from irc.dialects.nn.base import format_shape
 from irc.dialects.quant import UniformQuantizedType, storage_bounds
-from irc.importers.common import GraphBuilder, ModelImportError, fit_scalar_binding
-from irc.importers.tflite_reader import (
+from irc.importers.common import GraphBuilder, ModelImportError, Unsupported, fit_scalar_binding
+from irc.importers.tflite.reader import (
+    NUMPY_DTYPES,
     ModelInfo,
     OperatorInfo,
     Options,
     TensorInfo,
     constant_array,
-    read_model,
     read_options,
 )
 
-__all__ = ["Unsupported", "import_tflite"]
+__all__ = ["Converter", "TFLiteImporter", "unsupported_reason"]
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 
@@ -84,42 +62,10 @@ _QUANTIZED_STORAGE = ("INT8", "UINT8", "INT16", "INT32")
 """Storage types a `!quant.uniform` type can have (irc's quant dialect: 8, 16, 32 bits)."""
 
 
-class Unsupported(Exception):
-    """Raised by a converter for an operator (or option value) irc cannot express.
-
-    The importer records it in the unsupported-op report and goes on with the next operator.
-    """
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-def import_tflite(
-    data: bytes,
-    path: str | Path,
-    *,
-    bind: Mapping[str, object] | None = None,
-    input_shapes: Mapping[str, Sequence[int]] | None = None,
-) -> ModuleOp:
-    """Import a TFLite flatbuffer (subgraph 0) into a module with `func.func @main`.
-
-    Raises ModelImportError for a corrupt file, unsupported operators (all of them, in one
-    message), bad `bind`/`input_shapes` entries, or a graph irc cannot make consistent.
-    """
-    model = read_model(data, path)
-    try:
-        return TFLiteImporter(model, path, bind or {}, input_shapes or {}).run()
-    except ModelImportError:
-        raise
-    except Exception as exc:  # a model this importer mishandles: still one clear message
-        raise ModelImportError(f"{path}: cannot import: {type(exc).__name__}: {exc}") from exc
-
-
 class TFLiteImporter:
     """Walks subgraph 0 and builds `@main` through a `GraphBuilder`.
 
-    Converters (`tflite_ops`) use the accessors below: `input`/`optional_input` for operand
+    Converters (`ops`, `shape_ops`) use the accessors below: `input`/`optional_input` for operand
     values, `constant` for data they need at import time, `element` for declared element
     types, `emit` to insert ops located at the current operator and `set_output` to bind an
     operator output.
@@ -218,8 +164,6 @@ class TFLiteImporter:
         return shape
 
     def _bound_value(self, tensor: TensorInfo, value: object) -> np.ndarray:
-        from irc.importers.tflite_reader import NUMPY_DTYPES
-
         dtype = NUMPY_DTYPES.get(tensor.type)
         if dtype is None:
             raise ModelImportError(
@@ -244,16 +188,14 @@ class TFLiteImporter:
 
     # ---- The walk ----
 
-    def run(self) -> ModuleOp:
-        from irc.importers.tflite_ops import converters, unsupported_reason
-
-        table = converters()
+    def run(self, converters: Mapping[str, Converter]) -> ModuleOp:
+        """Convert every operator with `converters` (by operator name) and finish `@main`."""
         for op in self.model.operators:
             self.current = op
             first = self.tensors[op.outputs[0]].name
             self.where = f"operator #{op.index} {op.op_type} '{first}'"
             place = f"#{op.index} '{first}'"
-            converter = table.get(op.op_type)
+            converter = converters.get(op.op_type)
             if converter is None:
                 self.builder.unsupported.record(op.op_type, place, unsupported_reason(op))
                 self.poisoned.update(op.outputs)
@@ -534,3 +476,18 @@ def _unique_keys(tensors: Sequence[TensorInfo]) -> list[str]:
         t.name if t.name and counts[t.name] == 1 else f"{t.name or 'tensor'}#{t.index}"
         for t in tensors
     ]
+
+
+Converter = Callable[[TFLiteImporter, OperatorInfo], None]
+"""Converts one TFLite operator: reads its inputs, emits ops, binds its outputs."""
+
+_CONTROL_FLOW = ("WHILE", "IF", "CALL_ONCE", "CALL")
+
+
+def unsupported_reason(op: OperatorInfo) -> str:
+    """Why an operator without a converter is refused (for the report)."""
+    if op.op_type in _CONTROL_FLOW:
+        return "control flow between subgraphs is not supported"
+    if op.custom:
+        return "custom operator"
+    return "no nn equivalent"
