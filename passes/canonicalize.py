@@ -5,7 +5,9 @@ The greedy driver applies, until nothing changes:
 * the canonicalization patterns that xDSL ops declare (`HasCanonicalizationPatternsTrait`,
   e.g. `arith`), collected by xDSL's own `CanonicalizationRewritePattern`, and their folders;
 * the `nn` patterns of this file (`canonicalization_patterns()`): transpose and reshape chains
-  collapse into one op, and data-movement ops that provably do nothing are removed;
+  collapse into one op, data-movement ops that provably do nothing are removed, a batch norm
+  folds into the conv before it, or else into the conv after it or into a per-channel
+  multiply-add (`batch_norm_patterns.py`);
 * dead code elimination of side-effect-free ops, as in xDSL's `canonicalize`.
 
 Every rewrite keeps the result types of the IR exactly: a value is only replaced by one of
@@ -35,6 +37,7 @@ from xdsl.transforms.dead_code_elimination import region_dce
 
 from irc.dialects import nn, quant
 from irc.dialects.nn.base import floats_of, ints_attr, ints_of, product, shape_of
+from irc.passes.batch_norm_patterns import batch_norm_patterns
 from irc.targets import reference
 
 # ---- Helpers -----------------------------------------------------------------------------------
@@ -351,6 +354,7 @@ def canonicalization_patterns() -> list[RewritePattern]:
     return [
         FoldConstantOperands(),
         FoldBatchNormIntoConv(),
+        *batch_norm_patterns(),
         FoldTransposePair(),
         RemoveIdentityTranspose(),
         FoldReshapePair(),
