@@ -25,8 +25,9 @@ from irc.context import make_context
 from irc.dialects import delegate, nn
 from irc.dialects.quant import UniformQuantizedType
 from irc.dtypes import element_type
+from irc.targets.cpu import isa
 from irc.targets.cpu.lower import LowerCpuPass
-from irc.targets.cpu.runtime import CpuRuntime
+from irc.targets.cpu.runtime import CpuRuntime, LoadedCpuExecutable
 from irc.targets.cpu.target import CpuTarget
 from irc.targets.reference import kernel_for
 from irc.targets.reference.target import ReferenceRuntime
@@ -160,6 +161,31 @@ needs_compiler = pytest.mark.skipif(
 
 Results = dict[str, tuple[list[np.ndarray], list[np.ndarray]]]
 """Case id -> (the CPU target's outputs, the reference kernels' outputs)."""
+
+
+def isa_params(names: Sequence[str] = isa.PREFERENCE) -> list[object]:
+    """pytest params of the ISA profiles `names`: the ones this host cannot run are skipped
+    with what it lacks (tests/test_cpu_isa.py still compiles them)."""
+    params: list[object] = []
+    for name in names:
+        lacking = isa.missing(isa.PROFILES[name])
+        marks = [pytest.mark.skip(reason=f"host lacks {', '.join(lacking)}")] if lacking else []
+        params.append(pytest.param(name, id=name, marks=marks))
+    return params
+
+
+RUNNABLE_ISAS = tuple(p.name for p in isa.runnable())
+"""The ISA profiles this host runs, best first."""
+
+
+def load_with_isa(executable: delegate.ExecutableOp, name: str) -> LoadedCpuExecutable:
+    """The executable built for, and loaded with, the ISA profile `name` (`IRC_CPU_ISA`)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(isa.ISA_ENV, name)
+        mp.delenv(isa.PORTABLE_ENV, raising=False)
+        loaded = CpuRuntime().load(executable)
+    assert loaded.library.isa == name
+    return loaded
 
 
 def run_family(cases: Sequence[Case]) -> Results:

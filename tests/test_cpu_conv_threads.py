@@ -8,8 +8,9 @@ threads: depthwise rows, implicit-GEMM pixel chunks and, for small images and fu
 connected layers, output-channel block ranges; residual epilogues (a relu after the add
 fused, tanh in scalar code). One executable holds all cases; it runs with 1 and with 2
 threads, both checked against the reference kernels (rtol 1e-4 / atol 1e-5), and the two
-runs must agree bit for bit (a split never changes the order of a sum); built with
-IRC_CPU_PORTABLE=1 (scalar partial-block loads and stores) it is checked once more.
+runs must agree bit for bit (a split never changes the order of a sum); built for every
+other ISA profile this host runs (`IRC_CPU_ISA`: AVX2's 6 x 16 tiles on 8-lane vectors, the
+generic profile's portable C) it is checked once more on 2 threads.
 """
 
 from __future__ import annotations
@@ -20,10 +21,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cache_support import private_cache_dir
-from cpu_support import Case, build_executable, lower, needs_compiler, op_case, reference_outputs
+from cpu_support import (
+    RUNNABLE_ISAS,
+    Case,
+    build_executable,
+    load_with_isa,
+    lower,
+    needs_compiler,
+    op_case,
+    reference_outputs,
+)
 
 from irc.dialects import cpu, nn
-from irc.targets.cpu import toolchain
 from irc.targets.cpu.runtime import CpuRuntime
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -127,9 +136,12 @@ SPLIT_CASES = [
 
 CASES = TAIL_CASES + SPLIT_CASES
 
-Results = dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]
-"""case id -> (1-thread output, 2-thread output, portable C's output on 2 threads,
-reference) per output."""
+Results = dict[str, list[tuple[np.ndarray, ...]]]
+"""case id -> (1-thread output, 2-thread output, then each other runnable ISA's output on 2
+threads (`OTHER_ISAS`), reference) per output."""
+
+OTHER_ISAS = tuple(name for name in ("avx2", "generic") if name in RUNNABLE_ISAS[1:])
+"""The float kernels differ in vector width only (AVX-512 with or without VNNI: the same)."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -149,11 +161,10 @@ def results() -> Results:
         loaded.set_threads(threads)
         assert loaded.threads == threads
         runs.append(list(loaded.execute("entry", args)))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(toolchain.PORTABLE_ENV, "1")  # the portable C instead of masked AVX-512
-        portable = CpuRuntime().load(executable)
-    portable.set_threads(2)
-    runs.append(list(portable.execute("entry", args)))
+    for name in OTHER_ISAS:
+        other = load_with_isa(executable, name)
+        other.set_threads(2)
+        runs.append(list(other.execute("entry", args)))
     out: Results = {}
     at = 0
     for b, exp in zip(built, expected, strict=True):
@@ -166,12 +177,13 @@ def results() -> Results:
 
 @pytest.mark.parametrize("case_id", [c.id for c in CASES])
 def test_conv_against_reference_on_1_and_2_threads(results: Results, case_id: str) -> None:
-    for one, two, portable, expected in results[case_id]:
+    for one, two, *others, expected in results[case_id]:
         assert one.shape == expected.shape
         assert one.dtype == np.float32
         np.testing.assert_allclose(one, expected, rtol=RTOL, atol=ATOL)
         np.testing.assert_array_equal(one, two)
-        np.testing.assert_allclose(portable, expected, rtol=RTOL, atol=ATOL)
+        for name, other in zip(OTHER_ISAS, others, strict=True):
+            np.testing.assert_allclose(other, expected, rtol=RTOL, atol=ATOL, err_msg=name)
 
 
 def test_relu_after_a_residual_add_runs_in_the_conv_epilogue() -> None:

@@ -4,8 +4,9 @@ A lower-quantized depthwise chain `int8 x -> i32 - zp -> conv2d{groups=C} -> qua
 [-> clip]` runs as one kernel: the input columns of an output row are gathered into quads of
 4 kernel rows and each output pixel is vpdpbusd dot products with the packed weights, in
 chunks of 64 pixels; a kernel too wide for the column buffer takes the int16 kernel. Every
-case must be bit-exact with the reference target, once with the AVX-512 intrinsics and once
-with the portable C path (`IRC_CPU_PORTABLE=1`) and once compiled without AVX512-VBMI
+case must be bit-exact with the reference target, once with the AVX-512 intrinsics, once
+with the AVX2 profile (`IRC_CPU_ISA=avx2`), once with the portable C path
+(`IRC_CPU_PORTABLE=1`) and once compiled without AVX512-VBMI
 (another byte interleave), with one and two threads. The cases cover
 channel counts that are not multiples of 16 (the masked tail block), widths that are not
 multiples of the pixel chunk (several chunks per row, a short last one), strides 1 and 2
@@ -27,6 +28,7 @@ import numpy as np
 import pytest
 from cache_support import private_cache_dir
 from cpu_support import (
+    RUNNABLE_ISAS,
     QConvCase,
     assert_each_equal,
     cases_executable,
@@ -101,7 +103,7 @@ def test_kernels_chosen(
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("variant", ["intrinsics", "no_vbmi", "portable"])
+@pytest.mark.parametrize("variant", ["intrinsics", "no_vbmi", "avx2", "portable"])
 def test_depthwise_bit_exact(
     lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]],
     variant: str,
@@ -109,7 +111,11 @@ def test_depthwise_bit_exact(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     executable, feed, expected = lowered
-    if variant == "portable":
+    if variant == "avx2" and variant not in RUNNABLE_ISAS:
+        pytest.skip("this host does not run AVX2")
+    if variant == "avx2":
+        monkeypatch.setenv(toolchain.ISA_ENV, "avx2")
+    elif variant == "portable":
         monkeypatch.setenv(toolchain.PORTABLE_ENV, "1")
     elif variant == "no_vbmi":  # AVX512-VNNI without VBMI (Cascade Lake): vpermd + vpshufb
         probe = toolchain.probe().toolchain
@@ -123,7 +129,7 @@ def test_depthwise_bit_exact(
 
         monkeypatch.setattr(toolchain, "build", build_without_vbmi)
     loaded = CpuRuntime().load(executable)
-    if variant == "portable":
+    if variant in ("avx2", "portable"):
         assert ctypes.CDLL(str(loaded.library.path)).irc_have_vnni() == 0
     loaded.set_threads(threads)
     actual = loaded.execute("entry", feed)

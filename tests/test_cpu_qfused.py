@@ -4,8 +4,9 @@
 -> quant.rescale [-> clip]` as one kernel: vpdpbusd dot products (u8 x s8, the correction
 folded into the bias) or the int16 depthwise kernel, with the requantization in the
 epilogue; a quantized add (both inputs rescaled, summed, rescaled) is one elementwise
-kernel. Every case must be bit-exact with the reference target, once with the AVX-512 /
-VNNI intrinsics and once with the portable C path (`IRC_CPU_PORTABLE=1`); the cases cover
+kernel. Every case must be bit-exact with the reference target with every ISA profile the
+host runs (`IRC_CPU_ISA`: VNNI intrinsics, AVX-512 without VNNI, AVX2, the portable C of the
+generic profile); the cases cover
 odd channel counts (tails of 4, 16 and 32), 1x1 convolutions flattened to one row, strides,
 dilations, asymmetric padding, int8 and uint8 storage, zero points, per-tensor and
 per-channel scales, a left-shifting rescale (scale ratio > 1), narrower fused activations
@@ -22,7 +23,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cache_support import private_cache_dir
-from cpu_support import assert_each_equal, lower, needs_compiler, qtype, random_storage
+from cpu_support import (
+    assert_each_equal,
+    isa_params,
+    load_with_isa,
+    lower,
+    needs_compiler,
+    qtype,
+    random_storage,
+)
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -182,18 +191,6 @@ def lowered() -> tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]
     return executable, feed, list(expected)
 
 
-def _cpu_flags() -> str:
-    try:
-        return Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return ""
-
-
-def loaded_flags() -> tuple[str, ...]:
-    probe = toolchain.probe()
-    return () if probe.toolchain is None else probe.toolchain.flags
-
-
 def _source(executable: delegate.ExecutableOp) -> str:
     (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
     return source
@@ -212,21 +209,14 @@ def test_every_chain_is_fused(
     assert source.count("irc_qadd_u8(") == 1
 
 
-@pytest.mark.parametrize("portable", [False, True], ids=["intrinsics", "portable"])
+@pytest.mark.parametrize("name", isa_params(("avx512vnni", "avx512", "avx2", "generic")))
 def test_fused_bit_exact(
-    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]],
-    portable: bool,
-    monkeypatch: pytest.MonkeyPatch,
+    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]], name: str
 ) -> None:
     executable, feed, expected = lowered
-    if portable:
-        monkeypatch.setenv(toolchain.PORTABLE_ENV, "1")
-    loaded = CpuRuntime().load(executable)
+    loaded = load_with_isa(executable, name)
     vnni = ctypes.CDLL(str(loaded.library.path)).irc_have_vnni()
-    if portable:
-        assert vnni == 0
-    elif "avx512_vnni" in _cpu_flags() and "-march=native" in loaded_flags():
-        assert vnni == 1  # the compiler targets this CPU, which has VNNI: vpdpbusd is used
+    assert vnni == (name == "avx512vnni")  # vpdpbusd exactly where the profile has it
     actual = loaded.execute("entry", feed)
     assert_each_equal(CASES, actual, expected)
 

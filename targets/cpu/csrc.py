@@ -143,6 +143,27 @@ IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
 IRC_INLINE void irc_v16_store_n(float *p, irc_v16 v, int n) {
   _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), (__m512)v);
 }
+#elif defined(__AVX2__) && !defined(IRC_PORTABLE)
+#include <immintrin.h>
+/* AVX2: two 8-lane masked moves (masked-off lanes are not read or written). */
+IRC_INLINE __m256i irc_mask8(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
+  const __m256 lo = _mm256_maskload_ps(p, irc_mask8(n));
+  const __m256 hi = _mm256_maskload_ps(p + 8, irc_mask8(n - 8));
+  irc_v16 v;
+  memcpy(&v, &lo, 32);
+  memcpy((char *)&v + 32, &hi, 32);
+  return v;
+}
+IRC_INLINE void irc_v16_store_n(float *p, irc_v16 v, int n) {
+  __m256 lo, hi;
+  memcpy(&lo, &v, 32);
+  memcpy(&hi, (const char *)&v + 32, 32);
+  _mm256_maskstore_ps(p, irc_mask8(n), lo);
+  _mm256_maskstore_ps(p + 8, irc_mask8(n - 8), hi);
+}
 #else
 IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
   irc_v16 v = {0.0f};
@@ -150,6 +171,62 @@ IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
   return v;
 }
 IRC_INLINE void irc_v16_store_n(float *p, irc_v16 v, int n) {
+  for (int j = 0; j < n; ++j) p[j] = v[j];
+}
+#endif
+
+/* The native float vector of the ISA profile: IRC_VL lanes (AVX-512: 16, AVX2: 8, otherwise
+   4: SSE2 / NEON). The register-tiled kernels compute on it: a vector wider than the
+   hardware's has no register mode in gcc and lives in memory. */
+#if defined(IRC_ISA_AVX512) || defined(IRC_ISA_AVX512VNNI) || \
+    (defined(__AVX512F__) && !defined(IRC_PORTABLE) && !defined(IRC_ISA_AVX2))
+#define IRC_VL 16
+#elif defined(__AVX2__) && !defined(IRC_PORTABLE)
+#define IRC_VL 8
+#else
+#define IRC_VL 4
+#endif
+typedef float irc_vf __attribute__((vector_size(4 * IRC_VL)));
+typedef float irc_vfu __attribute__((vector_size(4 * IRC_VL), aligned(4)));
+typedef int irc_vfi __attribute__((vector_size(4 * IRC_VL)));
+
+IRC_INLINE irc_vf irc_vf_select(irc_vfi m, irc_vf a, irc_vf b) {
+  return (irc_vf)(((irc_vfi)a & m) | ((irc_vfi)b & ~m));
+}
+
+/* irc_act on IRC_VL lanes for the codes other than tanh (NaN passes through). */
+IRC_INLINE irc_vf irc_vf_act(irc_vf v, int act) {
+  const irc_vf zero = {0.0f};
+  switch (act) {
+    case IRC_ACT_RELU: return irc_vf_select(v < zero, zero, v);
+    case IRC_ACT_RELU6:
+      v = irc_vf_select(v < zero, zero, v);
+      return irc_vf_select(v > zero + 6.0f, zero + 6.0f, v);
+    case IRC_ACT_RELU_N1_TO_1:
+      v = irc_vf_select(v < zero - 1.0f, zero - 1.0f, v);
+      return irc_vf_select(v > zero + 1.0f, zero + 1.0f, v);
+    default: return v;
+  }
+}
+
+/* The first n (1..IRC_VL) floats at p as a vector, the other lanes zero / not stored. */
+#if IRC_VL == 16
+IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) { return irc_v16_load_n(p, n); }
+IRC_INLINE void irc_vf_store_n(float *p, irc_vf v, int n) { irc_v16_store_n(p, v, n); }
+#elif IRC_VL == 8
+IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) {
+  return (irc_vf)_mm256_maskload_ps(p, irc_mask8(n));
+}
+IRC_INLINE void irc_vf_store_n(float *p, irc_vf v, int n) {
+  _mm256_maskstore_ps(p, irc_mask8(n), (__m256)v);
+}
+#else
+IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) {
+  irc_vf v = {0.0f};
+  for (int j = 0; j < n; ++j) v[j] = p[j];
+  return v;
+}
+IRC_INLINE void irc_vf_store_n(float *p, irc_vf v, int n) {
   for (int j = 0; j < n; ++j) p[j] = v[j];
 }
 #endif
@@ -248,57 +325,101 @@ static void irc_pack_filter(float *restrict dst, const float *restrict src, int 
 _snippet(
     "conv2d",
     r"""
-#define IRC_MR 8
+/* The register tile of the ISA profile (targets/cpu/isa.py): IRC_MR output pixels x
+   IRC_CONV_F32_NR output channels, in vectors of IRC_VL lanes (AVX-512: 8 x 32 = 16 of the
+   32 zmm; AVX2: 6 x 16 = 12 of the 16 ymm, XNNPACK's tile). A packed block of 16 * NV
+   channels wider than the tile is walked in tile-wide slices. */
+#ifndef IRC_CONV_F32_MR
+#define IRC_CONV_F32_MR 8
+#endif
+#ifndef IRC_CONV_F32_NR
+#define IRC_CONV_F32_NR (2 * IRC_VL) /* IRC_VL or 2 * IRC_VL */
+#endif
+#define IRC_MR IRC_CONV_F32_MR
 
-/* MR output pixels (MR_ constant after inlining) x 16*NV output channels, accumulated in
-   registers over the KH x KW x Cg reduction. x: input of pixel 0 at tap (0, 0); xs_pix:
-   floats between the inputs of consecutive output pixels; xs_h/xs_w: between taps. */
-IRC_INLINE void irc_conv_tile(const int MR_, const int NV, const float *restrict x, long xs_pix,
-                              long xs_h, long xs_w, int KH, int KW, int Cg,
+/* MR_ output pixels x TV vectors of output channels (both constant after inlining),
+   accumulated in registers over the KH x KW x Cg reduction. x: input of pixel 0 at tap
+   (0, 0); xs_pix: floats between the inputs of consecutive output pixels; xs_h/xs_w:
+   between taps; w: the slice's first weights, in rows of NB floats per input channel. */
+IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const float *restrict x,
+                              long xs_pix, long xs_h, long xs_w, int KH, int KW, int Cg,
                               const float *restrict w, float *restrict y, long ys_pix,
                               int nvalid, const float *restrict bias, int act,
                               const float *restrict res, int act2) {
-  irc_v16 acc[IRC_MR][2];
+  irc_vf acc[IRC_MR][2];
   for (int m = 0; m < MR_; ++m)
-    for (int v = 0; v < NV; ++v) acc[m][v] = (irc_v16){0.0f};
+    for (int v = 0; v < TV; ++v) acc[m][v] = (irc_vf){0.0f};
   for (int kh = 0; kh < KH; ++kh)
     for (int kw = 0; kw < KW; ++kw) {
       const float *restrict xt = x + kh * xs_h + kw * xs_w;
-      const irc_v16 *restrict wt = (const irc_v16 *)(w + (long)(kh * KW + kw) * Cg * 16 * NV);
+      const float *restrict wt = w + (long)(kh * KW + kw) * Cg * NB;
       for (int c = 0; c < Cg; ++c) {
-        const irc_v16 b0 = wt[c * NV];
-        const irc_v16 b1 = NV > 1 ? wt[c * NV + 1] : b0;
+        const irc_vf b0 = *(const irc_vfu *)(wt + c * NB);
+        const irc_vf b1 = TV > 1 ? *(const irc_vfu *)(wt + c * NB + IRC_VL) : b0;
         for (int m = 0; m < MR_; ++m) {
           const float a = xt[m * xs_pix + c];
           acc[m][0] += a * b0;
-          if (NV > 1) acc[m][1] += a * b1;
+          if (TV > 1) acc[m][1] += a * b1;
         }
       }
     }
   /* Epilogue in registers: v = act(acc + bias), then v = act2(v + res) with a residual;
      tanh (act or act2 = -1 here) is left to the caller's scalar epilogue. */
-  for (int v = 0; v < NV; ++v) {
-    const int n = nvalid - 16 * v < 16 ? nvalid - 16 * v : 16;
+  for (int v = 0; v < TV; ++v) {
+    const int n = nvalid - IRC_VL * v < IRC_VL ? nvalid - IRC_VL * v : IRC_VL;
     if (n <= 0) break;
-    irc_v16 bv = {0.0f};
-    if (bias) bv = n == 16 ? *(const irc_v16u *)(bias + 16 * v) : irc_v16_load_n(bias + 16 * v, n);
+    irc_vf bv = {0.0f};
+    if (bias) {
+      const float *bp = bias + IRC_VL * v;
+      bv = n == IRC_VL ? *(const irc_vfu *)bp : irc_vf_load_n(bp, n);
+    }
     for (int m = 0; m < MR_; ++m) {
-      irc_v16 r = act < 0 ? acc[m][v] : irc_v16_act(acc[m][v] + bv, act);
+      irc_vf r = act < 0 ? acc[m][v] : irc_vf_act(acc[m][v] + bv, act);
       if (res && act2 >= 0) {
-        const float *rp = res + m * ys_pix + 16 * v;
-        r = irc_v16_act(r + (n == 16 ? *(const irc_v16u *)rp : irc_v16_load_n(rp, n)), act2);
+        const float *rp = res + m * ys_pix + IRC_VL * v;
+        r = irc_vf_act(r + (n == IRC_VL ? *(const irc_vfu *)rp : irc_vf_load_n(rp, n)), act2);
       }
-      float *o = y + m * ys_pix + 16 * v;
-      if (n == 16)
-        *(irc_v16u *)o = r;
+      float *o = y + m * ys_pix + IRC_VL * v;
+      if (n == IRC_VL)
+        *(irc_vfu *)o = r;
       else
-        irc_v16_store_n(o, r, n);
+        irc_vf_store_n(o, r, n);
     }
   }
 }
 
+/* One slice of a channel block: pixels [ow0, ow1) of an output row, TV vectors. */
+IRC_INLINE void irc_conv2d_slice(const int TV, int NB, int ow0, int ow1, const float *restrict xrow,
+                                 const float *restrict wb, float *restrict y,
+                                 float *restrict yrow, int oc0, int nvalid,
+                                 const float *restrict bb, int C, int Wp, int OC, int KH, int KW,
+                                 int SW, int DH, int DW, int Cg, int act, int vact,
+                                 const float *restrict res, int act2, int vact2) {
+  int ow = ow0;
+  for (; ow + IRC_MR <= ow1; ow += IRC_MR) {
+    float *restrict o = yrow + (long)ow * OC + oc0;
+    const float *restrict ro = res ? res + (o - y) : NULL;
+    irc_conv_tile(IRC_MR, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
+                  (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2);
+    if (vact < 0 || (res && vact2 < 0))
+      for (int m = 0; m < IRC_MR; ++m) {
+        if (vact < 0) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
+        if (res) irc_residual(o + (long)m * OC, nvalid, ro + (long)m * OC, act2);
+      }
+  }
+  for (; ow < ow1; ++ow) {
+    float *restrict o = yrow + (long)ow * OC + oc0;
+    const float *restrict ro = res ? res + (o - y) : NULL;
+    irc_conv_tile(1, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
+                  (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2);
+    if (vact < 0) irc_epilogue(o, nvalid, bb, act);
+    if (res && vact2 < 0) irc_residual(o, nvalid, ro, act2);
+  }
+}
+
 /* One task of irc_conv2d: output pixels [ow0, ow1) of output row `row`, output-channel blocks
-   [blk0, blk1) of the G * ceil(OCg / NB) blocks (group-major). */
+   [blk0, blk1) of the G * ceil(OCg / NB) blocks (group-major), each in slices of the tile's
+   channels (at most IRC_CONV_F32_NR). */
 IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long blk0, long blk1,
                                 const float *restrict x, int Hp, int Wp, int C,
                                 const float *restrict w, const float *restrict bias,
@@ -306,6 +427,7 @@ IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long b
                                 int SH, int SW, int DH, int DW, int Cg, int OCg,
                                 int act, const float *restrict res, int act2) {
   const int NB = 16 * NV;
+  const int SL = NB < IRC_CONV_F32_NR ? NB : IRC_CONV_F32_NR; /* channels per slice */
   const int nblk = (OCg + NB - 1) / NB;
   const long wblk = (long)KH * KW * Cg * NB;
   const int oh = (int)(row % OH), n = (int)(row / OH);
@@ -317,31 +439,20 @@ IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long b
   const int vact2 = vact < 0 || act2 == IRC_ACT_TANH ? -1 : act2;
   for (long gb = blk0; gb < blk1; ++gb) {
     const int g = (int)(gb / nblk), b = (int)(gb % nblk);
-    const float *restrict wb = w + gb * wblk;
-    const int oc0 = g * OCg + b * NB;
-    const int nvalid = OCg - b * NB < NB ? OCg - b * NB : NB;
-    const float *restrict bb = bias ? bias + oc0 : NULL;
-    int ow = ow0;
-    for (; ow + IRC_MR <= ow1; ow += IRC_MR) {
-      float *restrict o = yrow + (long)ow * OC + oc0;
-      const float *restrict ro = res ? res + (o - y) : NULL;
-      irc_conv_tile(IRC_MR, NV, xrow + (long)ow * SW * C + g * Cg, (long)SW * C,
-                    (long)DH * Wp * C, (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact,
-                    ro, vact2);
-      if (vact < 0 || (res && vact2 < 0))
-        for (int m = 0; m < IRC_MR; ++m) {
-          if (vact < 0) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
-          if (res) irc_residual(o + (long)m * OC, nvalid, ro + (long)m * OC, act2);
-        }
-    }
-    for (; ow < ow1; ++ow) {
-      float *restrict o = yrow + (long)ow * OC + oc0;
-      const float *restrict ro = res ? res + (o - y) : NULL;
-      irc_conv_tile(1, NV, xrow + (long)ow * SW * C + g * Cg, (long)SW * C,
-                    (long)DH * Wp * C, (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact,
-                    ro, vact2);
-      if (vact < 0) irc_epilogue(o, nvalid, bb, act);
-      if (res && vact2 < 0) irc_residual(o, nvalid, ro, act2);
+    for (int s = 0; s < NB; s += SL) {
+      const int left = OCg - b * NB - s;
+      if (left <= 0) break;
+      const int nvalid = left < SL ? left : SL;
+      const int oc0 = g * OCg + b * NB + s;
+      const float *restrict wb = w + gb * wblk + s;
+      const float *restrict bb = bias ? bias + oc0 : NULL;
+      const float *restrict xg = xrow + g * Cg;
+      if (SL == 2 * IRC_VL)
+        irc_conv2d_slice(2, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
+                         SW, DH, DW, Cg, act, vact, res, act2, vact2);
+      else
+        irc_conv2d_slice(1, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
+                         SW, DH, DW, Cg, act, vact, res, act2, vact2);
     }
   }
 }
@@ -400,67 +511,76 @@ static void irc_conv2d(int NV, const float *restrict x, int N, int Hp, int Wp, i
 _snippet(
     "depthwise",
     r"""
-#define IRC_DW_MR 8
+#ifndef IRC_DEPTHWISE_F32_MR
+#define IRC_DEPTHWISE_F32_MR 8 /* output pixels per register tile (the ISA profile's) */
+#endif
+#define IRC_DW_MR IRC_DEPTHWISE_F32_MR
 #define IRC_PARALLEL_DW_WORK 200000.0 /* depthwise taps x channels below which one thread */
 
-/* MR_ output pixels x NL (1..16) channels of a depthwise conv, accumulated in registers
+/* MR_ output pixels x NL (1..IRC_VL) channels of a depthwise conv, accumulated in registers
    over nkh x nkw taps, then y = vact(acc + bias); x: input of pixel 0 at the first tap, w: that
-   tap's weights of the 16 channels; xs_*: floats between pixels / tap rows / tap columns,
+   tap's weights of the IRC_VL channels; xs_*: floats between pixels / tap rows / tap columns,
    ws_h / ws_w: between the weights of tap rows / tap columns. */
 IRC_INLINE void irc_dw_tile_n(const int MR_, const int NL, const float *restrict x, long xs_pix,
                               long xs_h, long xs_w, int nkh, int nkw, const float *restrict w,
                               long ws_h, long ws_w, float *restrict y, long ys_pix,
-                              irc_v16 bias, int vact) {
-  irc_v16 acc[IRC_DW_MR];
-  for (int m = 0; m < MR_; ++m) acc[m] = (irc_v16){0.0f};
+                              irc_vf bias, int vact) {
+  irc_vf acc[IRC_DW_MR];
+  for (int m = 0; m < MR_; ++m) acc[m] = (irc_vf){0.0f};
   for (int kh = 0; kh < nkh; ++kh)
     for (int kw = 0; kw < nkw; ++kw) {
       const float *restrict wt = w + kh * ws_h + kw * ws_w;
-      const irc_v16 wv = NL == 16 ? *(const irc_v16u *)wt : irc_v16_load_n(wt, NL);
+      const irc_vf wv = NL == IRC_VL ? *(const irc_vfu *)wt : irc_vf_load_n(wt, NL);
       const float *restrict xt = x + kh * xs_h + kw * xs_w;
       for (int m = 0; m < MR_; ++m)
-        acc[m] += (NL == 16 ? *(const irc_v16u *)(xt + m * xs_pix)
-                            : irc_v16_load_n(xt + m * xs_pix, NL)) * wv;
+        acc[m] += (NL == IRC_VL ? *(const irc_vfu *)(xt + m * xs_pix)
+                            : irc_vf_load_n(xt + m * xs_pix, NL)) * wv;
     }
   for (int m = 0; m < MR_; ++m) {
-    const irc_v16 r = irc_v16_act(acc[m] + bias, vact);
-    if (NL == 16)
-      *(irc_v16u *)(y + m * ys_pix) = r;
+    const irc_vf r = irc_vf_act(acc[m] + bias, vact);
+    if (NL == IRC_VL)
+      *(irc_vfu *)(y + m * ys_pix) = r;
     else
-      irc_v16_store_n(y + m * ys_pix, r, NL);
+      irc_vf_store_n(y + m * ys_pix, r, NL);
   }
 }
 
-/* irc_dw_tile_n on all 16 lanes. */
-#define irc_dw_tile(MR_, ...) irc_dw_tile_n(MR_, 16, __VA_ARGS__)
+/* irc_dw_tile_n on all IRC_VL lanes. */
+IRC_INLINE void irc_dw_tile(const int MR_, const float *restrict x, long xs_pix, long xs_h,
+                            long xs_w, int nkh, int nkw, const float *restrict w, long ws_h,
+                            long ws_w, float *restrict y, long ys_pix, irc_vf bias, int vact) {
+  irc_dw_tile_n(MR_, IRC_VL, x, xs_pix, xs_h, xs_w, nkh, nkw, w, ws_h, ws_w, y, ys_pix, bias,
+                vact);
+}
 
-/* One output pixel x 64 channels (four 16-channel blocks: four independent accumulator
+/* One output pixel x 4 * IRC_VL channels (four vectors: four independent accumulator
    chains where one block alone would wait on each FMA's latency), arguments as for
-   irc_dw_tile; bias: the 64 channels' bias or NULL. */
+   irc_dw_tile; bias: those channels' bias or NULL. */
 IRC_INLINE void irc_dw_pixel64(const float *restrict x, long xs_h, long xs_w, int nkh, int nkw,
                                const float *restrict w, long ws_h, long ws_w,
                                float *restrict y, const float *restrict bias, int vact) {
-  irc_v16 acc[4] = {{0.0f}, {0.0f}, {0.0f}, {0.0f}};
+  irc_vf acc[4] = {{0.0f}, {0.0f}, {0.0f}, {0.0f}};
   for (int kh = 0; kh < nkh; ++kh)
     for (int kw = 0; kw < nkw; ++kw) {
       const float *restrict xt = x + kh * xs_h + kw * xs_w;
       const float *restrict wt = w + kh * ws_h + kw * ws_w;
       for (int j = 0; j < 4; ++j)
-        acc[j] += *(const irc_v16u *)(xt + 16 * j) * *(const irc_v16u *)(wt + 16 * j);
+        acc[j] += *(const irc_vfu *)(xt + IRC_VL * j) * *(const irc_vfu *)(wt + IRC_VL * j);
     }
   for (int j = 0; j < 4; ++j) {
-    const irc_v16 bv = bias ? *(const irc_v16u *)(bias + 16 * j) : (irc_v16){0.0f};
-    *(irc_v16u *)(y + 16 * j) = irc_v16_act(acc[j] + bv, vact);
+    const irc_vf bv = bias ? *(const irc_vfu *)(bias + IRC_VL * j) : (irc_vf){0.0f};
+    *(irc_vfu *)(y + IRC_VL * j) = irc_vf_act(acc[j] + bv, vact);
   }
 }
 
 /* Depthwise conv (groups = C = OC): y[N][OH][OW][C] from x[N][H][W][C] and w[KH][KW][C], with
    implicit zero padding (PT rows, PL columns): taps above/below the input are skipped per
-   row, taps left/right of it per pixel. C >= 16: 16-channel blocks, the last one overlapping
-   its neighbour when C % 16 != 0 (the shared channels are computed twice, identically), in
-   8-pixel register tiles where a window lies inside the row and 1-pixel tiles at the
-   borders, with the bias/activation epilogue in registers (tanh after the row). C < 16: a
-   per-pixel loop and the scalar epilogue. Rows are split over threads when the op is big. */
+   row, taps left/right of it per pixel. C >= IRC_VL: IRC_VL-channel blocks, the last one
+   overlapping its neighbour when C % IRC_VL != 0 (the shared channels are computed twice,
+   identically), in IRC_DW_MR-pixel register tiles where a window lies inside the row and
+   1-pixel tiles at the borders, with the bias/activation epilogue in registers (tanh after
+   the row). C < IRC_VL: a per-pixel loop and the scalar epilogue. Rows are split over
+   threads when the op is big. */
 static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
                           const float *restrict w, const float *restrict bias, float *restrict y,
                           int OH, int OW, int KH, int KW, int SH, int SW, int DH, int DW, int PT,
@@ -487,8 +607,8 @@ static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
     const float *restrict xr = x + ((long)n * H + ih0 + kh_lo * DH) * W * C;
     const float *restrict wr = w + (long)kh_lo * KW * C;
     float *restrict yrow = y + r * OW * C;
-    if (C < 16) { /* one partial vector: masked loads and stores */
-      const irc_v16 bv = bias ? irc_v16_load_n(bias, C) : (irc_v16){0.0f};
+    if (C < IRC_VL) { /* one partial vector: masked loads and stores */
+      const irc_vf bv = bias ? irc_vf_load_n(bias, C) : (irc_vf){0.0f};
       int ow = 0;
       while (ow < OW) {
         const int iw0 = ow * SW - PL;
@@ -513,9 +633,9 @@ static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
       while (ow < OW) {
         const int iw0 = ow * SW - PL;
         if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
-          for (int cb = 0; cb < C; cb += 16) {
-            const int c = cb + 16 <= C ? cb : C - 16;
-            const irc_v16 bv = bias ? *(const irc_v16u *)(bias + c) : (irc_v16){0.0f};
+          for (int cb = 0; cb < C; cb += IRC_VL) {
+            const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
+            const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
             irc_dw_tile(IRC_DW_MR, xr + (long)iw0 * C + c, xs_pix, xs_h, xs_w, nkh, KW, wr + c,
                         (long)KW * C, C, yrow + (long)ow * C + c, C, bv, vact);
           }
@@ -530,12 +650,12 @@ static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
         const float *restrict wp = wr + (long)kw_lo * C;
         float *restrict yp = yrow + (long)ow * C;
         int cb = 0;
-        for (; cb + 64 <= C; cb += 64)
+        for (; cb + 4 * IRC_VL <= C; cb += 4 * IRC_VL)
           irc_dw_pixel64(xp + cb, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + cb, (long)KW * C, C,
                          yp + cb, bias ? bias + cb : NULL, vact);
-        for (; cb < C; cb += 16) {
-          const int c = cb + 16 <= C ? cb : C - 16;
-          const irc_v16 bv = bias ? *(const irc_v16u *)(bias + c) : (irc_v16){0.0f};
+        for (; cb < C; cb += IRC_VL) {
+          const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
+          const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
           irc_dw_tile(1, xp + c, xs_pix, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + c, (long)KW * C, C,
                       yp + c, C, bv, vact);
         }

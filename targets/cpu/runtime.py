@@ -26,6 +26,7 @@ import ctypes
 import os
 import re
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,8 +40,9 @@ from irc.dialects import cpu, delegate
 from irc.dialects.nn import array_from_dense
 from irc.dtypes import numpy_dtype
 from irc.runtime.errors import InputError
+from irc.runtime.profiling import active_profile
 from irc.targets.base import DeviceValue, LoadedExecutable, TargetRuntime
-from irc.targets.cpu import toolchain
+from irc.targets.cpu import isa, profiling, toolchain
 from irc.targets.cpu.lower import TARGET, is_lowered, lower_executable
 
 ALIGNMENT = 64
@@ -83,14 +85,18 @@ class LoadedCpuExecutable(LoadedExecutable):
         entries: dict[str, _Entry],
         constants: list[np.ndarray],
         table: ctypes.Array[ctypes.c_void_p],
+        name: str = "",
     ):
         self.library = library
+        self.name = name
+        """The executable's symbol name (profile rows say `@name::@entry`)."""
         self._handle = handle  # keeps the library loaded
         self._entries = entries
         self._constants = constants  # keeps the buffers the table points at alive
         self._table = table
         self._table_ptr = ctypes.addressof(table)
         self._local = threading.local()
+        self._kernel_tables: dict[str, profiling.KernelTable] | None = None
 
     @property
     def from_cache(self) -> bool:
@@ -149,8 +155,35 @@ class LoadedCpuExecutable(LoadedExecutable):
             for shape, dtype in zip(spec.outputs, spec.output_dtypes, strict=True)
         ]
         pointers += [r.ctypes.data for r in results]
-        spec.fn(*pointers, self._table_ptr, self._workspace(spec.workspace))
+        profile = active_profile()
+        if profile is None:
+            spec.fn(*pointers, self._table_ptr, self._workspace(spec.workspace))
+        else:
+            self._profiled_call(profile, entry, spec, pointers)
         return results
+
+    def _profiled_call(self, profile: Any, entry: str, spec: _Entry, pointers: list[int]) -> None:
+        """The call, recorded as kernel rows of `profile`: one per op when the library times
+        its kernels (`IRC_CPU_PROFILE=1` at lowering), else one for the whole function; the
+        kernel column names the ISA the library was built for."""
+        if self._kernel_tables is None:
+            found = profiling.kernel_tables(self.library.path)
+            self._kernel_tables = {t.function: t for t in found}
+        table = self._kernel_tables.get(spec.fn.__name__)
+        before = table.times_ms() if table else []
+        start = time.perf_counter_ns()
+        spec.fn(*pointers, self._table_ptr, self._workspace(spec.workspace))
+        elapsed = time.perf_counter_ns() - start
+        kernel = f"{spec.fn.__name__} [{self.library.isa}]"
+        if table:
+            after = table.times_ms()
+            rows = [
+                (i, kernel, label, round((a - b) * 1e6))
+                for i, (label, a, b) in enumerate(zip(table.labels, after, before, strict=True))
+            ]
+        else:
+            rows = [(0, kernel, f"@{entry}, all ops", elapsed)]
+        profile.record_kernels(TARGET, f"@{self.name}::@{entry}", rows)
 
 
 class CpuRuntime(TargetRuntime):
@@ -171,7 +204,10 @@ class CpuRuntime(TargetRuntime):
                 f"cpu: expected one cpu.module in the executable, got {len(modules)}"
             )
         module = modules[0]
-        library = toolchain.build(module.source.data, probe.toolchain)
+        try:
+            library = toolchain.build(module.source.data, probe.toolchain)
+        except isa.IsaError as exc:
+            raise CpuLoadError(f"cpu: target not available: {exc}") from None
         if probe.toolchain.openmp:
             toolchain.prepare_openmp()
         handle = ctypes.CDLL(str(library.path))
@@ -199,7 +235,9 @@ class CpuRuntime(TargetRuntime):
             for func in executable.body.block.ops
             if isinstance(func, FuncOp)
         }
-        return LoadedCpuExecutable(library, handle, entries, constants, table)
+        return LoadedCpuExecutable(
+            library, handle, entries, constants, table, executable.sym_name.data
+        )
 
     @staticmethod
     def _entry(handle: ctypes.CDLL, func: FuncOp) -> _Entry:

@@ -1,6 +1,7 @@
 """The CPU target: generated C, compiled by the system compiler, called through ctypes.
 
-`available()` is false (with the reason) when no working C compiler is found;
+`available()` is false (with the reason) when no working C compiler is found, or when
+`$IRC_CPU_ISA` forces an ISA this host cannot run (`isa.select`);
 `supports(op)` answers from `support.check_op`; `lowering_passes()` is
 `lower-quantized,lower-cpu` (quantized regions run natively on the integer form); the
 runtime builds each executable's C through a hash-keyed cache and calls one C function per
@@ -14,7 +15,7 @@ from typing import ClassVar
 from xdsl.ir import Operation
 
 from irc.targets.base import Availability, Layout, Support, Target, TargetRuntime
-from irc.targets.cpu import toolchain
+from irc.targets.cpu import isa, toolchain
 from irc.targets.cpu.support import check_op
 
 
@@ -29,6 +30,10 @@ class CpuTarget(Target):
         probe = toolchain.probe()
         if probe.toolchain is None:
             return Availability(False, f"cpu: {probe.reason}")
+        try:
+            isa.select()
+        except isa.IsaError as exc:
+            return Availability(False, f"cpu: {exc}")
         return Availability(True)
 
     def supports(self, op: Operation) -> Support:

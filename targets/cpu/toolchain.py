@@ -34,10 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irc import cache
+from irc.targets.cpu import isa
 
 CACHE_ENV = "IRC_CACHE_DIR"
 COMPILER_ENV = "IRC_CC"
-PORTABLE_ENV = "IRC_CPU_PORTABLE"
+PORTABLE_ENV = isa.PORTABLE_ENV
+ISA_ENV = isa.ISA_ENV
 BASE_FLAGS = ("-O3", "-std=gnu99", "-fPIC", "-shared", "-ffp-contract=fast", "-fno-math-errno")
 OPTIONAL_FLAGS = (("-march=native",), ("-mprefer-vector-width=512",), ("-fopenmp",))
 LIBS = ("-lm",)
@@ -60,22 +62,37 @@ float irc_probe(float x) {
 """
 
 
+SPIN_SETTINGS = {"GOMP_SPINCOUNT": "10000", "KMP_BLOCKTIME": "1"}
+"""How long idle OpenMP threads spin before they sleep (libgomp: iterations, default 300000;
+LLVM's libomp: milliseconds, default 200): briefly, so a worker catches the next parallel
+loop of the same run without a futex wake-up, but stops burning a core soon after the run
+ends. Measured on the 2-vCPU Xeon (one process, 40 parallel loops of ~60 us per run, 5 ms of
+other work between runs): the default spin keeps 0.7-0.8 cores busy in all, 10000 spins
+0.58, `OMP_WAIT_POLICY=passive` 0.36 but each run 16-20 % slower (3.03-3.14 ms instead of
+2.62: ~10 us per loop for the wake-up); 10000 spins run as fast as the default."""
+
+
 def prepare_openmp() -> None:
-    """Set `OMP_PROC_BIND=true` (unless the user set it) before the OpenMP runtime loads.
+    """Before the OpenMP runtime loads: `OMP_PROC_BIND=true` and the short spin of
+    `SPIN_SETTINGS`, each unless the user set it (or `OMP_WAIT_POLICY`, for the spin).
 
     libgomp reads its settings once, when the first library linking it loads. Unbound, on
     this kind of 2-vCPU machine a parallel loop regularly stalls for a whole scheduler time
     slice (~8 ms instead of 0.1-1 ms, PERF_NOTES.md): the worker spins on the master's core.
+    Spinning long after a run steals the cores of whatever the process runs next (the
+    user's code, another runtime).
     """
-    if "OMP_PROC_BIND" in os.environ:
-        return
     try:
         with open("/proc/self/maps") as maps:
-            if "libgomp" in maps.read():
-                return  # initialised by someone else already: too late to matter
+            loaded = maps.read()
+        if "libgomp" in loaded or "libomp" in loaded:
+            return  # initialised by someone else already: too late to matter
     except OSError:
         pass
-    os.environ["OMP_PROC_BIND"] = "true"
+    os.environ.setdefault("OMP_PROC_BIND", "true")
+    if "OMP_WAIT_POLICY" not in os.environ:
+        for name, value in SPIN_SETTINGS.items():
+            os.environ.setdefault(name, value)
 
 
 class CompilerError(Exception):
@@ -237,6 +254,8 @@ class Library:
     from_cache: bool
     """True when the library came from the cache (no compiler run)."""
     compile_seconds: float = 0.0
+    isa: str = ""
+    """The name of the ISA profile it was built for (`isa.IsaProfile.name`)."""
 
 
 _build_lock = threading.Lock()
@@ -249,24 +268,39 @@ def _cached(so_path: Path, meta_path: Path, key: str) -> bool:
     )
 
 
-def build(source: str, toolchain: Toolchain) -> Library:
-    """The shared library of `source`, from the cache or freshly compiled into it
-    (`IRC_CPU_PORTABLE=1` defines IRC_PORTABLE: the kernels' portable C paths instead of
-    their AVX-512 / VNNI intrinsics, to test or compare them). A cached library is used only
-    when it matches its recorded SHA-256, checked right before the caller loads it."""
-    if os.environ.get(PORTABLE_ENV, "").strip() == "1":
-        toolchain = dataclasses.replace(toolchain, flags=(*toolchain.flags, "-DIRC_PORTABLE"))
+TARGET_FLAGS = ("-march=native", "-mprefer-vector-width=512")
+"""Probed flags an ISA profile replaces with its own (`isa.IsaProfile.build_flags`)."""
+
+
+def flags_for(toolchain: Toolchain, profile: isa.IsaProfile) -> Toolchain:
+    """`toolchain` with the flags of `profile`: `-march=native` where the profile is this
+    host's best and the compiler targets this CPU, else the profile's own `-march` level;
+    then its `IRC_ISA_*` and tile defines."""
+    native = "-march=native" in toolchain.flags and profile == isa.best()
+    base = tuple(f for f in toolchain.flags if f not in TARGET_FLAGS)
+    return dataclasses.replace(toolchain, flags=(*base, *profile.build_flags(native)))
+
+
+def build(source: str, toolchain: Toolchain, profile: isa.IsaProfile | None = None) -> Library:
+    """The shared library of `source` for the ISA `profile` (default `isa.select()`:
+    `$IRC_CPU_ISA`, `IRC_CPU_PORTABLE=1` for the portable C, else the host's best), from the
+    cache or freshly compiled into it; the profile's flags are part of the cache key. A
+    cached library is used only when it matches its recorded SHA-256, checked right before
+    the caller loads it. Raises `isa.IsaError` for a forced profile this host cannot run."""
+    profile = profile or isa.select()
+    toolchain = flags_for(toolchain, profile)
     key = toolchain.cache_key(source)
     with _build_lock:
         if (found := cache.verified_path(NAMESPACE, key, ".so")) is not None:
-            return Library(found, key, True)
+            return Library(found, key, True, isa=profile.name)
         try:
             directory = cache.private_dir(NAMESPACE)
             with cache.entry_lock(NAMESPACE, key):
                 # another process may have built it while we waited for the lock
                 if (found := cache.verified_path(NAMESPACE, key, ".so")) is not None:
-                    return Library(found, key, True)
-                return _compile_into_cache(source, toolchain, key, directory)
+                    return Library(found, key, True, isa=profile.name)
+                built = _compile_into_cache(source, toolchain, key, directory)
+                return dataclasses.replace(built, isa=profile.name)
         except OSError as exc:
             raise CompilerError(f"cannot use the build cache: {exc}") from None
 

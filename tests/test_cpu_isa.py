@@ -1,0 +1,158 @@
+"""ISA profiles of the CPU target (targets/cpu/isa.py): selection, forcing, errors, flags.
+
+`IRC_CPU_ISA` forces a profile (`IRC_CPU_PORTABLE=1` is the generic one); one this host
+cannot run makes the target unavailable with the missing features named, and a load fails
+with the same message (no traceback of the compiler). Each profile builds with its own
+`-march` and defines, so the cache keeps one library per profile. Every x86 profile
+compiles here even where the host cannot run it (the numerics of the runnable ones are
+tested in test_cpu_conv_threads, test_cpu_qfused and test_cpu_int8_depthwise); the
+AArch64 profile needs a cross compiler, else it is skipped. A profiled run names the ISA.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cache_support import private_cache_dir
+from cpu_support import (
+    RUNNABLE_ISAS,
+    build_executable,
+    generated_source,
+    isa_params,
+    load_with_isa,
+    lower,
+    needs_compiler,
+    op_case,
+    reference_outputs,
+)
+
+from irc.dialects import nn
+from irc.runtime.profiling import Profile, kernel_profiling
+from irc.targets.cpu import isa, toolchain
+from irc.targets.cpu.runtime import CpuLoadError, CpuRuntime
+from irc.targets.cpu.target import CpuTarget
+
+pytestmark = needs_compiler
+
+AVX2_HOST = isa.PROFILES["avx2"].features
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    yield from private_cache_dir(tmp_path_factory)
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    monkeypatch.delenv(isa.ISA_ENV, raising=False)
+    monkeypatch.delenv(isa.PORTABLE_ENV, raising=False)
+    return monkeypatch
+
+
+def test_host_gets_its_best_profile(clean_env: pytest.MonkeyPatch) -> None:
+    assert isa.select() == isa.best() == isa.PROFILES[RUNNABLE_ISAS[0]]
+    assert "generic" in RUNNABLE_ISAS
+    clean_env.setattr(isa, "host_features", lambda: AVX2_HOST)
+    if isa.machine() == "x86_64":
+        assert isa.select().name == "avx2"  # an AVX2-only CPU (Zen 3) gets 6 x 16 tiles
+        assert isa.select().tiles["conv_f32"] == (6, 16)
+
+
+def test_forcing_and_the_portable_alias(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv(isa.PORTABLE_ENV, "1")
+    assert isa.select().name == "generic"
+    clean_env.setenv(isa.ISA_ENV, RUNNABLE_ISAS[-1])
+    assert isa.select().name == RUNNABLE_ISAS[-1]
+
+
+def test_unknown_isa_is_one_clear_error(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv(isa.ISA_ENV, "sse9")
+    with pytest.raises(isa.IsaError, match=r"IRC_CPU_ISA='sse9' is not an ISA .*avx2"):
+        isa.select()
+
+
+def test_unrunnable_isa_makes_the_target_unavailable(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setattr(isa, "host_features", lambda: AVX2_HOST)
+    clean_env.setattr(isa, "machine", lambda: "x86_64")
+    clean_env.setenv(isa.ISA_ENV, "avx512vnni")
+    availability = CpuTarget().available()
+    assert not availability.ok
+    assert "lacks avx512_vnni, avx512bw" in availability.reason
+    module, executable, _ = build_executable([_conv_case()], name="test_cpu_isa_unavailable")
+    lower(module)
+    with pytest.raises(CpuLoadError, match="cpu: target not available: IRC_CPU_ISA=avx512vnni"):
+        CpuRuntime().load(executable)
+
+
+def test_profiles_build_with_their_own_flags() -> None:
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    avx2 = toolchain.flags_for(chain, isa.PROFILES["avx2"]).flags
+    assert "-march=x86-64-v3" in avx2
+    assert "-march=native" not in avx2
+    assert "-DIRC_CONV_F32_MR=6" in avx2
+    generic = toolchain.flags_for(chain, isa.PROFILES["generic"]).flags
+    assert "-DIRC_PORTABLE" in generic
+    assert not any(f.startswith("-march") for f in generic)
+    native = toolchain.flags_for(chain, isa.best()).flags
+    if "-march=native" in chain.flags:
+        assert "-march=native" in native
+    keys = {toolchain.flags_for(chain, p).cache_key("int x;") for p in isa.PROFILES.values()}
+    assert len(keys) == len(isa.PROFILES)  # the ISA is part of the library's cache key
+
+
+def _conv_case():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (1, 7, 9, 20)).astype(np.float32)
+    w = rng.uniform(-0.5, 0.5, (40, 3, 3, 20)).astype(np.float32)
+    b = rng.uniform(-1, 1, 40).astype(np.float32)
+    return op_case("conv3x3", nn.Conv2DOp, [x, w, b], [1, 2], layout="NHWC", pads=[1, 1, 1, 1])
+
+
+@pytest.fixture(scope="module")
+def lowered():
+    module, executable, built = build_executable([_conv_case()], name="test_cpu_isa")
+    expected = reference_outputs(built[0])
+    lower(module)
+    return executable, built[0].args, expected
+
+
+@pytest.mark.parametrize("name", [n for n in isa.PREFERENCE if n != "neon"])
+def test_every_x86_profile_compiles(lowered, name: str) -> None:
+    if isa.machine() != "x86_64":
+        pytest.skip("not an x86_64 host")
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    library = toolchain.build(generated_source(lowered[0]), chain, isa.PROFILES[name])
+    assert library.path.is_file()
+    assert library.isa == name
+
+
+def test_neon_profile_cross_compiles(lowered) -> None:
+    cross = shutil.which("aarch64-linux-gnu-gcc")
+    if cross is None and isa.machine() != "aarch64":
+        pytest.skip("no aarch64-linux-gnu-gcc cross compiler on this host")
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    if cross is not None:
+        chain = toolchain.Toolchain(cross, "cross", (*toolchain.BASE_FLAGS, "-fopenmp"))
+    library = toolchain.build(generated_source(lowered[0]), chain, isa.PROFILES["neon"])
+    assert library.path.is_file()
+
+
+@pytest.mark.parametrize("name", isa_params())
+def test_profiled_run_names_the_isa(lowered, name: str) -> None:
+    executable, args, expected = lowered
+    loaded = load_with_isa(executable, name)
+    profile = Profile()
+    with kernel_profiling(profile):
+        (actual,) = loaded.execute("entry", args)
+    np.testing.assert_allclose(actual, expected[0], rtol=1e-4, atol=1e-5)
+    (row,) = profile.kernel_rows()
+    assert row.target == "cpu"
+    assert row.kernel == f"irc_fn_0 [{name}]"
+    assert row.dispatch == "@test_cpu_isa::@entry"
