@@ -4,7 +4,7 @@
 external data, `untrusted`), upgrades models older than opset 11 to opset 13
 (`onnx.version_converter`), gives every graph input a static shape and converts the nodes in
 order with the registered converters. Importing this module imports every converter module
-(`ops`, `shape`, `extra`), which fills `registry.CONVERTERS`.
+(`ops`, `shape`, `extra`, `quantized`), which fills `registry.CONVERTERS`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from onnx import numpy_helper
 from xdsl.dialects.builtin import ModuleOp
 
 from irc.importers.common import GraphBuilder, ModelImportError, fit_scalar_binding, tensor_type
-from irc.importers.onnx import extra, ops, shape  # noqa: F401  (they register the converters)
+from irc.importers.onnx import extra, ops, quantized, shape  # noqa: F401  (they register the converters)
 from irc.importers.onnx.context import DEFAULT_DOMAINS, ConversionContext
 from irc.importers.onnx.dtypes import dtype_for_onnx, element_for_dtype, onnx_type_name
 from irc.importers.onnx.registry import CONVERTERS

@@ -386,7 +386,9 @@ def _quantized_type(
         return f"{node.op_type} with {storage} storage (irc imports {allowed})"
     if scale.ndim > 1:
         return "blocked quantization (a scale of rank > 1)"
-    if zero_point.shape != scale.shape:
+    if zero_point.shape != scale.shape and not zero_point.size == scale.size == 1:
+        # A one-element scale with a scalar zero point (onnxruntime's quantizer writes
+        # such pairs and onnxruntime runs them) is per tensor; other mismatches are errors.
         raise ctx.error(
             node,
             f"zero point of shape {list(zero_point.shape)} does not match the scale's "
