@@ -66,17 +66,23 @@ BINARY_EXPR: dict[type[Operation], str] = {
     nn.SubOp: "a - b",
     nn.MulOp: "a * b",
     nn.DivOp: "a / b",
-    nn.MaximumOp: "fmax(a, b)",
-    nn.MinimumOp: "fmin(a, b)",
+    nn.MaximumOp: "(a > b || isnan(a) ? a : b)",
+    nn.MinimumOp: "(a < b || isnan(a) ? a : b)",
 }
+"""Elementwise binary ops as expressions of `a` and `b`. maximum / minimum propagate NaN
+(the reference's np.maximum / np.minimum; OpenCL's fmax / fmin would return the other
+operand): written as comparisons, which also work on vectors and a vector `a` with a
+scalar `b` (docs/semantics.md)."""
 
 FUSED_ACTIVATION: dict[str, str] = {
     "none": "v",
-    "relu": "fmax(v, 0.0f)",
-    "relu6": "fmin(fmax(v, 0.0f), 6.0f)",
-    "relu_n1_to_1": "fmin(fmax(v, -1.0f), 1.0f)",
+    "relu": "(v < 0.0f ? 0.0f : v)",
+    "relu6": "(v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v)",
+    "relu_n1_to_1": "(v < -1.0f ? -1.0f : v > 1.0f ? 1.0f : v)",
     "tanh": "tanh(v)",
 }
+"""Fused activations of `v`; NaN passes through (comparisons with NaN are false), as in the
+reference (np.maximum / np.clip), where fmax / fmin would turn it into the bound."""
 
 UNARY_OPS: tuple[type[Operation], ...] = (
     nn.ReluOp,
@@ -88,6 +94,12 @@ UNARY_OPS: tuple[type[Operation], ...] = (
     nn.LeakyReluOp,
     nn.HardSigmoidOp,
 )
+
+
+NAN_MAX_UPDATE = "(xv > acc || isnan(xv) ? xv : acc)"
+"""The running maximum of pools, reductions and softmax: a NaN element makes it NaN (and it
+stays NaN), as np.max does; fmax would skip the NaN."""
+NAN_MIN_UPDATE = "(xv < acc || isnan(xv) ? xv : acc)"
 
 
 def _f(x: float) -> str:
@@ -147,17 +159,17 @@ def real_literals(expr: str) -> str:
 def unary_expr(op: Operation) -> str:
     """The activation of a unary op as an expression of `v`."""
     if isinstance(op, nn.ReluOp):
-        return "fmax(v, 0.0f)"
+        return FUSED_ACTIVATION["relu"]
     if isinstance(op, nn.Relu6Op):
-        return "fmin(fmax(v, 0.0f), 6.0f)"
+        return FUSED_ACTIVATION["relu6"]
     if isinstance(op, nn.ClipOp):
         e = "v"
         low = get_float(op.all_properties(), "min")
         high = get_float(op.all_properties(), "max")
         if low is not None:
-            e = f"fmax({e}, {_f(low)})"
+            e = f"({e} < {_f(low)} ? {_f(low)} : {e})"
         if high is not None:
-            e = f"fmin({e}, {_f(high)})"
+            e = f"({e} > {_f(high)} ? {_f(high)} : {e})"
         return e
     if isinstance(op, nn.SigmoidOp):
         return "(1.0f / (1.0f + exp(-v)))"
@@ -170,7 +182,8 @@ def unary_expr(op: Operation) -> str:
     if isinstance(op, nn.HardSigmoidOp):
         props = op.all_properties()
         alpha, beta = _f(get_float(props, "alpha") or 0.0), _f(get_float(props, "beta") or 0.0)
-        return f"fmin(fmax(v * {alpha} + {beta}, 0.0f), 1.0f)"
+        t = f"(v * {alpha} + {beta})"
+        return f"({t} < 0.0f ? 0.0f : {t} > 1.0f ? 1.0f : {t})"
     raise LoweringError(op, f"no OpenCL activation for '{op.name}'")
 
 
@@ -183,7 +196,9 @@ RESIDUAL_LOAD = re.compile(r"RESIDUAL([0-9]+)\[gid(?: % ([0-9]+))?\]")
 def _binary_expr(op: Operation, a: str, b: str) -> str:
     """The binary op's expression with `a` and `b` replaced by the given operands."""
     expr = BINARY_EXPR[type(op)]
-    return "(" + re.sub(r"\b[ab]\b", lambda m: a if m.group(0) == "a" else b, expr) + ")"
+    return (
+        "(" + re.sub(r"\b[ab]\b", lambda m: f"({a})" if m.group(0) == "a" else f"({b})", expr) + ")"
+    )
 
 
 def _is_chain_binary(op: Operation, chain: SSAValue) -> bool:
@@ -450,7 +465,9 @@ def _check_layout(op: Operation) -> None:
     props = op.all_properties()
     if "layout" in props and get_str(props, "layout") != "NHWC":
         layout = get_str(props, "layout")
-        raise LoweringError(op, f"'{op.name}' in layout {layout} (NHWC only; run convert-layout)")
+        raise LoweringError(
+            op, f"'{op.name}' is {layout}; opencl runs NHWC: run convert-layout{{to=NHWC}} first"
+        )
 
 
 FUSED_MARK = " + fused "
@@ -691,7 +708,7 @@ def _emit(
         is_max = isinstance(op, nn.MaxPool2DOp)
         include_pad = not is_max and get_bool(props, "count_include_pad")
         init = "float acc = -INFINITY; int cnt = 0;" if is_max else "float acc = 0.0f; int cnt = 0;"
-        update = "acc = fmax(acc, xv);" if is_max else "acc += xv;"
+        update = f"acc = {NAN_MAX_UPDATE};" if is_max else "acc += xv;"
         if is_max:
             result = "acc"
         elif include_pad:
@@ -721,8 +738,8 @@ def _emit(
         st = _strides(in_shape)
         kind = get_str(props, "kind")
         init = {"mean": "0.0f", "sum": "0.0f", "max": "-INFINITY", "min": "INFINITY"}
-        upd = {"mean": "acc += xv;", "sum": "acc += xv;", "max": "acc = fmax(acc, xv);"}
-        upd["min"] = "acc = fmin(acc, xv);"
+        upd = {"mean": "acc += xv;", "sum": "acc += xv;", "max": f"acc = {NAN_MAX_UPDATE};"}
+        upd["min"] = f"acc = {NAN_MIN_UPDATE};"
         kept_shape = tuple(in_shape[d] for d in kept)
         coords = _decompose(kept_shape, [f"c{d}" for d in kept]) if kept else ""
         base = " + ".join(f"c{d} * {st[d]}" for d in kept) or "0"
@@ -751,7 +768,8 @@ def _emit(
             f"    __global const REAL* xp = x0 + gid * {cols};\n"
             f"    __global REAL* yp = y + gid * {cols};\n"
             "    float m = -INFINITY;\n"
-            f"    for (int i = 0; i < {cols}; ++i) m = fmax(m, WIDEN(xp[i]));\n"
+            f"    for (int i = 0; i < {cols}; ++i) {{ const float xv = WIDEN(xp[i]);"
+            f" m = {NAN_MAX_UPDATE.replace('acc', 'm')}; }}\n"
             "    float s = 0.0f;\n"
             f"    for (int i = 0; i < {cols}; ++i) {{ const float e = exp({beta} * (xp[i] - m));"
             " yp[i] = e; s += e; }\n"
@@ -898,7 +916,7 @@ def _qcast(op: quant.QCastOp, program: Program, desc: str) -> tuple[str, list, l
         params
         + "    const float v = (float)((double)x0[gid] / s);\n"
         + rounding
-        + "    const float c = fmin(fmax(r, (float)("
+        + "    const float c = isnan(r) ? 0.0f : fmin(fmax(r, (float)("
         + f"{low} - zp)), (float)({high} - zp));\n"
         + f"    y[gid] = ({ct})((int)c + zp);\n"
     )
@@ -938,8 +956,8 @@ def _qcast_vector(
     body = (
         f"    const float{w} v = convert_float{w}(convert_double{w}(x0[gid]) / {scale!r});\n"
         + rounding
-        + f"    const float{w} c = fmin(fmax(r, (float{w})({float(low - zp)!r}f)),"
-        f" (float{w})({float(high - zp)!r}f));\n"
+        + f"    const float{w} c = select(fmin(fmax(r, (float{w})({float(low - zp)!r}f)),"
+        f" (float{w})({float(high - zp)!r}f)), (float{w})(0.0f), isnan(r));\n"
         f"    y[gid] = convert_{ct}{w}(convert_int{w}(c) + {zp});\n"
     )
     kernel = _kernel(1, body, f"REAL{w}", f"{ct}{w}")

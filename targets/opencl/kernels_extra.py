@@ -35,6 +35,7 @@ from irc.dialects.nn import array_from_dense
 from irc.dialects.nn.base import get_float, get_floats, get_int, get_ints, get_str
 from irc.targets.opencl.codegen import (
     FUSED_ACTIVATION,
+    NAN_MAX_UPDATE,
     REAL,
     LoweringError,
     Program,
@@ -79,8 +80,9 @@ EXTRA_BINARY: dict[type[Operation], str] = {
 """Float binary ops as expressions of `a` and `b` (numpy broadcasting)."""
 
 UNORDERED = "((as_uint(a) & 0x7fffffffu) > 0x7f800000u || (as_uint(b) & 0x7fffffffu) > 0x7f800000u)"
-"""Whether `a` or `b` is NaN, from the bits: the kernels build with `-cl-fast-relaxed-math`,
-which lets the compiler assume float comparisons never see a NaN."""
+"""Whether `a` or `b` is NaN, from the bits: right even where a program is built with
+`-cl-fast-relaxed-math` (`IRC_OPENCL_FAST_MATH=1`), which lets the compiler assume float
+comparisons never see a NaN."""
 COMPARE_EXPR = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 LOGICAL_EXPR: dict[type[Operation], str] = {
     nn.LogicalAndOp: "(a != 0) & (b != 0)",
@@ -170,7 +172,10 @@ def _activations(op: Operation, epilogue: list[Operation]) -> list[str]:
 def _unary(op: Operation, epilogue: list[Operation], program: Program, desc: str) -> Emitted:
     if isinstance(op, nn.GeluOp):
         if op.approximate.data == "tanh":
-            expr = f"0.5f * v * (1.0f + tanh({_f(SQRT_2_OVER_PI)} * (v + 0.044715f * v * v * v)))"
+            # 0.5 (1 + tanh(u)) == 1 / (1 + exp(-2u)): no cancellation where tanh(u) is
+            # near -1 (PoCL's tanh(-inf) is -0.99999994, which made gelu(-1e30) -3e22, not -0)
+            u2 = _f(2.0 * SQRT_2_OVER_PI)
+            expr = f"v / (1.0f + exp(-{u2} * (v + 0.044715f * v * v * v)))"
         else:
             expr = f"0.5f * v * (1.0f + erf(v * {_f(SQRT1_2)}))"
     else:
@@ -502,7 +507,8 @@ def _softmax(op: Operation, program: Program, desc: str, log: bool) -> KernelRun
         "    __global const REAL* xp = x0 + base;\n"
         "    __global REAL* yp = y + base;\n"
         "    float m = -INFINITY;\n"
-        f"    for (int i = 0; i < {size}; ++i) m = fmax(m, {z});\n"
+        f"    for (int i = 0; i < {size}; ++i) {{ const float xv = {z};"
+        f" m = {NAN_MAX_UPDATE.replace('acc', 'm')}; }}\n"
         "    float s = 0.0f;\n"
     )
     if log:

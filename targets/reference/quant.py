@@ -143,9 +143,13 @@ def qcast(op: quant.QCastOp) -> Kernel:
     to_even = op.rounding.data == "half_to_even"
 
     def run(x: np.ndarray) -> tuple[np.ndarray, ...]:
-        scaled = x / scales.astype(x.dtype)
-        rounded = np.rint(scaled) if to_even else round_half_away_from_zero(scaled)
-        return (np.clip(rounded.astype(np.int64) + zero_points, low, high).astype(dtype),)
+        with np.errstate(all="ignore"):
+            scaled = x / scales.astype(x.dtype)
+            rounded = np.rint(scaled) if to_even else round_half_away_from_zero(scaled)
+        # saturate in float first (±inf and huge values to the storage limits; an int64 cast
+        # of them is undefined), NaN to the zero point (real 0, as `nn.cast` of NaN)
+        bounded = np.clip(np.nan_to_num(rounded, nan=0.0), -(2.0**40), 2.0**40)
+        return (np.clip(bounded.astype(np.int64) + zero_points, low, high).astype(dtype),)
 
     return run
 

@@ -1,0 +1,410 @@
+"""Differential testing: random valid `nn` graphs through every target, compared, minimised.
+
+Each graph (`fuzz/graphs.py`: seeded, 1-30 ops, branches and joins, every op family, float32,
+i1 masks and quantized int8/uint8 chains) runs through `irc.compile(module, targets=[t])` for
+each target `t` of `--targets` (default `reference,cpu,opencl`); the reference target's outputs
+are the oracle. With `--onnx`, the graphs that have an ONNX form (`fuzz/onnx_emit.py`) also
+run through irc's ONNX importer (on the reference target) and onnxruntime. Half of the
+graphs get edge-value inputs (NaN, ±Inf, ±0, denormals, huge and tiny magnitudes, integer
+extremes). Graphs are compiled in batches (one module, one build per target per batch); a
+batch that fails is retried graph by graph, so a crash names its graph.
+
+Comparison (`compare`; the policy and its reasons are in docs/semantics.md): NaN positions
+equal; infinities equal with their sign; finite float32 values within
+``RTOL * |ref| + ATOL * scale`` where `scale` is the largest finite |ref| of that output (at
+least 1); the sign of zero is not compared; integers and booleans exactly.
+
+A mismatching graph is minimised (`fuzz/minimise.py`: outputs, then ops cut off and replaced
+by inputs carrying their reference values, then smaller input shapes) and written as
+``<dir>/<name>.mlir`` (its `@main`) with its inputs in ``<name>.npz``; the `.mlir` starts with
+the command that replays it::
+
+    python -m fuzz.differential --replay findings/seed123_opencl.mlir
+
+The long run prints progress and a summary table::
+
+    python -m fuzz.differential --graphs 5000 --seed 1 --save-dir /tmp/irc-diff
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+import time
+import traceback
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from fuzz.graphs import Graph, build_module, generate, make_inputs  # noqa: E402
+
+TARGETS = ("reference", "cpu", "opencl")
+RTOL = 1e-3
+"""Relative tolerance of float32 results (per element, relative to the reference value)."""
+ATOL = 1e-4
+"""Absolute tolerance of float32 results, as a fraction of the output's scale."""
+
+
+# ---- Comparison --------------------------------------------------------------------------------
+
+
+def compare(ref: np.ndarray, got: np.ndarray) -> str | None:
+    """None when `got` matches the reference `ref`, else what differs (docs/semantics.md)."""
+    got = np.asarray(got)
+    if ref.shape != got.shape:
+        return f"shape {got.shape} != {ref.shape}"
+    if ref.dtype != got.dtype:
+        return f"dtype {got.dtype} != {ref.dtype}"
+    if ref.dtype.kind != "f":
+        bad = np.flatnonzero(ref != got)
+        if bad.size:
+            i = bad[0]
+            return f"{bad.size} of {ref.size} differ, first at {i}: {got.flat[i]} != {ref.flat[i]}"
+        return None
+    r = ref.astype(np.float64)
+    g = got.astype(np.float64)
+    rn, gn = np.isnan(r), np.isnan(g)
+    if (rn != gn).any():
+        i = np.flatnonzero(rn != gn)[0]
+        count = int((rn != gn).sum())
+        return f"NaN positions differ ({count}), first at {i}: {g.flat[i]} != {r.flat[i]}"
+    ri, gi = np.isinf(r), np.isinf(g)
+    both_inf = ri & gi
+    if (ri != gi).any() or (np.sign(r[both_inf]) != np.sign(g[both_inf])).any():
+        bad = (ri != gi) | (both_inf & (np.sign(r) != np.sign(g)))
+        i = np.flatnonzero(bad)[0]
+        return f"Inf positions differ ({int(bad.sum())}), first at {i}: {g.flat[i]} != {r.flat[i]}"
+    finite = ~(rn | ri)
+    if not finite.any():
+        return None
+    scale = max(1.0, float(np.abs(r[finite]).max()))
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(g - r)
+    bad = finite & (err > RTOL * np.abs(r) + ATOL * scale)
+    if bad.any():
+        i = np.flatnonzero(bad)[0]
+        return (
+            f"{int(bad.sum())} of {ref.size} values differ, first at {i}: {g.flat[i]!r} != "
+            f"{r.flat[i]!r} (scale {scale:.3g})"
+        )
+    return None
+
+
+# ---- Running -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """One graph on one target: outputs, or the error that stopped it."""
+
+    outputs: list[np.ndarray] | None = None
+    error: str | None = None
+    kind: str = "ok"
+    """`ok`, `crash` (compile or run raised), `compile-failure` (a target refused to lower or
+    build a region it had accepted: `CompiledModel.refusals`)."""
+    refusals: list[str] = field(default_factory=list)
+
+
+def _quiet():
+    return contextlib.redirect_stderr(io.StringIO())
+
+
+def run_target(
+    graphs: Sequence[Graph], inputs: Sequence[Sequence[np.ndarray]], target: str
+) -> list[Outcome]:
+    """Every graph of the batch on `target`, compiled as one module."""
+    import irc
+
+    try:
+        module = build_module(graphs)
+    except Exception as exc:  # a generator bug: report it per graph
+        return [Outcome(error=f"build: {type(exc).__name__}: {exc}", kind="crash")] * len(graphs)
+    feed = {f"g{k}_in{i}": a for k, ins in enumerate(inputs) for i, a in enumerate(ins)}
+    try:
+        with warnings.catch_warnings(), _quiet():
+            warnings.simplefilter("ignore")
+            compiled = irc.compile(module, targets=[target])
+            result = compiled.run(feed)
+    except Exception as exc:
+        if len(graphs) > 1:
+            return [run_target([g], [i], target)[0] for g, i in zip(graphs, inputs, strict=True)]
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return [
+            Outcome(
+                error=f"{type(exc).__name__}: {str(exc)[:400]} ({where.filename}:{where.lineno})",
+                kind="crash",
+            )
+        ]
+    refusals = [r.describe() for r in compiled.refusals]
+    if refusals and len(graphs) > 1:
+        return [run_target([g], [i], target)[0] for g, i in zip(graphs, inputs, strict=True)]
+    out = []
+    for k, graph in enumerate(graphs):
+        outputs = [np.asarray(result[f"g{k}_out{j}"]) for j in range(len(graph.outputs))]
+        kind = "compile-failure" if refusals else "ok"
+        out.append(Outcome(outputs, kind=kind, refusals=refusals))
+    return out
+
+
+@dataclass
+class GraphResult:
+    graph: Graph
+    inputs: list[np.ndarray]
+    edge: bool
+    outcomes: dict[str, Outcome]
+    mismatches: dict[str, str]
+    """target -> what differs from the reference."""
+
+
+def check_batch(
+    graphs: Sequence[Graph],
+    inputs: Sequence[list[np.ndarray]],
+    edges: Sequence[bool],
+    targets: Sequence[str],
+) -> list[GraphResult]:
+    """Run a batch on every target and compare each with the reference."""
+    per_target = {t: run_target(graphs, inputs, t) for t in dict.fromkeys(["reference", *targets])}
+    results = []
+    for k, graph in enumerate(graphs):
+        outcomes = {t: per_target[t][k] for t in per_target}
+        ref = outcomes["reference"]
+        mismatches: dict[str, str] = {}
+        if ref.outputs is not None:
+            for t, o in outcomes.items():
+                if t == "reference" or o.outputs is None:
+                    continue
+                for j, (r, g) in enumerate(zip(ref.outputs, o.outputs, strict=True)):
+                    why = compare(r, g)
+                    if why is not None:
+                        mismatches[t] = f"output {j}: {why}"
+                        break
+        results.append(GraphResult(graph, list(inputs[k]), edges[k], outcomes, mismatches))
+    return results
+
+
+def graph_mismatches(graph: Graph, inputs: Sequence[np.ndarray], target: str) -> str | None:
+    """What differs between `target` and the reference on one graph (a crash counts)."""
+    (res,) = check_batch([graph], [list(inputs)], [False], [target])
+    o = res.outcomes[target]
+    if res.outcomes["reference"].outputs is None:
+        return None  # the reference cannot run it: not a mismatch of `target`
+    if o.kind == "crash":
+        return f"crash: {o.error}"
+    return res.mismatches.get(target)
+
+
+# ---- Findings ----------------------------------------------------------------------------------
+
+
+def save_finding(
+    graph: Graph, inputs: Sequence[np.ndarray], target: str, why: str, directory: Path, name: str
+) -> Path:
+    """Write the graph as `<name>.mlir` (with the replay command on top) and its inputs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    module = build_module([graph])
+    mlir = directory / f"{name}.mlir"
+    npz = directory / f"{name}.npz"
+    np.savez(npz, **{f"g0_in{i}": a for i, a in enumerate(inputs)})
+    header = (
+        f"// differential finding: {target} vs reference: {why}\n"
+        f"// replay: python -m fuzz.differential --replay {mlir} --targets {target}\n"
+        f"// (inputs in {npz.name}; ops: {', '.join(graph.op_kinds())})\n"
+    )
+    mlir.write_text(header + str(module) + "\n")
+    return mlir
+
+
+def replay(path: Path, targets: Sequence[str]) -> int:
+    """Run a saved finding on the reference and `targets`; print what differs; 1 if any."""
+    import irc
+
+    module = irc.read_module(path)
+    npz = path.with_suffix(".npz")
+    data = dict(np.load(npz)) if npz.exists() else None
+    ref_model = irc.compile(module, targets=["reference"])
+    if data is None:
+        rng = np.random.default_rng(0)
+        data = {s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in ref_model.inputs}
+    ref = ref_model.run(data)
+    status = 0
+    for target in targets:
+        if target == "reference":
+            continue
+        try:
+            got = irc.compile(module, targets=[target]).run(data)
+        except Exception as exc:
+            print(f"{target}: crash: {type(exc).__name__}: {exc}")
+            status = 1
+            continue
+        for name in ref:
+            why = compare(np.asarray(ref[name]), np.asarray(got[name]))
+            print(f"{target} {name}: {'ok' if why is None else why}")
+            if why is not None:
+                status = 1
+                with np.printoptions(precision=6, threshold=40):
+                    print(f"  reference: {np.asarray(ref[name]).ravel()}")
+                    print(f"  {target}: {np.asarray(got[name]).ravel()}")
+    return status
+
+
+# ---- The run -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Summary:
+    graphs: int = 0
+    ops: int = 0
+    edge_graphs: int = 0
+    seconds: float = 0.0
+    mismatches: Counter[str] = field(default_factory=Counter)
+    crashes: Counter[str] = field(default_factory=Counter)
+    compile_failures: Counter[str] = field(default_factory=Counter)
+    onnx_models: int = 0
+    findings: list[tuple[str, int, str, str]] = field(default_factory=list)
+    """(target, seed, what, saved path)"""
+
+    def table(self, targets: Sequence[str]) -> str:
+        rows = [
+            f"graphs {self.graphs} ({self.edge_graphs} with edge values), ops {self.ops}, "
+            f"onnx models {self.onnx_models}, time {self.seconds:.1f} s "
+            f"({self.graphs / max(self.seconds, 1e-9):.1f} graphs/s)",
+            f"{'target':<12}{'mismatches':>12}{'crashes':>10}{'compile failures':>18}",
+        ]
+        for t in targets:
+            rows.append(
+                f"{t:<12}{self.mismatches[t]:>12}{self.crashes[t]:>10}{self.compile_failures[t]:>18}"
+            )
+        return "\n".join(rows)
+
+
+def run(
+    count: int,
+    seed: int,
+    targets: Sequence[str],
+    *,
+    batch: int = 16,
+    max_ops: int = 30,
+    save_dir: Path | None = None,
+    minimise: bool = True,
+    onnx: bool = False,
+    progress: bool = False,
+    max_findings: int = 20,
+) -> Summary:
+    """Generate `count` graphs from `seed` on, run them on `targets`, compare with the
+    reference; minimise and save mismatches (up to `max_findings`) when `save_dir` is set."""
+    from fuzz.minimise import minimise_graph
+
+    summary = Summary()
+    start = time.perf_counter()
+    all_targets = [t for t in targets if t != "reference"]
+    if onnx:
+        from fuzz.onnx_emit import check_onnx
+
+    for first in range(seed, seed + count, batch):
+        seeds = list(range(first, min(first + batch, seed + count)))
+        graphs = [generate(s, max_ops=max_ops) for s in seeds]
+        edges = [s % 2 == 1 for s in seeds]
+        inputs = [make_inputs(g, s, e) for g, s, e in zip(graphs, seeds, edges, strict=True)]
+        results = check_batch(graphs, inputs, edges, all_targets)
+        for s, res in zip(seeds, results, strict=True):
+            summary.graphs += 1
+            summary.ops += res.graph.op_count()
+            summary.edge_graphs += res.edge
+            for t, o in res.outcomes.items():
+                if o.kind == "crash":
+                    summary.crashes[t] += 1
+                    summary.findings.append((t, s, f"crash: {o.error}", ""))
+                elif o.kind == "compile-failure":
+                    summary.compile_failures[t] += 1
+                    summary.findings.append((t, s, "compile failure: " + "; ".join(o.refusals), ""))
+            for t, why in res.mismatches.items():
+                summary.mismatches[t] += 1
+                saved = ""
+                if save_dir is not None and len(summary.findings) < max_findings:
+                    graph, ins = res.graph, res.inputs
+                    if minimise:
+                        graph, ins = minimise_graph(graph, ins, t)
+                        why = graph_mismatches(graph, ins, t) or why
+                    saved = str(save_finding(graph, ins, t, why, save_dir, f"seed{s}_{t}"))
+                summary.findings.append((t, s, why, saved))
+            if onnx:
+                outcome = check_onnx(res.graph, res.inputs, res.outcomes["reference"].outputs)
+                if outcome is not None:
+                    summary.onnx_models += 1
+                    for t, why in outcome.items():
+                        if why.startswith("crash"):
+                            summary.crashes[t] += 1
+                        else:
+                            summary.mismatches[t] += 1
+                        summary.findings.append((t, s, why, ""))
+        summary.seconds = time.perf_counter() - start
+        if progress:
+            bad = sum(summary.mismatches.values()) + sum(summary.crashes.values())
+            print(
+                f"[{summary.graphs}/{count}] {summary.seconds:.0f} s, {summary.ops} ops, "
+                f"{bad} mismatches+crashes, "
+                f"{sum(summary.compile_failures.values())} compile failures",
+                flush=True,
+            )
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m fuzz.differential", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--graphs", type=int, default=200, help="how many graphs (default 200)")
+    parser.add_argument("--seed", type=int, default=0, help="the first graph's seed")
+    parser.add_argument("--targets", default=",".join(TARGETS[1:]), help="targets to compare")
+    parser.add_argument("--batch", type=int, default=16, help="graphs per compiled module")
+    parser.add_argument("--max-ops", type=int, default=30)
+    parser.add_argument("--save-dir", type=Path, help="write minimised findings here")
+    parser.add_argument("--no-minimise", action="store_true")
+    parser.add_argument(
+        "--onnx", action="store_true", help="also compare ONNX forms with onnxruntime"
+    )
+    parser.add_argument("--replay", type=Path, help="run a saved finding (.mlir) again")
+    args = parser.parse_args(argv)
+    targets = [t for t in args.targets.split(",") if t]
+    if args.replay is not None:
+        return replay(args.replay, targets)
+    summary = run(
+        args.graphs,
+        args.seed,
+        targets,
+        batch=args.batch,
+        max_ops=args.max_ops,
+        save_dir=args.save_dir,
+        minimise=not args.no_minimise,
+        onnx=args.onnx,
+        progress=True,
+    )
+    shown = ["reference", *[t for t in targets if t != "reference"]]
+    if args.onnx:
+        shown += ["onnx-import", "onnxruntime"]
+    print(summary.table(shown))
+    seen: set[tuple[str, str]] = set()
+    for t, s, why, saved in summary.findings:
+        key = (t, why.split(":")[0] + why.split(",")[0][-40:])
+        if key in seen:
+            continue
+        seen.add(key)
+        print(f"  {t} seed {s}: {why[:300]}{'  -> ' + saved if saved else ''}")
+    return 1 if summary.findings else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("POCL_CPU_MAX_CU_NUM", "2")
+    sys.exit(main())
