@@ -31,9 +31,10 @@ every round). A temporary `irc.source_op = N` attribute carries that position th
 pipeline (the rewriting passes copy discardable attributes to the ops they create) and is
 removed from the final module.
 
-Artifacts (`CompiledModel.save`, `irc-compile -o`) carry `irc.format_version = 1` on the
-module; `irc.load` refuses a version it does not know (a newer irc wrote it) and runs an
-artifact as it is, without running any pass. `save(path, embed_binaries=True)` adds the
+Artifacts (`CompiledModel.save`, `irc-compile -o`) carry `irc.format_version = 2` on the
+module and keep their weights in a binary file next to the text (`irc.artifact`); `irc.load`
+refuses a version it does not know (a newer irc wrote it) and runs an artifact as it is,
+without running any pass. `save(path, embed_binaries=True)` adds the
 OpenCL program binaries built on this machine's device (`irc.targets.opencl.aot`).
 
 Dynamic shapes (`irc.specialize`): a model with dynamic input dimensions keeps its source
@@ -78,8 +79,9 @@ __all__ = [
     "load",
 ]
 
-FORMAT_VERSION = 1
-"""The artifact format this irc writes and the newest it reads."""
+FORMAT_VERSION = 2
+"""The artifact format this irc writes and the newest it reads: 2 keeps large constants in a
+weights file next to the text (`irc.artifact`); 1 (all text) still loads."""
 
 FORMAT_ATTR = "irc.format_version"
 """The module attribute that marks a compiled artifact and gives its format version."""
@@ -347,11 +349,9 @@ class CompiledModel:
                     self._variants.popitem(last=False)
         return variant
 
-    def to_text(self, *, embed_binaries: bool = False) -> str:
-        """The compiled module as IR text, with `irc.format_version`; `embed_binaries`
-        adds the OpenCL program binaries built for this machine's device."""
-        from irc.printing import print_ir
-
+    def _artifact_module(self, embed_binaries: bool) -> ModuleOp:
+        """The module as saved: marked with `irc.format_version`, with the OpenCL binaries
+        when asked (on a clone: the module in memory is left alone)."""
         module = self.module
         if embed_binaries:
             from irc.targets.opencl.aot import embed_binaries as embed
@@ -359,23 +359,33 @@ class CompiledModel:
             module = module.clone()
             embed(module)
         _mark_artifact(module)
-        return print_ir(module) + "\n"
+        return module
 
-    def save(self, path: str | os.PathLike[str], *, embed_binaries: bool = False) -> None:
-        """Write the compiled module as IR text (`irc.load` reads it back), atomically;
-        `embed_binaries` adds the OpenCL program binaries (see `to_text`)."""
-        import tempfile
+    def to_text(self, *, embed_binaries: bool = False) -> str:
+        """The compiled module as one self-contained IR text (weights inline), with
+        `irc.format_version`; `embed_binaries` adds the OpenCL program binaries built for
+        this machine's device."""
+        from irc.printing import print_ir
 
-        text = self.to_text(embed_binaries=embed_binaries)
-        path = os.fspath(path)
-        fd, temp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as stream:
-                stream.write(text)
-            os.replace(temp, path)
-        except BaseException:
-            os.unlink(temp)
-            raise
+        return print_ir(self._artifact_module(embed_binaries)) + "\n"
+
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        embed_binaries: bool = False,
+        inline_weights: bool = False,
+    ) -> None:
+        """Write the artifact `irc.load` reads back: the IR text at `path` and its weights
+        in the binary file `irc.artifact.weights_path(path)` next to it (`model.irc.mlir`,
+        `model.irc.weights`), both or neither (mode 0666 less the umask, as
+        `irc.fileio.write_atomically`; `OSError` on failure). `inline_weights` writes one
+        self-contained text instead (as `to_text`); `embed_binaries` adds the OpenCL program
+        binaries built for this machine's device."""
+        from irc.artifact import save_artifact
+
+        module = self._artifact_module(embed_binaries)
+        save_artifact(path, module, inline_weights=inline_weights)
 
     def __repr__(self) -> str:
         targets = ", ".join(self.targets) or "-"

@@ -18,6 +18,8 @@ irc the MLIR model on top of xDSL:
 from __future__ import annotations
 
 import bisect
+import functools
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,19 +31,26 @@ from typing import IO, NamedTuple, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     UNKNOWN_LOC,
+    AnyFloat,
     ArrayAttr,
     CallSiteLoc,
+    ComplexType,
     FileLineColLoc,
     FusedLoc,
+    IndexType,
     IntAttr,
+    IntegerType,
     LocationAttr,
     ModuleOp,
     NameLoc,
+    RankedStructure,
     StringAttr,
     UnknownLoc,
 )
 from xdsl.ir import Attribute, Operation, TypeAttribute
+from xdsl.irdl import AttrConstraint, base
 from xdsl.parser import (
     MLIRTokenKind,
     MultipleSpansParseError,
@@ -55,11 +64,15 @@ from xdsl.utils.exceptions import DiagnosticException, PassFailedException, Veri
 from xdsl.utils.lexer import Input
 from xdsl.utils.mlir_lexer import MLIRLexer
 
+from irc.artifact import ExternalWeights, dense_from_weights, parse_external_resources
+
 # xDSL 0.74 lexes string literals with `"(?:[^"...]+|\\...)*"`, whose nested repetition
 # backtracks exponentially on an unterminated string (a few hundred bytes take minutes).
-# The same language without the nested `+` matches in linear time.
+# Possessive repetitions (Python 3.11) never backtrack into a run, so the same language
+# matches in linear time, and a run of plain characters is still matched in one step (one
+# alternation per character made a 28 MB artifact's hex strings lex 20x slower).
 MLIRLexer._unescaped_characters_regex = re.compile(  # type: ignore[misc]
-    r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+    r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
 )
 
 __all__ = [
@@ -396,6 +409,10 @@ class LocatingParser(Parser):
     so that a chunk of a `--split-input-file` input gets file-absolute lines, in op
     locations and in `ParseError` spans alike. Verifier failures of attributes and
     types raised while parsing become `ParseError`s at the op being parsed.
+
+    An artifact's `{-# external_resources: {irc_weights: ...} #-}` section is read with
+    the weights file it names (looked up in the folder of `name`), and its
+    `dense_resource<wN>` constants become ordinary dense attributes (`irc.artifact`).
     """
 
     def __init__(
@@ -419,6 +436,7 @@ class LocatingParser(Parser):
         self._line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
         self._filename = StringAttr(name)
         self._last_parsed_location: Attribute | None = None
+        self._weights: ExternalWeights | None = None
 
     def _parse_optional_integer_or_float_type(self) -> TypeAttribute | None:
         """`i<N>` types as xDSL parses them, with MLIR's limit on the width (xDSL has none,
@@ -432,6 +450,44 @@ class LocatingParser(Parser):
                     token.span, f"integer type width exceeds the limit of {MAX_INTEGER_WIDTH} bits"
                 )
         return super()._parse_optional_integer_or_float_type()
+
+    def _parse_dense_literal_type(self) -> Attribute:
+        """The type of a `dense<...>` literal, checked as xDSL checks it, with the type
+        constraint built once (xDSL builds it for every literal: ~10 ms each)."""
+        type_ = self.expect(self.parse_optional_type, "Dense attribute must be typed!")
+        if not _dense_literal_types().verifies(type_):
+            self.raise_error(
+                "Expected memref, vector or tensor type of integer, index, float, or complex type"
+            )
+        if DYNAMIC_INDEX in type_.get_shape():  # type: ignore[attr-defined]
+            self.raise_error("Dense literal attribute should have a static shape.")
+        return type_
+
+    def _parse_external_resources(self) -> None:
+        """`external_resources: {irc_weights: {...}}`: an artifact's weights file."""
+        weights = parse_external_resources(self, os.path.dirname(self._filename.data))
+        if weights is not None:
+            self._weights = weights
+            self._weights_span = Span(*weights.where, self.lexer.input)
+
+    def _check_weights(self) -> None:
+        """The weights' SHA-256 (hashed while the rest was parsed): a `ParseError` at the
+        `external_resources` section when the file does not match."""
+        if self._weights is not None and (error := self._weights.verify()) is not None:
+            raise ParseError(self._weights_span, error)
+
+    def _parse_builtin_dense_resource_attr(self) -> Attribute:
+        """`dense_resource<wN> : type` from the artifact's weights; any other handle as
+        xDSL parses it (a `DenseResourceAttr` of its blob store)."""
+        if self._weights is None:
+            return super()._parse_builtin_dense_resource_attr()
+        start = self.pos
+        self.parse_characters("<", " in dense_resource attribute")
+        handle = self.parse_identifier(" for resource handle")
+        self.parse_characters(">", " in dense_resource attribute")
+        self.parse_characters(":", " in dense_resource attribute")
+        type_ = self.parse_type()
+        return dense_from_weights(self, self._weights, handle, type_, (start, self.pos))
 
     def _offset_error(self, exc: ParseError) -> None:
         """Apply `line_offset` to the spans of `exc` (file-absolute lines)."""
@@ -478,6 +534,7 @@ class LocatingParser(Parser):
         try:
             try:
                 module = super().parse_module(allow_implicit_module)
+                self._check_weights()
             except VerifyException as exc:  # e.g. a type alias whose type does not verify
                 raise ParseError(self._current_token.span, _clean_message(str(exc))) from exc
             except RecursionError:  # untrusted input: nesting deeper than Python's stack
@@ -488,11 +545,21 @@ class LocatingParser(Parser):
                 message = _clean_message(str(exc)) or "value out of range"
                 raise ParseError(self._current_token.span, message) from None
         except ParseError as exc:
+            if self._weights is not None and (message := self._weights.verify()) is not None:
+                error = ParseError(self._weights_span, message)  # altered weights come first
+                self._offset_error(error)
+                raise error from None
             self._offset_error(exc)
             raise
         if module.location is UNKNOWN_LOC:
             module.location = self._location_at(start)
         return module
+
+
+@functools.cache
+def _dense_literal_types() -> AttrConstraint:
+    """The types a `dense<...>` literal may have (xDSL's check)."""
+    return base(RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType])
 
 
 def _decode_source(data: bytes, name: str) -> str:

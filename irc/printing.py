@@ -4,23 +4,48 @@ xDSL 0.74's printer derives names from hints by counting per hint (`x`, `x_1`, `
 strips a `_<digits>` suffix from a hint; a hint such as `x_1_2` (stored as `x_1`) can then print
 as a name another value already took, and the text no longer parses. Rewrites that copy names
 onto new values make this happen in practice. `Printer` here skips every name already used.
+
+Given a `WeightsWriter` (`irc.artifact`), `Printer` prints every large dense constant as
+`dense_resource<wN> : type` and hands its bytes to the writer: how artifacts keep their
+weights in a binary file next to the text.
 """
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.printer import Printer as XdslPrinter
 from xdsl.targets.mlir import MLIRTarget
 
+from irc.artifact import externalizes
+
+if TYPE_CHECKING:
+    from irc.artifact import WeightsWriter
+
 
 class Printer(XdslPrinter):
-    """xDSL's printer with SSA names guaranteed unique (see the module docstring)."""
+    """xDSL's printer with SSA names guaranteed unique, and large constants optionally
+    printed as `dense_resource` handles into `weights` (see the module docstring)."""
+
+    weights: WeightsWriter | None = None
+    """Where large dense constants go (None: printed inline as `dense<...>`)."""
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        if (
+            self.weights is not None
+            and isinstance(attribute, DenseIntOrFPElementsAttr)
+            and externalizes(attribute)
+        ):
+            handle = self.weights.add(attribute.data.data)
+            self.print_string(f"dense_resource<{handle}> : ")
+            super().print_attribute(attribute.type)
+            return
+        super().print_attribute(attribute)
 
     def print_ssa_value(self, value: SSAValue) -> str:
         if value in self._ssa_values or not value.name_hint:
@@ -41,10 +66,19 @@ class Printer(XdslPrinter):
         return name
 
 
-def print_ir(op: Operation, stream: IO[str] | None = None, *, generic: bool = False) -> str:
-    """Print an op (usually a module) with `Printer`; returns the text when no stream is given."""
+def print_ir(
+    op: Operation,
+    stream: IO[str] | None = None,
+    *,
+    generic: bool = False,
+    weights: WeightsWriter | None = None,
+) -> str:
+    """Print an op (usually a module) with `Printer`; returns the text when no stream is
+    given. With `weights`, large dense constants go there (`irc.artifact`)."""
     target = io.StringIO() if stream is None else stream
-    Printer(stream=target, print_generic_format=generic).print_op(op)
+    printer = Printer(stream=target, print_generic_format=generic)
+    printer.weights = weights
+    printer.print_op(op)
     return target.getvalue() if stream is None else ""
 
 

@@ -1,6 +1,8 @@
 """Ahead-of-time artifacts: the format version, loading without the model and without any
-pass, a fresh process with the model deleted, and embedded OpenCL binaries (used only on a
-matching device, never when their bytes do not match their hash).
+pass, a fresh process with the model deleted, the binary weights file next to the text
+(checked against its SHA-256, written all or nothing, format-1 text still loads), and
+embedded OpenCL binaries (used only on a matching device, never when their bytes do not match
+their hash).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +20,11 @@ from opencl_support import AVAILABLE, needs_device
 from test_dynamic_shapes import expected, write_model
 
 import irc
+import irc.artifact as artifact
 import irc.compiler
 import irc.context
 import irc.pipelines
+from irc.artifact import iter_dense
 from irc.compiler import ArtifactError
 from irc.dialects import ocl
 from irc.targets.opencl import runtime as ocl_runtime
@@ -63,7 +68,7 @@ def test_save_load_round_trip_runs_no_pass(
     path = tmp_path / "model.irc.mlir"
     model.save(path)
     text = path.read_text()
-    assert text.startswith("builtin.module attributes {irc.format_version = 1 : i64} {")
+    assert text.startswith("builtin.module attributes {irc.format_version = 2 : i64} {")
     if AVAILABLE:
         assert '"ocl.program"' in text  # lowered: the kernel sources are in the artifact
     want = model.run(inputs())
@@ -84,20 +89,20 @@ def _forbidden(*args: object, **kwargs: object) -> None:
     raise AssertionError("a pass ran on load")
 
 
-@pytest.mark.parametrize("version", ["2 : i64", "0 : i64", '"one"'])
+@pytest.mark.parametrize("version", ["3 : i64", "0 : i64", '"one"'])
 def test_unknown_format_version_is_refused(
     model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str
 ) -> None:
     path = tmp_path / "future.mlir"
     compiled(model_path, ["reference"]).save(path)
     text = path.read_text().replace(
-        "irc.format_version = 1 : i64", f"irc.format_version = {version}"
+        "irc.format_version = 2 : i64", f"irc.format_version = {version}"
     )
     path.write_text(text)
     shown = re.sub(r" : i64", "", version)
     message = (
         f"{path}: artifact format version {shown} is not supported (this irc reads versions 1 "
-        "to 1); compile the model again with this irc"
+        "to 2); compile the model again with this irc"
     )
     with pytest.raises(ArtifactError, match=re.escape(message)):
         irc.load(path)
@@ -159,6 +164,256 @@ def test_artifact_runs_in_a_fresh_process_without_the_model(
     assert ran.returncode == 0, ran.stderr
     with np.load(out) as saved:
         np.testing.assert_allclose(saved["y"], expected(inputs()["x"]), rtol=1e-4, atol=1e-5)
+
+
+# ---- The weights file --------------------------------------------------------------------------
+
+WIDE_W = np.random.default_rng(7).standard_normal((64, 32)).astype(np.float32)
+WIDE_B = np.random.default_rng(8).standard_normal((32,)).astype(np.float32)
+
+
+def write_wide_model(path: Path) -> Path:
+    """An ONNX model y = relu(x @ W + B) with an 8 KiB filter (x of shape [2, 64])."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["m"]),
+            helper.make_node("Add", ["m", "b"], ["a"]),
+            helper.make_node("Relu", ["a"], ["y"]),
+        ],
+        "wide",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 32])],
+        initializer=[numpy_helper.from_array(WIDE_W, "w"), numpy_helper.from_array(WIDE_B, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 10
+    onnx.save(model, path)
+    return path
+
+
+def wide_inputs() -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(9).standard_normal((2, 64)).astype(np.float32)}
+
+
+def wide_expected(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x @ WIDE_W + WIDE_B, 0.0)
+
+
+@pytest.fixture
+def wide_artifact(tmp_path: Path) -> tuple[irc.CompiledModel, Path]:
+    """A compiled wide model saved as `wide.irc.mlir` + `wide.irc.weights`."""
+    model = irc.compile(write_wide_model(tmp_path / "wide.onnx"), TARGETS)
+    path = tmp_path / "wide.irc.mlir"
+    model.save(path)
+    return model, path
+
+
+def test_weights_are_saved_as_binary_next_to_the_text(
+    wide_artifact: tuple[irc.CompiledModel, Path],
+) -> None:
+    model, path = wide_artifact
+    weights = path.with_name("wide.irc.weights")
+    text = path.read_text()
+    assert text.startswith('{-# external_resources: {irc_weights: {\n    file: "wide.irc.weights",')
+    assert "dense_resource<w0> : tensor<" in text
+    assert 'dense<"0x' not in text  # the 8 KiB filter is not in the text
+    blob = weights.read_bytes()
+    assert blob.startswith(b"IRC-WEIGHTS-1\n")
+    assert WIDE_W.tobytes() in blob or WIDE_W.T.copy().tobytes() in blob
+    dense = sum(len(a.data.data) for a in iter_dense(model.module))
+    assert dense >= WIDE_W.nbytes
+    assert len(blob) <= 1.1 * dense + 64 * 8  # header and alignment only
+    again = irc.load(path)
+    for name, value in model.run(wide_inputs()).items():
+        np.testing.assert_array_equal(again.run(wide_inputs())[name], value)
+    got = again.run(wide_inputs())["y"]
+    np.testing.assert_allclose(got, wide_expected(wide_inputs()["x"]), rtol=1e-4, atol=1e-5)
+
+
+def test_loaded_module_is_the_saved_one(wide_artifact: tuple[irc.CompiledModel, Path]) -> None:
+    model, path = wide_artifact
+    assert irc.load(path).to_text() == model.to_text()
+
+
+def test_format_1_text_artifacts_still_load(
+    wide_artifact: tuple[irc.CompiledModel, Path], tmp_path: Path
+) -> None:
+    model, _path = wide_artifact
+    old = tmp_path / "old.irc.mlir"
+    old.write_text(model.to_text().replace("irc.format_version = 2", "irc.format_version = 1"))
+    assert 'dense<"0x' in old.read_text()
+    got = irc.load(old).run(wide_inputs())["y"]
+    np.testing.assert_allclose(got, wide_expected(wide_inputs()["x"]), rtol=1e-4, atol=1e-5)
+
+
+def test_inline_weights_and_special_files_get_one_text(
+    wide_artifact: tuple[irc.CompiledModel, Path], tmp_path: Path
+) -> None:
+    model, _path = wide_artifact
+    inline = tmp_path / "inline.irc.mlir"
+    model.save(inline, inline_weights=True)
+    assert not inline.with_name("inline.irc.weights").exists()
+    assert inline.read_text() == model.to_text()
+    fifo = tmp_path / "pipe.irc.mlir"  # a special file (as /dev/null): written in place
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    model.save(fifo)
+    reader.join(timeout=60)
+    assert received == [model.to_text().encode()]
+    assert not fifo.with_name("pipe.irc.weights").exists()
+
+
+def test_two_artifacts_in_one_process_keep_their_own_weights(tmp_path: Path) -> None:
+    """The store belongs to one parse (xDSL's dense_resource blobs are process-global)."""
+    first = tmp_path / "a" / "m.irc.mlir"
+    second = tmp_path / "b" / "m.irc.mlir"
+    for path, scale in ((first, 1.0), (second, -1.0)):
+        path.parent.mkdir()
+        model = irc.compile(write_wide_model(tmp_path / "wide.onnx"), ["reference"])
+        if scale < 0:
+            model = irc.compile(_negated(tmp_path / "neg.onnx"), ["reference"])
+        model.save(path)
+    x = wide_inputs()["x"]
+    a = irc.load(first).run({"x": x})["y"]
+    b = irc.load(second).run({"x": x})["y"]
+    np.testing.assert_allclose(a, wide_expected(x), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(b, np.maximum(x @ -WIDE_W + WIDE_B, 0.0), rtol=1e-4, atol=1e-5)
+
+
+def _negated(path: Path) -> Path:
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(write_wide_model(path))
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(-WIDE_W, "w"))
+    onnx.save(model, path)
+    return path
+
+
+def _flip_one_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[-100] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda w: w.unlink(), "cannot read the artifact's weights file '{w}': No such file"),
+        (
+            _flip_one_byte,
+            "weights file '{w}' does not match this artifact (its SHA-256 differs: the file "
+            "was changed, or belongs to another save); save the artifact again",
+        ),
+        (
+            lambda w: w.write_bytes(w.read_bytes()[:-64]),
+            "weights file '{w}' is not the one this artifact was saved with",
+        ),
+    ],
+    ids=["missing", "altered", "truncated"],
+)
+def test_bad_weights_file_is_one_clear_error(
+    wide_artifact: tuple[irc.CompiledModel, Path],
+    capsys: pytest.CaptureFixture[str],
+    damage: object,
+    message: str,
+) -> None:
+    from xdsl.utils.exceptions import ParseError
+
+    _model, path = wide_artifact
+    weights = path.with_name("wide.irc.weights")
+    damage(weights)  # type: ignore[operator]
+    expected_message = message.format(w=weights)
+    with pytest.raises(ParseError, match=re.escape(expected_message)):
+        irc.load(path)
+    assert run_main([str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"{path}:1:")
+    assert expected_message in err
+    assert "Traceback" not in err
+    assert err.count("error") == 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda t: t.replace('file: "wide.irc.weights"', 'file: "../wide.irc.weights"'),
+            "weights file '../wide.irc.weights' must be a file name in the artifact's folder",
+        ),
+        (
+            lambda t: t.replace("dense_resource<w0>", "dense_resource<w99>"),
+            "dense_resource<w99> is not in 'wide.irc.weights'",
+        ),
+        (
+            lambda t: re.sub(r'w0: "(\d+):(\d+)"', r'w0: "\1:4"', t),
+            "dense_resource<w0> holds 4 bytes, which do not fit",
+        ),
+        (lambda t: re.sub(r'w0: "(\d+):', 'w0: "99999999:', t), "is outside the weights file"),
+        (
+            lambda t: t.replace("irc_weights:", "other_weights:"),
+            "unknown external resource 'other_weights' (irc reads 'irc_weights')",
+        ),
+    ],
+    ids=["path", "handle", "size", "offset", "resource"],
+)
+def test_bad_weights_section_is_a_located_error(
+    wide_artifact: tuple[irc.CompiledModel, Path], edit: object, message: str
+) -> None:
+    from xdsl.utils.exceptions import ParseError
+
+    _model, path = wide_artifact
+    text = path.read_text()
+    edited = edit(text)  # type: ignore[operator]
+    assert edited != text
+    path.write_text(edited)
+    with pytest.raises(ParseError, match=re.escape(message)):
+        irc.load(path)
+
+
+def test_failed_save_leaves_the_previous_artifact(
+    wide_artifact: tuple[irc.CompiledModel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, path = wide_artifact
+    weights = path.with_name("wide.irc.weights")
+    before = (path.read_bytes(), weights.read_bytes())
+    writes: list[str] = []
+    original = artifact._write_temp
+
+    def failing_second_write(target: str, data: bytes) -> str:
+        writes.append(target)
+        if len(writes) == 2:
+            raise OSError(28, "No space left on device")
+        return original(target, data)
+
+    monkeypatch.setattr(artifact, "_write_temp", failing_second_write)
+    other = irc.compile(_negated(path.with_name("neg.onnx")), TARGETS)
+    with pytest.raises(OSError, match="No space left"):
+        other.save(path)
+    assert writes == [str(weights), str(path)]  # the weights first, then the text
+    assert (path.read_bytes(), weights.read_bytes()) == before
+    assert sorted(p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")) == []
+    np.testing.assert_array_equal(
+        irc.load(path).run(wide_inputs())["y"], model.run(wide_inputs())["y"]
+    )
+
+
+def test_irc_opt_prints_an_artifact_self_contained(
+    wide_artifact: tuple[irc.CompiledModel, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from irc.tools.irc_opt import main as opt_main
+
+    _model, path = wide_artifact
+    assert opt_main([str(path)]) == 0
+    out, _err = capsys.readouterr()
+    assert "dense_resource" not in out
+    assert 'dense<"0x' in out
 
 
 # ---- Embedded OpenCL binaries ------------------------------------------------------------------

@@ -17,7 +17,7 @@ func.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32>
 // SUMMARY:      bucket @main_s0 (x=1x4):
 // SUMMARY:      bucket @main_s1 (x=4x4):
 
-// CHECK:      builtin.module attributes {irc.format_version = 1 : i64} {
+// CHECK:      builtin.module attributes {irc.format_version = 2 : i64} {
 // CHECK:        delegate.executable private @main_s0_reference_0 target("reference")
 // CHECK:        func.func @main_s0(%{{.*}}: tensor<1x4xf32>) -> tensor<1x4xf32>
 // CHECK:          delegate.dispatch @main_s0_reference_0::@entry
