@@ -270,6 +270,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps(irc_worker(args.irc_worker, args.repeat, args.warmup, kernels)))
         return
 
+    from irc.targets.cpu import isa
+
+    print(f"cpu ISA profile: {isa.select().name} (host best: {isa.best().name}; IRC_CPU_ISA)")
     peak = measure_peak()
     print(
         f"peak per core (measured): float32 {peak['float']:.0f} GFLOP/s, "

@@ -12,6 +12,7 @@ AArch64 profile needs a cross compiler, else it is skipped. A profiled run names
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from cpu_support import (
 
 from irc.dialects import nn
 from irc.runtime.profiling import Profile, kernel_profiling
-from irc.targets.cpu import isa, toolchain
+from irc.targets.cpu import csrc, isa, toolchain
 from irc.targets.cpu.runtime import CpuLoadError, CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 
@@ -156,3 +157,25 @@ def test_profiled_run_names_the_isa(lowered, name: str) -> None:
     assert row.target == "cpu"
     assert row.kernel == f"irc_fn_0 [{name}]"
     assert row.dispatch == "@test_cpu_isa::@entry"
+
+
+KERNEL_FILES = ("conv2d", "depthwise", "pool2d", "batch_matmul", "softmax", "pad_nhwc")
+
+
+@pytest.mark.parametrize("name", [n for n in isa.PREFERENCE if n != "neon"])
+def test_kernel_files_are_warning_free(name: str, tmp_path: Path) -> None:
+    """The kernels moved to C files (targets/cpu/kernels) build with -Wall -Werror for
+    every x86 profile (an unused kernel of a translation unit and gcc's note on 64-byte
+    vector arguments without AVX-512 aside)."""
+    if isa.machine() != "x86_64":
+        pytest.skip("not an x86_64 host")
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    flags = toolchain.flags_for(chain, isa.PROFILES[name]).flags
+    source = tmp_path / "kernels.c"
+    source.write_text(csrc.source_for(KERNEL_FILES))
+    warn = ["-Wall", "-Werror", "-Wno-unused-function", "-Wno-psabi", "-fsyntax-only"]
+    proc = subprocess.run(
+        [chain.compiler, *flags, *warn, str(source)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]

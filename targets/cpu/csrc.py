@@ -27,13 +27,13 @@ numpy's `maximum`/`minimum`, fused activations are TFLite's.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
+from importlib import resources
 
 ACTIVATION_CODES = {"none": 0, "relu": 1, "relu6": 2, "relu_n1_to_1": 3, "tanh": 4}
 """`activation` property values -> the `IRC_ACT_*` codes of the C library."""
 
-CONV_TILE_PIXELS = 8
-"""Output pixels per register tile of the convolution micro-kernel (IRC_MR)."""
 
 _SNIPPETS: dict[str, tuple[tuple[str, ...], str]] = {}
 """name -> (dependencies, C text)."""
@@ -41,6 +41,50 @@ _SNIPPETS: dict[str, tuple[tuple[str, ...], str]] = {}
 
 def _snippet(name: str, text: str, deps: tuple[str, ...] = ()) -> None:
     _SNIPPETS[name] = (deps, text.strip("\n") + "\n")
+
+
+KERNELS = "kernels"
+"""The package directory of the kernel sources: common/ (every ISA), and one directory per
+vector ISA (x86_64_avx512, x86_64_avx2, generic) with what differs (vector.h)."""
+
+ISA_DIRECTORIES = (
+    ("defined(__AVX512F__) && !defined(IRC_PORTABLE)", "x86_64_avx512"),
+    ("defined(__AVX2__) && !defined(IRC_PORTABLE)", "x86_64_avx2"),
+    ("1", "generic"),
+)
+"""(preprocessor condition, directory) of each ISA's sources, first match wins: the ISA
+profile's `-march` decides which one the compiler keeps."""
+
+
+@functools.cache
+def kernel_file(path: str) -> str:
+    """The text of `kernels/<path>` (package data, read with importlib.resources)."""
+    return resources.files(__package__).joinpath(KERNELS, path).read_text()
+
+
+def per_isa(name: str) -> str:
+    """`<isa>/<name>` of every ISA directory, each under its condition (#if / #elif)."""
+    parts = []
+    for i, (condition, directory) in enumerate(ISA_DIRECTORIES):
+        keyword = "#if" if i == 0 else "#elif"
+        parts += [f"{keyword} {condition}", kernel_file(f"{directory}/{name}").rstrip("\n")]
+    return "\n".join([*parts, "#endif"]) + "\n"
+
+
+def _common_source() -> str:
+    return "".join(
+        (
+            kernel_file("common/prelude.h"),
+            per_isa("vector.h"),
+            kernel_file("common/vector.h"),
+            kernel_file("common/scalar.h"),
+        )
+    )
+
+
+def _snippet_file(name: str, deps: tuple[str, ...] = ()) -> None:
+    """The snippet `name` from kernels/common/<name>.c."""
+    _snippet(name, kernel_file(f"common/{name}.c"), deps)
 
 
 def define_snippet(name: str, text: str, deps: tuple[str, ...] = ()) -> None:
@@ -74,726 +118,29 @@ def snippet_names() -> frozenset[str]:
 
 # ---- Common -------------------------------------------------------------------------------------
 
-_snippet(
-    "common",
-    r"""
-#include <math.h>
-#include <stddef.h>
-#include <string.h>
-
-#define IRC_INLINE static inline __attribute__((always_inline))
-#define IRC_PARALLEL_WORK 4000000.0 /* multiply-adds below which an op stays on one thread */
-#define IRC_PARALLEL_CONV_WORK 1000000.0 /* the same for the float implicit-GEMM convs */
-#if defined(_OPENMP)
-#include <omp.h>
-#define IRC_PRAGMA(x) _Pragma(#x)
-#else
-#define IRC_PRAGMA(x)
-#endif
-/* An OpenMP parallel loop on the library's thread count (irc_nthreads), with `clauses`. */
-#define IRC_PARFOR(clauses) IRC_PRAGMA(omp parallel for num_threads(irc_nthreads()) clauses)
-
-/* Threads of this library's parallel loops (every `omp parallel` names them):
-   irc_set_threads(n) from the runtime (IRC_CPU_THREADS), n <= 0: OpenMP's default. */
-static int irc_threads_wanted = 0;
-void irc_set_threads(int n) { irc_threads_wanted = n; }
-static int irc_nthreads(void) {
-#if defined(_OPENMP)
-  return irc_threads_wanted > 0 ? irc_threads_wanted : omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-int irc_get_threads(void) { return irc_nthreads(); }
-
-typedef float irc_v16 __attribute__((vector_size(64)));
-typedef float irc_v16u __attribute__((vector_size(64), aligned(4)));
-
-enum { IRC_ACT_NONE = 0, IRC_ACT_RELU = 1, IRC_ACT_RELU6 = 2, IRC_ACT_RELU_N1_TO_1 = 3,
-       IRC_ACT_TANH = 4 };
-
-typedef int irc_v16i __attribute__((vector_size(64)));
-
-/* m ? a : b lane by lane (m: all-ones / all-zeros lanes of a vector comparison). */
-IRC_INLINE irc_v16 irc_v16_select(irc_v16i m, irc_v16 a, irc_v16 b) {
-  return (irc_v16)(((irc_v16i)a & m) | ((irc_v16i)b & ~m));
-}
-
-/* irc_act on 16 lanes for the codes other than tanh (NaN passes through like irc_act). */
-IRC_INLINE irc_v16 irc_v16_act(irc_v16 v, int act) {
-  const irc_v16 zero = {0.0f};
-  switch (act) {
-    case IRC_ACT_RELU: return irc_v16_select(v < zero, zero, v);
-    case IRC_ACT_RELU6:
-      v = irc_v16_select(v < zero, zero, v);
-      return irc_v16_select(v > zero + 6.0f, zero + 6.0f, v);
-    case IRC_ACT_RELU_N1_TO_1:
-      v = irc_v16_select(v < zero - 1.0f, zero - 1.0f, v);
-      return irc_v16_select(v > zero + 1.0f, zero + 1.0f, v);
-    default: return v;
-  }
-}
-
-/* The first n (1..16) floats at p as a vector, the other lanes zero / stored back. */
-#if defined(__AVX512F__) && !defined(IRC_PORTABLE)
-#include <immintrin.h>
-IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
-  return (irc_v16)_mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
-}
-IRC_INLINE void irc_v16_store_n(float *p, irc_v16 v, int n) {
-  _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), (__m512)v);
-}
-#elif defined(__AVX2__) && !defined(IRC_PORTABLE)
-#include <immintrin.h>
-/* AVX2: two 8-lane masked moves (masked-off lanes are not read or written). */
-IRC_INLINE __m256i irc_mask8(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
-  const __m256 lo = _mm256_maskload_ps(p, irc_mask8(n));
-  const __m256 hi = _mm256_maskload_ps(p + 8, irc_mask8(n - 8));
-  irc_v16 v;
-  memcpy(&v, &lo, 32);
-  memcpy((char *)&v + 32, &hi, 32);
-  return v;
-}
-IRC_INLINE void irc_v16_store_n(float *p, irc_v16 v, int n) {
-  __m256 lo, hi;
-  memcpy(&lo, &v, 32);
-  memcpy(&hi, (const char *)&v + 32, 32);
-  _mm256_maskstore_ps(p, irc_mask8(n), lo);
-  _mm256_maskstore_ps(p + 8, irc_mask8(n - 8), hi);
-}
-#else
-IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
-  irc_v16 v = {0.0f};
-  for (int j = 0; j < n; ++j) v[j] = p[j];
-  return v;
-}
-IRC_INLINE void irc_v16_store_n(float *p, irc_v16 v, int n) {
-  for (int j = 0; j < n; ++j) p[j] = v[j];
-}
-#endif
-
-/* The native float vector of the ISA profile: IRC_VL lanes (AVX-512: 16, AVX2: 8, otherwise
-   4: SSE2 / NEON). The register-tiled kernels compute on it: a vector wider than the
-   hardware's has no register mode in gcc and lives in memory. */
-#if defined(IRC_ISA_AVX512) || defined(IRC_ISA_AVX512VNNI) || \
-    (defined(__AVX512F__) && !defined(IRC_PORTABLE) && !defined(IRC_ISA_AVX2))
-#define IRC_VL 16
-#elif defined(__AVX2__) && !defined(IRC_PORTABLE)
-#define IRC_VL 8
-#else
-#define IRC_VL 4
-#endif
-typedef float irc_vf __attribute__((vector_size(4 * IRC_VL)));
-typedef float irc_vfu __attribute__((vector_size(4 * IRC_VL), aligned(4)));
-typedef int irc_vfi __attribute__((vector_size(4 * IRC_VL)));
-
-IRC_INLINE irc_vf irc_vf_select(irc_vfi m, irc_vf a, irc_vf b) {
-  return (irc_vf)(((irc_vfi)a & m) | ((irc_vfi)b & ~m));
-}
-
-/* irc_act on IRC_VL lanes for the codes other than tanh (NaN passes through). */
-IRC_INLINE irc_vf irc_vf_act(irc_vf v, int act) {
-  const irc_vf zero = {0.0f};
-  switch (act) {
-    case IRC_ACT_RELU: return irc_vf_select(v < zero, zero, v);
-    case IRC_ACT_RELU6:
-      v = irc_vf_select(v < zero, zero, v);
-      return irc_vf_select(v > zero + 6.0f, zero + 6.0f, v);
-    case IRC_ACT_RELU_N1_TO_1:
-      v = irc_vf_select(v < zero - 1.0f, zero - 1.0f, v);
-      return irc_vf_select(v > zero + 1.0f, zero + 1.0f, v);
-    default: return v;
-  }
-}
-
-/* The first n (1..IRC_VL) floats at p as a vector, the other lanes zero / not stored. */
-#if IRC_VL == 16
-IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) { return irc_v16_load_n(p, n); }
-IRC_INLINE void irc_vf_store_n(float *p, irc_vf v, int n) { irc_v16_store_n(p, v, n); }
-#elif IRC_VL == 8
-IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) {
-  return (irc_vf)_mm256_maskload_ps(p, irc_mask8(n));
-}
-IRC_INLINE void irc_vf_store_n(float *p, irc_vf v, int n) {
-  _mm256_maskstore_ps(p, irc_mask8(n), (__m256)v);
-}
-#else
-IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) {
-  irc_vf v = {0.0f};
-  for (int j = 0; j < n; ++j) v[j] = p[j];
-  return v;
-}
-IRC_INLINE void irc_vf_store_n(float *p, irc_vf v, int n) {
-  for (int j = 0; j < n; ++j) p[j] = v[j];
-}
-#endif
-
-/* numpy's maximum/minimum: a NaN in either operand gives NaN. */
-IRC_INLINE float irc_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-IRC_INLINE float irc_minf(float a, float b) { return (a != a || a < b) ? a : b; }
-IRC_INLINE float irc_clampf(float x, float lo, float hi) {
-  return x < lo ? lo : (x > hi ? hi : x);
-}
-
-IRC_INLINE float irc_act(float v, int act) {
-  switch (act) {
-    case IRC_ACT_RELU: return v < 0.0f ? 0.0f : v;
-    case IRC_ACT_RELU6: return irc_clampf(v, 0.0f, 6.0f);
-    case IRC_ACT_RELU_N1_TO_1: return irc_clampf(v, -1.0f, 1.0f);
-    case IRC_ACT_TANH: return tanhf(v);
-    default: return v;
-  }
-}
-
-/* o[j] = act(o[j] + r[j]) for j < n: a residual add fused into a producer's epilogue. */
-IRC_INLINE void irc_residual(float *restrict o, long n, const float *restrict r, int act) {
-  long j;
-  switch (act) {
-    case IRC_ACT_NONE: for (j = 0; j < n; ++j) o[j] += r[j]; break;
-    case IRC_ACT_RELU:
-      for (j = 0; j < n; ++j) o[j] = o[j] + r[j] < 0.0f ? 0.0f : o[j] + r[j];
-      break;
-    case IRC_ACT_RELU6:
-      for (j = 0; j < n; ++j) o[j] = irc_clampf(o[j] + r[j], 0.0f, 6.0f);
-      break;
-    default: for (j = 0; j < n; ++j) o[j] = irc_act(o[j] + r[j], act); break;
-  }
-}
-
-/* o[j] = act(o[j] + bias[j]) for j < n; bias may be NULL. */
-static void irc_epilogue(float *restrict o, long n, const float *restrict bias, int act) {
-  long j;
-  if (bias)
-    for (j = 0; j < n; ++j) o[j] += bias[j];
-  switch (act) {
-    case IRC_ACT_NONE: break;
-    case IRC_ACT_RELU: for (j = 0; j < n; ++j) o[j] = o[j] < 0.0f ? 0.0f : o[j]; break;
-    case IRC_ACT_RELU6: for (j = 0; j < n; ++j) o[j] = irc_clampf(o[j], 0.0f, 6.0f); break;
-    case IRC_ACT_RELU_N1_TO_1:
-      for (j = 0; j < n; ++j) o[j] = irc_clampf(o[j], -1.0f, 1.0f);
-      break;
-    default: for (j = 0; j < n; ++j) o[j] = irc_act(o[j], act); break;
-  }
-}
-""",
-)
+_snippet("common", _common_source())
 
 # ---- Convolution as an implicit GEMM ------------------------------------------------------------
 
-_snippet(
-    "pad_nhwc",
-    r"""
-/* dst = src [N][H][W][C] with PT/PL/PB/PR zero rows and columns around each image. */
-static void irc_pad_nhwc(float *restrict dst, const float *restrict src, int N, int H, int W,
-                         int C, int PT, int PL, int PB, int PR) {
-  const int Hp = H + PT + PB, Wp = W + PL + PR;
-  memset(dst, 0, sizeof(float) * (size_t)N * Hp * Wp * C);
-  for (int n = 0; n < N; ++n)
-    for (int h = 0; h < H; ++h)
-      memcpy(dst + (((size_t)n * Hp + h + PT) * Wp + PL) * C,
-             src + ((size_t)n * H + h) * W * C, sizeof(float) * (size_t)W * C);
-}
-""",
-    ("common",),
-)
+_snippet_file("pad_nhwc", ("common",))
 
-_snippet(
-    "pack_filter",
-    r"""
-/* OHWI filter [G*OCg][KH][KW][Cg] -> [G][ceil(OCg/NB)][KH][KW][Cg][NB], zero-padded channels
-   (the layout irc_conv2d reads; targets/cpu/packing.py packs constant filters the same way). */
-static void irc_pack_filter(float *restrict dst, const float *restrict src, int G, int OCg,
-                            int KH, int KW, int Cg, int NB) {
-  const int nblk = (OCg + NB - 1) / NB;
-  for (int g = 0; g < G; ++g)
-    for (int b = 0; b < nblk; ++b)
-      for (int kh = 0; kh < KH; ++kh)
-        for (int kw = 0; kw < KW; ++kw)
-          for (int c = 0; c < Cg; ++c)
-            for (int j = 0; j < NB; ++j) {
-              const int oc = b * NB + j;
-              *dst++ = oc < OCg
-                  ? src[((((size_t)g * OCg + oc) * KH + kh) * KW + kw) * Cg + c] : 0.0f;
-            }
-}
-""",
-)
+_snippet_file("pack_filter")
 
-_snippet(
-    "conv2d",
-    r"""
-/* The register tile of the ISA profile (targets/cpu/isa.py): IRC_MR output pixels x
-   IRC_CONV_F32_NR output channels, in vectors of IRC_VL lanes (AVX-512: 8 x 32 = 16 of the
-   32 zmm; AVX2: 6 x 16 = 12 of the 16 ymm, XNNPACK's tile). A packed block of 16 * NV
-   channels wider than the tile is walked in tile-wide slices. */
-#ifndef IRC_CONV_F32_MR
-#define IRC_CONV_F32_MR 8
-#endif
-#ifndef IRC_CONV_F32_NR
-#define IRC_CONV_F32_NR (2 * IRC_VL) /* IRC_VL or 2 * IRC_VL */
-#endif
-#define IRC_MR IRC_CONV_F32_MR
+_snippet_file("conv2d", ("common",))
 
-/* MR_ output pixels x TV vectors of output channels (both constant after inlining),
-   accumulated in registers over the KH x KW x Cg reduction. x: input of pixel 0 at tap
-   (0, 0); xs_pix: floats between the inputs of consecutive output pixels; xs_h/xs_w:
-   between taps; w: the slice's first weights, in rows of NB floats per input channel. */
-IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const float *restrict x,
-                              long xs_pix, long xs_h, long xs_w, int KH, int KW, int Cg,
-                              const float *restrict w, float *restrict y, long ys_pix,
-                              int nvalid, const float *restrict bias, int act,
-                              const float *restrict res, int act2) {
-  irc_vf acc[IRC_MR][2];
-  for (int m = 0; m < MR_; ++m)
-    for (int v = 0; v < TV; ++v) acc[m][v] = (irc_vf){0.0f};
-  for (int kh = 0; kh < KH; ++kh)
-    for (int kw = 0; kw < KW; ++kw) {
-      const float *restrict xt = x + kh * xs_h + kw * xs_w;
-      const float *restrict wt = w + (long)(kh * KW + kw) * Cg * NB;
-      for (int c = 0; c < Cg; ++c) {
-        const irc_vf b0 = *(const irc_vfu *)(wt + c * NB);
-        const irc_vf b1 = TV > 1 ? *(const irc_vfu *)(wt + c * NB + IRC_VL) : b0;
-        for (int m = 0; m < MR_; ++m) {
-          const float a = xt[m * xs_pix + c];
-          acc[m][0] += a * b0;
-          if (TV > 1) acc[m][1] += a * b1;
-        }
-      }
-    }
-  /* Epilogue in registers: v = act(acc + bias), then v = act2(v + res) with a residual;
-     tanh (act or act2 = -1 here) is left to the caller's scalar epilogue. */
-  for (int v = 0; v < TV; ++v) {
-    const int n = nvalid - IRC_VL * v < IRC_VL ? nvalid - IRC_VL * v : IRC_VL;
-    if (n <= 0) break;
-    irc_vf bv = {0.0f};
-    if (bias) {
-      const float *bp = bias + IRC_VL * v;
-      bv = n == IRC_VL ? *(const irc_vfu *)bp : irc_vf_load_n(bp, n);
-    }
-    for (int m = 0; m < MR_; ++m) {
-      irc_vf r = act < 0 ? acc[m][v] : irc_vf_act(acc[m][v] + bv, act);
-      if (res && act2 >= 0) {
-        const float *rp = res + m * ys_pix + IRC_VL * v;
-        r = irc_vf_act(r + (n == IRC_VL ? *(const irc_vfu *)rp : irc_vf_load_n(rp, n)), act2);
-      }
-      float *o = y + m * ys_pix + IRC_VL * v;
-      if (n == IRC_VL)
-        *(irc_vfu *)o = r;
-      else
-        irc_vf_store_n(o, r, n);
-    }
-  }
-}
-
-/* One slice of a channel block: pixels [ow0, ow1) of an output row, TV vectors. */
-IRC_INLINE void irc_conv2d_slice(const int TV, int NB, int ow0, int ow1, const float *restrict xrow,
-                                 const float *restrict wb, float *restrict y,
-                                 float *restrict yrow, int oc0, int nvalid,
-                                 const float *restrict bb, int C, int Wp, int OC, int KH, int KW,
-                                 int SW, int DH, int DW, int Cg, int act, int vact,
-                                 const float *restrict res, int act2, int vact2) {
-  int ow = ow0;
-  for (; ow + IRC_MR <= ow1; ow += IRC_MR) {
-    float *restrict o = yrow + (long)ow * OC + oc0;
-    const float *restrict ro = res ? res + (o - y) : NULL;
-    irc_conv_tile(IRC_MR, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
-                  (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2);
-    if (vact < 0 || (res && vact2 < 0))
-      for (int m = 0; m < IRC_MR; ++m) {
-        if (vact < 0) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
-        if (res) irc_residual(o + (long)m * OC, nvalid, ro + (long)m * OC, act2);
-      }
-  }
-  for (; ow < ow1; ++ow) {
-    float *restrict o = yrow + (long)ow * OC + oc0;
-    const float *restrict ro = res ? res + (o - y) : NULL;
-    irc_conv_tile(1, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
-                  (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2);
-    if (vact < 0) irc_epilogue(o, nvalid, bb, act);
-    if (res && vact2 < 0) irc_residual(o, nvalid, ro, act2);
-  }
-}
-
-/* One task of irc_conv2d: output pixels [ow0, ow1) of output row `row`, output-channel blocks
-   [blk0, blk1) of the G * ceil(OCg / NB) blocks (group-major), each in slices of the tile's
-   channels (at most IRC_CONV_F32_NR). */
-IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long blk0, long blk1,
-                                const float *restrict x, int Hp, int Wp, int C,
-                                const float *restrict w, const float *restrict bias,
-                                float *restrict y, int OH, int OW, int OC, int KH, int KW,
-                                int SH, int SW, int DH, int DW, int Cg, int OCg,
-                                int act, const float *restrict res, int act2) {
-  const int NB = 16 * NV;
-  const int SL = NB < IRC_CONV_F32_NR ? NB : IRC_CONV_F32_NR; /* channels per slice */
-  const int nblk = (OCg + NB - 1) / NB;
-  const long wblk = (long)KH * KW * Cg * NB;
-  const int oh = (int)(row % OH), n = (int)(row / OH);
-  const float *restrict xrow = x + ((long)n * Hp + (long)oh * SH) * Wp * C;
-  float *restrict yrow = y + row * OW * OC;
-  /* Activations the tile applies in registers; -1: tanh, then the scalar epilogue runs the
-     bias/activation (vact) or the residual add (vact2) and everything after it. */
-  const int vact = act == IRC_ACT_TANH ? -1 : act;
-  const int vact2 = vact < 0 || act2 == IRC_ACT_TANH ? -1 : act2;
-  for (long gb = blk0; gb < blk1; ++gb) {
-    const int g = (int)(gb / nblk), b = (int)(gb % nblk);
-    for (int s = 0; s < NB; s += SL) {
-      const int left = OCg - b * NB - s;
-      if (left <= 0) break;
-      const int nvalid = left < SL ? left : SL;
-      const int oc0 = g * OCg + b * NB + s;
-      const float *restrict wb = w + gb * wblk + s;
-      const float *restrict bb = bias ? bias + oc0 : NULL;
-      const float *restrict xg = xrow + g * Cg;
-      if (SL == 2 * IRC_VL)
-        irc_conv2d_slice(2, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                         SW, DH, DW, Cg, act, vact, res, act2, vact2);
-      else
-        irc_conv2d_slice(1, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                         SW, DH, DW, Cg, act, vact, res, act2, vact2);
-    }
-  }
-}
-
-/* y[N][OH][OW][OC] = act(conv(x[N][Hp][Wp][C] (already padded), w packed by
-   irc_pack_filter with NB = 16 * NV) + bias), groups G (Cg = C / G, OCg = OC / G); with a
-   residual `res` (same shape as y, or NULL) then y = act2(y + res), tile by tile. Tasks are
-   chunks of up to 64 pixels of one output row (chunks of a row equal, multiples of IRC_MR),
-   contiguous ones per thread (the next op's static split finds its rows in the same core's
-   cache) or, when that balances the threads better (small images: 1x1 convs at 7x7 or
-   14x14, fully connected layers), one range of output-channel blocks per thread. The OpenMP
-   loop lives here, outside the inlined task, so that NV stays a literal constant inside the
-   outlined parallel body. */
-static void irc_conv2d(int NV, const float *restrict x, int N, int Hp, int Wp, int C,
-                       const float *restrict w, const float *restrict bias, float *restrict y,
-                       int OH, int OW, int OC, int KH, int KW, int SH, int SW, int DH, int DW,
-                       int G, int Cg, int OCg, int act, const float *restrict res, int act2) {
-  const int NB = 16 * NV;
-  const long blocks = (long)G * ((OCg + NB - 1) / NB);
-  const int nchunk = (OW + 8 * IRC_MR - 1) / (8 * IRC_MR);
-  const int per = (OW + nchunk - 1) / nchunk;
-  const int chunk = (per + IRC_MR - 1) / IRC_MR * IRC_MR;
-  const long ptasks = (long)N * OH * nchunk;
-  const double work = (double)N * OH * OW * KH * KW * Cg * OC;
-  const int threads = work > IRC_PARALLEL_CONV_WORK ? irc_nthreads() : 1;
-  /* One block range per thread (each thread's contiguous share of the range-major tasks
-     is then its range over all pixels) when that balances the threads better than the
-     pixel chunks do: the busiest thread's share of the work, times the thread count. */
-  long nsplit = 1;
-  if (threads > 1 && blocks >= threads) {
-    const int span = chunk < OW ? chunk : OW;
-    const double by_pixels =
-        (double)((ptasks + threads - 1) / threads) * span * threads / ((double)N * OH * OW);
-    const double by_blocks = (double)((blocks + threads - 1) / threads) * threads / blocks;
-    if (by_blocks < by_pixels) nsplit = threads;
-  }
-  const long tasks = ptasks * nsplit;
-  IRC_PARFOR(schedule(static) if (threads > 1 && tasks > 1))
-  for (long t = 0; t < tasks; ++t) {
-    const long s = t / ptasks, p = t % ptasks;
-    const long row = p / nchunk;
-    const int ow0 = (int)(p % nchunk) * chunk, ow1 = ow0 + chunk < OW ? ow0 + chunk : OW;
-    const long blk0 = s * blocks / nsplit, blk1 = (s + 1) * blocks / nsplit;
-    if (NV == 2)
-      irc_conv2d_task(2, row, ow0, ow1, blk0, blk1, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH,
-                      KW, SH, SW, DH, DW, Cg, OCg, act, res, act2);
-    else
-      irc_conv2d_task(1, row, ow0, ow1, blk0, blk1, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH,
-                      KW, SH, SW, DH, DW, Cg, OCg, act, res, act2);
-  }
-}
-""",
-    ("common",),
-)
-
-_snippet(
-    "depthwise",
-    r"""
-#ifndef IRC_DEPTHWISE_F32_MR
-#define IRC_DEPTHWISE_F32_MR 8 /* output pixels per register tile (the ISA profile's) */
-#endif
-#define IRC_DW_MR IRC_DEPTHWISE_F32_MR
-#define IRC_PARALLEL_DW_WORK 200000.0 /* depthwise taps x channels below which one thread */
-
-/* MR_ output pixels x NL (1..IRC_VL) channels of a depthwise conv, accumulated in registers
-   over nkh x nkw taps, then y = vact(acc + bias); x: input of pixel 0 at the first tap, w: that
-   tap's weights of the IRC_VL channels; xs_*: floats between pixels / tap rows / tap columns,
-   ws_h / ws_w: between the weights of tap rows / tap columns. */
-IRC_INLINE void irc_dw_tile_n(const int MR_, const int NL, const float *restrict x, long xs_pix,
-                              long xs_h, long xs_w, int nkh, int nkw, const float *restrict w,
-                              long ws_h, long ws_w, float *restrict y, long ys_pix,
-                              irc_vf bias, int vact) {
-  irc_vf acc[IRC_DW_MR];
-  for (int m = 0; m < MR_; ++m) acc[m] = (irc_vf){0.0f};
-  for (int kh = 0; kh < nkh; ++kh)
-    for (int kw = 0; kw < nkw; ++kw) {
-      const float *restrict wt = w + kh * ws_h + kw * ws_w;
-      const irc_vf wv = NL == IRC_VL ? *(const irc_vfu *)wt : irc_vf_load_n(wt, NL);
-      const float *restrict xt = x + kh * xs_h + kw * xs_w;
-      for (int m = 0; m < MR_; ++m)
-        acc[m] += (NL == IRC_VL ? *(const irc_vfu *)(xt + m * xs_pix)
-                            : irc_vf_load_n(xt + m * xs_pix, NL)) * wv;
-    }
-  for (int m = 0; m < MR_; ++m) {
-    const irc_vf r = irc_vf_act(acc[m] + bias, vact);
-    if (NL == IRC_VL)
-      *(irc_vfu *)(y + m * ys_pix) = r;
-    else
-      irc_vf_store_n(y + m * ys_pix, r, NL);
-  }
-}
-
-/* irc_dw_tile_n on all IRC_VL lanes. */
-IRC_INLINE void irc_dw_tile(const int MR_, const float *restrict x, long xs_pix, long xs_h,
-                            long xs_w, int nkh, int nkw, const float *restrict w, long ws_h,
-                            long ws_w, float *restrict y, long ys_pix, irc_vf bias, int vact) {
-  irc_dw_tile_n(MR_, IRC_VL, x, xs_pix, xs_h, xs_w, nkh, nkw, w, ws_h, ws_w, y, ys_pix, bias,
-                vact);
-}
-
-/* One output pixel x 4 * IRC_VL channels (four vectors: four independent accumulator
-   chains where one block alone would wait on each FMA's latency), arguments as for
-   irc_dw_tile; bias: those channels' bias or NULL. */
-IRC_INLINE void irc_dw_pixel64(const float *restrict x, long xs_h, long xs_w, int nkh, int nkw,
-                               const float *restrict w, long ws_h, long ws_w,
-                               float *restrict y, const float *restrict bias, int vact) {
-  irc_vf acc[4] = {{0.0f}, {0.0f}, {0.0f}, {0.0f}};
-  for (int kh = 0; kh < nkh; ++kh)
-    for (int kw = 0; kw < nkw; ++kw) {
-      const float *restrict xt = x + kh * xs_h + kw * xs_w;
-      const float *restrict wt = w + kh * ws_h + kw * ws_w;
-      for (int j = 0; j < 4; ++j)
-        acc[j] += *(const irc_vfu *)(xt + IRC_VL * j) * *(const irc_vfu *)(wt + IRC_VL * j);
-    }
-  for (int j = 0; j < 4; ++j) {
-    const irc_vf bv = bias ? *(const irc_vfu *)(bias + IRC_VL * j) : (irc_vf){0.0f};
-    *(irc_vfu *)(y + IRC_VL * j) = irc_vf_act(acc[j] + bv, vact);
-  }
-}
-
-/* Depthwise conv (groups = C = OC): y[N][OH][OW][C] from x[N][H][W][C] and w[KH][KW][C], with
-   implicit zero padding (PT rows, PL columns): taps above/below the input are skipped per
-   row, taps left/right of it per pixel. C >= IRC_VL: IRC_VL-channel blocks, the last one
-   overlapping its neighbour when C % IRC_VL != 0 (the shared channels are computed twice,
-   identically), in IRC_DW_MR-pixel register tiles where a window lies inside the row and
-   1-pixel tiles at the borders, with the bias/activation epilogue in registers (tanh after
-   the row). C < IRC_VL: a per-pixel loop and the scalar epilogue. Rows are split over
-   threads when the op is big. */
-static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
-                          const float *restrict w, const float *restrict bias, float *restrict y,
-                          int OH, int OW, int KH, int KW, int SH, int SW, int DH, int DW, int PT,
-                          int PL, int act) {
-  const long rows = (long)N * OH;
-  const double work = (double)rows * OW * KH * KW * C;
-  const int vact = act == IRC_ACT_TANH ? IRC_ACT_NONE : act;
-  /* Output columns whose taps all fall inside the input: [ow_lo, ow_hi). */
-  const int ow_lo = (PL + SW - 1) / SW;
-  const int last = W - 1 - (KW - 1) * DW + PL;
-  int ow_hi = last < 0 ? 0 : last / SW + 1;
-  if (ow_hi > OW) ow_hi = OW;
-  (void)work;
-  IRC_PARFOR(schedule(static) if (rows > 1 && work > IRC_PARALLEL_DW_WORK))
-  for (long r = 0; r < rows; ++r) {
-    const int n = (int)(r / OH), oh = (int)(r % OH);
-    const int ih0 = oh * SH - PT;
-    int kh_lo = 0, kh_hi = KH;
-    while (kh_lo < KH && ih0 + kh_lo * DH < 0) ++kh_lo;
-    while (kh_hi > kh_lo && ih0 + (kh_hi - 1) * DH >= H) --kh_hi;
-    const int nkh = kh_hi - kh_lo;
-    const long xs_h = (long)DH * W * C, xs_pix = (long)SW * C, xs_w = (long)DW * C;
-    /* Input row of the first valid tap, column 0; weights of that tap row. */
-    const float *restrict xr = x + ((long)n * H + ih0 + kh_lo * DH) * W * C;
-    const float *restrict wr = w + (long)kh_lo * KW * C;
-    float *restrict yrow = y + r * OW * C;
-    if (C < IRC_VL) { /* one partial vector: masked loads and stores */
-      const irc_vf bv = bias ? irc_vf_load_n(bias, C) : (irc_vf){0.0f};
-      int ow = 0;
-      while (ow < OW) {
-        const int iw0 = ow * SW - PL;
-        if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
-          irc_dw_tile_n(IRC_DW_MR, C, xr + (long)iw0 * C, xs_pix, xs_h, xs_w, nkh, KW, wr,
-                        (long)KW * C, C, yrow + (long)ow * C, C, bv, vact);
-          ow += IRC_DW_MR;
-          continue;
-        }
-        int kw_lo = 0, kw_hi = KW;
-        while (kw_lo < KW && iw0 + kw_lo * DW < 0) ++kw_lo;
-        while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
-        irc_dw_tile_n(1, C, xr + (long)(iw0 + kw_lo * DW) * C, xs_pix, xs_h, xs_w, nkh,
-                      kw_hi - kw_lo, wr + (long)kw_lo * C, (long)KW * C, C,
-                      yrow + (long)ow * C, C, bv, vact);
-        ++ow;
-      }
-    } else {
-      /* Pixel tiles outermost, channel blocks inside: a tile's input windows (all channels)
-         stay in L1 across the blocks. */
-      int ow = 0;
-      while (ow < OW) {
-        const int iw0 = ow * SW - PL;
-        if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
-          for (int cb = 0; cb < C; cb += IRC_VL) {
-            const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
-            const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
-            irc_dw_tile(IRC_DW_MR, xr + (long)iw0 * C + c, xs_pix, xs_h, xs_w, nkh, KW, wr + c,
-                        (long)KW * C, C, yrow + (long)ow * C + c, C, bv, vact);
-          }
-          ow += IRC_DW_MR;
-          continue;
-        }
-        /* One pixel, its taps clipped to the input columns [0, W). */
-        int kw_lo = 0, kw_hi = KW;
-        while (kw_lo < KW && iw0 + kw_lo * DW < 0) ++kw_lo;
-        while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
-        const float *restrict xp = xr + (long)(iw0 + kw_lo * DW) * C;
-        const float *restrict wp = wr + (long)kw_lo * C;
-        float *restrict yp = yrow + (long)ow * C;
-        int cb = 0;
-        for (; cb + 4 * IRC_VL <= C; cb += 4 * IRC_VL)
-          irc_dw_pixel64(xp + cb, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + cb, (long)KW * C, C,
-                         yp + cb, bias ? bias + cb : NULL, vact);
-        for (; cb < C; cb += IRC_VL) {
-          const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
-          const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
-          irc_dw_tile(1, xp + c, xs_pix, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + c, (long)KW * C, C,
-                      yp + c, C, bv, vact);
-        }
-        ++ow;
-      }
-    }
-    if (act == IRC_ACT_TANH)
-      for (int ow = 0; ow < OW; ++ow) irc_epilogue(yrow + (long)ow * C, C, NULL, act);
-  }
-}
-""",
-    ("common",),
-)
+_snippet_file("depthwise", ("common",))
 
 # ---- Pooling ------------------------------------------------------------------------------------
 
-_snippet(
-    "pool2d",
-    r"""
-/* Max (is_max) or average pooling, NHWC; windows clipped to the input (padding never wins
-   the max; averages divide by the taps inside unless count_include_pad). */
-static void irc_pool2d(int is_max, const float *restrict x, int N, int H, int W, int C,
-                       float *restrict y, int OH, int OW, int KH, int KW, int SH, int SW, int DH,
-                       int DW, int PT, int PL, int count_include_pad, int act) {
-  const long rows = (long)N * OH;
-  const double work = (double)rows * OW * KH * KW * C;
-  (void)work;
-  IRC_PARFOR(schedule(static) if (rows > 1 && work > IRC_PARALLEL_WORK))
-  for (long r = 0; r < rows; ++r) {
-    const int n = (int)(r / OH), oh = (int)(r % OH);
-    for (int ow = 0; ow < OW; ++ow) {
-      float *restrict o = y + (r * OW + ow) * C;
-      const float init = is_max ? -INFINITY : 0.0f;
-      int count = 0;
-      for (int c = 0; c < C; ++c) o[c] = init;
-      for (int kh = 0; kh < KH; ++kh) {
-        const int ih = oh * SH - PT + kh * DH;
-        if (ih < 0 || ih >= H) continue;
-        for (int kw = 0; kw < KW; ++kw) {
-          const int iw = ow * SW - PL + kw * DW;
-          if (iw < 0 || iw >= W) continue;
-          const float *restrict xi = x + (((long)n * H + ih) * W + iw) * C;
-          ++count;
-          if (is_max)
-            for (int c = 0; c < C; ++c) o[c] = irc_maxf(o[c], xi[c]);
-          else
-            for (int c = 0; c < C; ++c) o[c] += xi[c];
-        }
-      }
-      if (!is_max) {
-        const float d = (float)(count_include_pad ? KH * KW : count);
-        for (int c = 0; c < C; ++c) o[c] = o[c] / d;
-      }
-      irc_epilogue(o, C, NULL, act);
-    }
-  }
-}
-""",
-    ("common",),
-)
+_snippet_file("pool2d", ("common",))
 
 # ---- Batched matrix multiply --------------------------------------------------------------------
 
-_snippet(
-    "batch_matmul",
-    r"""
-/* z[b] = x[b] @ y[b] for B batches of [M][K] @ [K][N] -> [M][N] (z contiguous), x[b] and
-   y[b] at element offsets xo[b], yo[b] (broadcast batches repeat an offset) with element
-   strides (xsm, xsk) and (ysk, ysn): adj_x / adj_y transpose through the strides. With
-   ysn == 1 the inner loop runs along contiguous rows of y and z (axpy, vectorised); else
-   each z element is a dot product along k. Batches, then rows, split across threads. */
-static void irc_batch_matmul(const float *restrict x, const float *restrict y,
-                             float *restrict z, long B, long M, long K, long N,
-                             const long *restrict xo, const long *restrict yo, long xsm,
-                             long xsk, long ysk, long ysn) {
-  const double work = (double)B * M * K * N;
-  IRC_PARFOR(collapse(2) schedule(static) if (work > IRC_PARALLEL_WORK))
-  for (long b = 0; b < B; ++b)
-    for (long m = 0; m < M; ++m) {
-      const float *restrict xr = x + xo[b] + m * xsm;
-      const float *restrict yb = y + yo[b];
-      float *restrict zr = z + (b * M + m) * N;
-      if (ysn == 1) {
-        for (long n = 0; n < N; ++n) zr[n] = 0.0f;
-        for (long k = 0; k < K; ++k) {
-          const float a = xr[k * xsk];
-          const float *restrict yr = yb + k * ysk;
-          for (long n = 0; n < N; ++n) zr[n] += a * yr[n];
-        }
-      } else {
-        for (long n = 0; n < N; ++n) {
-          const float *restrict yc = yb + n * ysn;
-          float acc = 0.0f;
-          for (long k = 0; k < K; ++k) acc += xr[k * xsk] * yc[k * ysk];
-          zr[n] = acc;
-        }
-      }
-    }
-}
-""",
-    ("common",),
-)
+_snippet_file("batch_matmul", ("common",))
 
 # ---- Softmax ------------------------------------------------------------------------------------
 
-_snippet(
-    "softmax",
-    r"""
-/* Softmax (or log-softmax) of x viewed as [outer][n][inner] along the middle axis:
-   z = beta * x, e = exp(z - max z), y = e / sum e (log: z - max z - log(sum e)). */
-static void irc_softmax(const float *restrict x, float *restrict y, long outer, long n,
-                        long inner, float beta, int scaled, int is_log) {
-  for (long o = 0; o < outer; ++o)
-    for (long i = 0; i < inner; ++i) {
-      const float *restrict xs = x + o * n * inner + i;
-      float *restrict ys = y + o * n * inner + i;
-      float mx = -INFINITY, sum = 0.0f;
-      for (long k = 0; k < n; ++k) {
-        const float z = scaled ? xs[k * inner] * beta : xs[k * inner];
-        mx = irc_maxf(mx, z);
-      }
-      for (long k = 0; k < n; ++k) {
-        const float z = (scaled ? xs[k * inner] * beta : xs[k * inner]) - mx;
-        const float e = expf(z);
-        sum += e;
-        ys[k * inner] = is_log ? z : e;
-      }
-      if (is_log) {
-        const float l = logf(sum);
-        for (long k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] - l;
-      } else {
-        for (long k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] / sum;
-      }
-    }
-}
-""",
-    ("common",),
-)
+_snippet_file("softmax", ("common",))
 
 # ---- Resize -------------------------------------------------------------------------------------
 

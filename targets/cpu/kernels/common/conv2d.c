@@ -1,0 +1,180 @@
+/* irc CPU kernels: snippet "conv2d" (targets/cpu/csrc.py puts it in a translation unit). */
+/* The register tile of the ISA profile (targets/cpu/isa.py): IRC_MR output pixels x
+   IRC_CONV_F32_NR output channels, in vectors of IRC_VL lanes (AVX-512: 8 x 32 = 16 of the
+   32 zmm; AVX2: 6 x 16 = 12 of the 16 ymm, XNNPACK's tile). A packed block of 16 * NV
+   channels wider than the tile is walked in tile-wide slices. */
+#ifndef IRC_CONV_F32_MR
+#define IRC_CONV_F32_MR 8
+#endif
+#ifndef IRC_CONV_F32_NR
+#define IRC_CONV_F32_NR (2 * IRC_VL) /* IRC_VL or 2 * IRC_VL */
+#endif
+#define IRC_MR IRC_CONV_F32_MR
+
+/* MR_ output pixels x TV vectors of output channels (both constant after inlining),
+   accumulated in registers over the KH x KW x Cg reduction. x: input of pixel 0 at tap
+   (0, 0); xs_pix: floats between the inputs of consecutive output pixels; xs_h/xs_w:
+   between taps; w: the slice's first weights, in rows of NB floats per input channel. */
+IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const float *restrict x,
+                              long xs_pix, long xs_h, long xs_w, int KH, int KW, int Cg,
+                              const float *restrict w, float *restrict y, long ys_pix,
+                              int nvalid, const float *restrict bias, int act,
+                              const float *restrict res, int act2) {
+  irc_vf acc[IRC_MR][2];
+  for (int m = 0; m < MR_; ++m)
+    for (int v = 0; v < TV; ++v) acc[m][v] = (irc_vf){0.0f};
+  for (int kh = 0; kh < KH; ++kh)
+    for (int kw = 0; kw < KW; ++kw) {
+      const float *restrict xt = x + kh * xs_h + kw * xs_w;
+      const float *restrict wt = w + (long)(kh * KW + kw) * Cg * NB;
+      for (int c = 0; c < Cg; ++c) {
+        const irc_vf b0 = *(const irc_vfu *)(wt + c * NB);
+        const irc_vf b1 = TV > 1 ? *(const irc_vfu *)(wt + c * NB + IRC_VL) : b0;
+        for (int m = 0; m < MR_; ++m) {
+          const float a = xt[m * xs_pix + c];
+          acc[m][0] += a * b0;
+          if (TV > 1) acc[m][1] += a * b1;
+        }
+      }
+    }
+  /* Epilogue in registers: v = act(acc + bias), then v = act2(v + res) with a residual;
+     tanh (act or act2 = -1 here) is left to the caller's scalar epilogue. */
+  for (int v = 0; v < TV; ++v) {
+    const int n = nvalid - IRC_VL * v < IRC_VL ? nvalid - IRC_VL * v : IRC_VL;
+    if (n <= 0) break;
+    irc_vf bv = {0.0f};
+    if (bias) {
+      const float *bp = bias + IRC_VL * v;
+      bv = n == IRC_VL ? *(const irc_vfu *)bp : irc_vf_load_n(bp, n);
+    }
+    for (int m = 0; m < MR_; ++m) {
+      irc_vf r = act < 0 ? acc[m][v] : irc_vf_act(acc[m][v] + bv, act);
+      if (res && act2 >= 0) {
+        const float *rp = res + m * ys_pix + IRC_VL * v;
+        r = irc_vf_act(r + (n == IRC_VL ? *(const irc_vfu *)rp : irc_vf_load_n(rp, n)), act2);
+      }
+      float *o = y + m * ys_pix + IRC_VL * v;
+      if (n == IRC_VL)
+        *(irc_vfu *)o = r;
+      else
+        irc_vf_store_n(o, r, n);
+    }
+  }
+}
+
+/* One slice of a channel block: pixels [ow0, ow1) of an output row, TV vectors. */
+IRC_INLINE void irc_conv2d_slice(const int TV, int NB, int ow0, int ow1, const float *restrict xrow,
+                                 const float *restrict wb, float *restrict y,
+                                 float *restrict yrow, int oc0, int nvalid,
+                                 const float *restrict bb, int C, int Wp, int OC, int KH, int KW,
+                                 int SW, int DH, int DW, int Cg, int act, int vact,
+                                 const float *restrict res, int act2, int vact2) {
+  int ow = ow0;
+  for (; ow + IRC_MR <= ow1; ow += IRC_MR) {
+    float *restrict o = yrow + (long)ow * OC + oc0;
+    const float *restrict ro = res ? res + (o - y) : NULL;
+    irc_conv_tile(IRC_MR, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
+                  (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2);
+    if (vact < 0 || (res && vact2 < 0))
+      for (int m = 0; m < IRC_MR; ++m) {
+        if (vact < 0) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
+        if (res) irc_residual(o + (long)m * OC, nvalid, ro + (long)m * OC, act2);
+      }
+  }
+  for (; ow < ow1; ++ow) {
+    float *restrict o = yrow + (long)ow * OC + oc0;
+    const float *restrict ro = res ? res + (o - y) : NULL;
+    irc_conv_tile(1, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
+                  (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2);
+    if (vact < 0) irc_epilogue(o, nvalid, bb, act);
+    if (res && vact2 < 0) irc_residual(o, nvalid, ro, act2);
+  }
+}
+
+/* One task of irc_conv2d: output pixels [ow0, ow1) of output row `row`, output-channel blocks
+   [blk0, blk1) of the G * ceil(OCg / NB) blocks (group-major), each in slices of the tile's
+   channels (at most IRC_CONV_F32_NR). */
+IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long blk0, long blk1,
+                                const float *restrict x, int Hp, int Wp, int C,
+                                const float *restrict w, const float *restrict bias,
+                                float *restrict y, int OH, int OW, int OC, int KH, int KW,
+                                int SH, int SW, int DH, int DW, int Cg, int OCg,
+                                int act, const float *restrict res, int act2) {
+  const int NB = 16 * NV;
+  const int SL = NB < IRC_CONV_F32_NR ? NB : IRC_CONV_F32_NR; /* channels per slice */
+  const int nblk = (OCg + NB - 1) / NB;
+  const long wblk = (long)KH * KW * Cg * NB;
+  const int oh = (int)(row % OH), n = (int)(row / OH);
+  const float *restrict xrow = x + ((long)n * Hp + (long)oh * SH) * Wp * C;
+  float *restrict yrow = y + row * OW * OC;
+  /* Activations the tile applies in registers; -1: tanh, then the scalar epilogue runs the
+     bias/activation (vact) or the residual add (vact2) and everything after it. */
+  const int vact = act == IRC_ACT_TANH ? -1 : act;
+  const int vact2 = vact < 0 || act2 == IRC_ACT_TANH ? -1 : act2;
+  for (long gb = blk0; gb < blk1; ++gb) {
+    const int g = (int)(gb / nblk), b = (int)(gb % nblk);
+    for (int s = 0; s < NB; s += SL) {
+      const int left = OCg - b * NB - s;
+      if (left <= 0) break;
+      const int nvalid = left < SL ? left : SL;
+      const int oc0 = g * OCg + b * NB + s;
+      const float *restrict wb = w + gb * wblk + s;
+      const float *restrict bb = bias ? bias + oc0 : NULL;
+      const float *restrict xg = xrow + g * Cg;
+      if (SL == 2 * IRC_VL)
+        irc_conv2d_slice(2, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
+                         SW, DH, DW, Cg, act, vact, res, act2, vact2);
+      else
+        irc_conv2d_slice(1, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
+                         SW, DH, DW, Cg, act, vact, res, act2, vact2);
+    }
+  }
+}
+
+/* y[N][OH][OW][OC] = act(conv(x[N][Hp][Wp][C] (already padded), w packed by
+   irc_pack_filter with NB = 16 * NV) + bias), groups G (Cg = C / G, OCg = OC / G); with a
+   residual `res` (same shape as y, or NULL) then y = act2(y + res), tile by tile. Tasks are
+   chunks of up to 64 pixels of one output row (chunks of a row equal, multiples of IRC_MR),
+   contiguous ones per thread (the next op's static split finds its rows in the same core's
+   cache) or, when that balances the threads better (small images: 1x1 convs at 7x7 or
+   14x14, fully connected layers), one range of output-channel blocks per thread. The OpenMP
+   loop lives here, outside the inlined task, so that NV stays a literal constant inside the
+   outlined parallel body. */
+static void irc_conv2d(int NV, const float *restrict x, int N, int Hp, int Wp, int C,
+                       const float *restrict w, const float *restrict bias, float *restrict y,
+                       int OH, int OW, int OC, int KH, int KW, int SH, int SW, int DH, int DW,
+                       int G, int Cg, int OCg, int act, const float *restrict res, int act2) {
+  const int NB = 16 * NV;
+  const long blocks = (long)G * ((OCg + NB - 1) / NB);
+  const int nchunk = (OW + 8 * IRC_MR - 1) / (8 * IRC_MR);
+  const int per = (OW + nchunk - 1) / nchunk;
+  const int chunk = (per + IRC_MR - 1) / IRC_MR * IRC_MR;
+  const long ptasks = (long)N * OH * nchunk;
+  const double work = (double)N * OH * OW * KH * KW * Cg * OC;
+  const int threads = work > IRC_PARALLEL_CONV_WORK ? irc_nthreads() : 1;
+  /* One block range per thread (each thread's contiguous share of the range-major tasks
+     is then its range over all pixels) when that balances the threads better than the
+     pixel chunks do: the busiest thread's share of the work, times the thread count. */
+  long nsplit = 1;
+  if (threads > 1 && blocks >= threads) {
+    const int span = chunk < OW ? chunk : OW;
+    const double by_pixels =
+        (double)((ptasks + threads - 1) / threads) * span * threads / ((double)N * OH * OW);
+    const double by_blocks = (double)((blocks + threads - 1) / threads) * threads / blocks;
+    if (by_blocks < by_pixels) nsplit = threads;
+  }
+  const long tasks = ptasks * nsplit;
+  IRC_PARFOR(schedule(static) if (threads > 1 && tasks > 1))
+  for (long t = 0; t < tasks; ++t) {
+    const long s = t / ptasks, p = t % ptasks;
+    const long row = p / nchunk;
+    const int ow0 = (int)(p % nchunk) * chunk, ow1 = ow0 + chunk < OW ? ow0 + chunk : OW;
+    const long blk0 = s * blocks / nsplit, blk1 = (s + 1) * blocks / nsplit;
+    if (NV == 2)
+      irc_conv2d_task(2, row, ow0, ow1, blk0, blk1, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH,
+                      KW, SH, SW, DH, DW, Cg, OCg, act, res, act2);
+    else
+      irc_conv2d_task(1, row, ow0, ow1, blk0, blk1, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH,
+                      KW, SH, SW, DH, DW, Cg, OCg, act, res, act2);
+  }
+}

@@ -1,0 +1,156 @@
+/* irc CPU kernels: snippet "depthwise" (targets/cpu/csrc.py puts it in a translation unit). */
+#ifndef IRC_DEPTHWISE_F32_MR
+#define IRC_DEPTHWISE_F32_MR 8 /* output pixels per register tile (the ISA profile's) */
+#endif
+#define IRC_DW_MR IRC_DEPTHWISE_F32_MR
+#define IRC_PARALLEL_DW_WORK 200000.0 /* depthwise taps x channels below which one thread */
+
+/* MR_ output pixels x NL (1..IRC_VL) channels of a depthwise conv, accumulated in registers
+   over nkh x nkw taps, then y = vact(acc + bias); x: input of pixel 0 at the first tap, w: that
+   tap's weights of the IRC_VL channels; xs_*: floats between pixels / tap rows / tap columns,
+   ws_h / ws_w: between the weights of tap rows / tap columns. */
+IRC_INLINE void irc_dw_tile_n(const int MR_, const int NL, const float *restrict x, long xs_pix,
+                              long xs_h, long xs_w, int nkh, int nkw, const float *restrict w,
+                              long ws_h, long ws_w, float *restrict y, long ys_pix,
+                              irc_vf bias, int vact) {
+  irc_vf acc[IRC_DW_MR];
+  for (int m = 0; m < MR_; ++m) acc[m] = (irc_vf){0.0f};
+  for (int kh = 0; kh < nkh; ++kh)
+    for (int kw = 0; kw < nkw; ++kw) {
+      const float *restrict wt = w + kh * ws_h + kw * ws_w;
+      const irc_vf wv = NL == IRC_VL ? *(const irc_vfu *)wt : irc_vf_load_n(wt, NL);
+      const float *restrict xt = x + kh * xs_h + kw * xs_w;
+      for (int m = 0; m < MR_; ++m)
+        acc[m] += (NL == IRC_VL ? *(const irc_vfu *)(xt + m * xs_pix)
+                            : irc_vf_load_n(xt + m * xs_pix, NL)) * wv;
+    }
+  for (int m = 0; m < MR_; ++m) {
+    const irc_vf r = irc_vf_act(acc[m] + bias, vact);
+    if (NL == IRC_VL)
+      *(irc_vfu *)(y + m * ys_pix) = r;
+    else
+      irc_vf_store_n(y + m * ys_pix, r, NL);
+  }
+}
+
+/* irc_dw_tile_n on all IRC_VL lanes. */
+IRC_INLINE void irc_dw_tile(const int MR_, const float *restrict x, long xs_pix, long xs_h,
+                            long xs_w, int nkh, int nkw, const float *restrict w, long ws_h,
+                            long ws_w, float *restrict y, long ys_pix, irc_vf bias, int vact) {
+  irc_dw_tile_n(MR_, IRC_VL, x, xs_pix, xs_h, xs_w, nkh, nkw, w, ws_h, ws_w, y, ys_pix, bias,
+                vact);
+}
+
+/* One output pixel x 4 * IRC_VL channels (four vectors: four independent accumulator
+   chains where one block alone would wait on each FMA's latency), arguments as for
+   irc_dw_tile; bias: those channels' bias or NULL. */
+IRC_INLINE void irc_dw_pixel64(const float *restrict x, long xs_h, long xs_w, int nkh, int nkw,
+                               const float *restrict w, long ws_h, long ws_w,
+                               float *restrict y, const float *restrict bias, int vact) {
+  irc_vf acc[4] = {{0.0f}, {0.0f}, {0.0f}, {0.0f}};
+  for (int kh = 0; kh < nkh; ++kh)
+    for (int kw = 0; kw < nkw; ++kw) {
+      const float *restrict xt = x + kh * xs_h + kw * xs_w;
+      const float *restrict wt = w + kh * ws_h + kw * ws_w;
+      for (int j = 0; j < 4; ++j)
+        acc[j] += *(const irc_vfu *)(xt + IRC_VL * j) * *(const irc_vfu *)(wt + IRC_VL * j);
+    }
+  for (int j = 0; j < 4; ++j) {
+    const irc_vf bv = bias ? *(const irc_vfu *)(bias + IRC_VL * j) : (irc_vf){0.0f};
+    *(irc_vfu *)(y + IRC_VL * j) = irc_vf_act(acc[j] + bv, vact);
+  }
+}
+
+/* Depthwise conv (groups = C = OC): y[N][OH][OW][C] from x[N][H][W][C] and w[KH][KW][C], with
+   implicit zero padding (PT rows, PL columns): taps above/below the input are skipped per
+   row, taps left/right of it per pixel. C >= IRC_VL: IRC_VL-channel blocks, the last one
+   overlapping its neighbour when C % IRC_VL != 0 (the shared channels are computed twice,
+   identically), in IRC_DW_MR-pixel register tiles where a window lies inside the row and
+   1-pixel tiles at the borders, with the bias/activation epilogue in registers (tanh after
+   the row). C < IRC_VL: a per-pixel loop and the scalar epilogue. Rows are split over
+   threads when the op is big. */
+static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
+                          const float *restrict w, const float *restrict bias, float *restrict y,
+                          int OH, int OW, int KH, int KW, int SH, int SW, int DH, int DW, int PT,
+                          int PL, int act) {
+  const long rows = (long)N * OH;
+  const double work = (double)rows * OW * KH * KW * C;
+  const int vact = act == IRC_ACT_TANH ? IRC_ACT_NONE : act;
+  /* Output columns whose taps all fall inside the input: [ow_lo, ow_hi). */
+  const int ow_lo = (PL + SW - 1) / SW;
+  const int last = W - 1 - (KW - 1) * DW + PL;
+  int ow_hi = last < 0 ? 0 : last / SW + 1;
+  if (ow_hi > OW) ow_hi = OW;
+  (void)work;
+  IRC_PARFOR(schedule(static) if (rows > 1 && work > IRC_PARALLEL_DW_WORK))
+  for (long r = 0; r < rows; ++r) {
+    const int n = (int)(r / OH), oh = (int)(r % OH);
+    const int ih0 = oh * SH - PT;
+    int kh_lo = 0, kh_hi = KH;
+    while (kh_lo < KH && ih0 + kh_lo * DH < 0) ++kh_lo;
+    while (kh_hi > kh_lo && ih0 + (kh_hi - 1) * DH >= H) --kh_hi;
+    const int nkh = kh_hi - kh_lo;
+    const long xs_h = (long)DH * W * C, xs_pix = (long)SW * C, xs_w = (long)DW * C;
+    /* Input row of the first valid tap, column 0; weights of that tap row. */
+    const float *restrict xr = x + ((long)n * H + ih0 + kh_lo * DH) * W * C;
+    const float *restrict wr = w + (long)kh_lo * KW * C;
+    float *restrict yrow = y + r * OW * C;
+    if (C < IRC_VL) { /* one partial vector: masked loads and stores */
+      const irc_vf bv = bias ? irc_vf_load_n(bias, C) : (irc_vf){0.0f};
+      int ow = 0;
+      while (ow < OW) {
+        const int iw0 = ow * SW - PL;
+        if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
+          irc_dw_tile_n(IRC_DW_MR, C, xr + (long)iw0 * C, xs_pix, xs_h, xs_w, nkh, KW, wr,
+                        (long)KW * C, C, yrow + (long)ow * C, C, bv, vact);
+          ow += IRC_DW_MR;
+          continue;
+        }
+        int kw_lo = 0, kw_hi = KW;
+        while (kw_lo < KW && iw0 + kw_lo * DW < 0) ++kw_lo;
+        while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
+        irc_dw_tile_n(1, C, xr + (long)(iw0 + kw_lo * DW) * C, xs_pix, xs_h, xs_w, nkh,
+                      kw_hi - kw_lo, wr + (long)kw_lo * C, (long)KW * C, C,
+                      yrow + (long)ow * C, C, bv, vact);
+        ++ow;
+      }
+    } else {
+      /* Pixel tiles outermost, channel blocks inside: a tile's input windows (all channels)
+         stay in L1 across the blocks. */
+      int ow = 0;
+      while (ow < OW) {
+        const int iw0 = ow * SW - PL;
+        if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
+          for (int cb = 0; cb < C; cb += IRC_VL) {
+            const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
+            const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
+            irc_dw_tile(IRC_DW_MR, xr + (long)iw0 * C + c, xs_pix, xs_h, xs_w, nkh, KW, wr + c,
+                        (long)KW * C, C, yrow + (long)ow * C + c, C, bv, vact);
+          }
+          ow += IRC_DW_MR;
+          continue;
+        }
+        /* One pixel, its taps clipped to the input columns [0, W). */
+        int kw_lo = 0, kw_hi = KW;
+        while (kw_lo < KW && iw0 + kw_lo * DW < 0) ++kw_lo;
+        while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
+        const float *restrict xp = xr + (long)(iw0 + kw_lo * DW) * C;
+        const float *restrict wp = wr + (long)kw_lo * C;
+        float *restrict yp = yrow + (long)ow * C;
+        int cb = 0;
+        for (; cb + 4 * IRC_VL <= C; cb += 4 * IRC_VL)
+          irc_dw_pixel64(xp + cb, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + cb, (long)KW * C, C,
+                         yp + cb, bias ? bias + cb : NULL, vact);
+        for (; cb < C; cb += IRC_VL) {
+          const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
+          const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
+          irc_dw_tile(1, xp + c, xs_pix, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + c, (long)KW * C, C,
+                      yp + c, C, bv, vact);
+        }
+        ++ow;
+      }
+    }
+    if (act == IRC_ACT_TANH)
+      for (int ow = 0; ow < OW; ++ow) irc_epilogue(yrow + (long)ow * C, C, NULL, act);
+  }
+}
