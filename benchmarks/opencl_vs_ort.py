@@ -20,6 +20,10 @@ usage: python benchmarks/opencl_vs_ort.py [--models DIR] [--only NAME ...] [--th
 `--tune` lowers with `lower-opencl{tune=true}` (IRC_OPENCL_TUNE=1): each kernel's work-group
 size measured once among a few candidates and cached on disk; without it, the default rule.
 
+`--geometry` also prints the device profile and, per model, the launch geometry of every
+OpenCL kernel launch (work-items = product of the global size, and the work-group size;
+"driver" where the driver chooses): the evidence of how much parallelism a device is given.
+
 `--kernels N` also prints, per model, the N kernels with the most device time (OpenCL events
 over `--repeat` profiled runs, after the timed ones): mean ms per run, and GFLOP/s for convs,
 fully_connected and batch_matmul (multiply-adds counted as 2 FLOP, from the shapes in the
@@ -100,8 +104,33 @@ def top_kernels(model: Any, feed: dict[str, Any], runs: int, count: int) -> list
     return lines
 
 
+def launch_geometry(model: Any) -> list[str]:
+    """Lines: per OpenCL launch of the compiled model, its work-items and work-group size."""
+    lines = []
+    for name, loaded in model.program.loaded.items():
+        geometry = getattr(loaded, "launch_geometry", None)
+        if geometry is None:
+            continue
+        rows = geometry("entry")
+        items = [int(np.prod(g)) for _, g, _ in rows]
+        if items:
+            lines.append(
+                f"    @{name}: {len(rows)} launches, work-items min {min(items)} / median "
+                f"{int(np.median(items))} / max {max(items)}"
+            )
+        for (description, _, local), count in zip(rows, items, strict=True):
+            group = "x".join(map(str, local)) if local else "driver"
+            lines.append(f"      {count:8d} work-items, groups of {group:>6}  {description[:90]}")
+    return lines
+
+
 def run_irc(
-    path: Path, entry: dict[str, Any], repeat: int, warmup: int, kernels: int = 0
+    path: Path,
+    entry: dict[str, Any],
+    repeat: int,
+    warmup: int,
+    kernels: int = 0,
+    geometry: bool = False,
 ) -> dict[str, Any]:
     import irc
 
@@ -117,6 +146,7 @@ def run_irc(
         feed = {k: inputs[k] for k in model.input_names if k in inputs} or inputs
         latency = median_ms(lambda: model.run(feed), repeat, warmup)
         top = top_kernels(model, feed, repeat, kernels) if kernels else []
+        shapes_of_launches = launch_geometry(model) if geometry else []
     except Exception as exc:  # report and go on with the next model
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"}
     summary = next((line for line in model.summary.splitlines() if "@main" in line), "")
@@ -126,6 +156,7 @@ def run_irc(
         "share": opencl_share(model.summary),
         "summary": summary.strip(),
         "kernels": top,
+        "geometry": shapes_of_launches,
     }
 
 
@@ -155,6 +186,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="N",
         help="also print each model's N kernels with the most device time, with GFLOP/s",
     )
+    parser.add_argument(
+        "--geometry",
+        action="store_true",
+        help="also print the device profile and every OpenCL launch's work-items",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("POCL_CPU_MAX_CU_NUM", str(args.threads))
     if args.tune:
@@ -175,13 +211,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("-" * len(header))
     summaries: dict[str, str] = {}
     kernel_lines: dict[str, list[str]] = {}
+    geometry_lines: dict[str, list[str]] = {}
     for name in names:
         entry = entries[name]
         path = args.models / entry["file"]
         if not path.exists():
             print(f"{name:28} missing {path}")
             continue
-        result = run_irc(path, entry, args.repeat, args.warmup, args.kernels)
+        result = run_irc(path, entry, args.repeat, args.warmup, args.kernels, args.geometry)
         ort_ms = run_ort(path, args.threads, args.repeat, args.warmup)
         tfl_ms = run_tflite(path, args.threads, args.repeat, args.warmup)
         if "error" in result:
@@ -191,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         irc_ms = result["ms"]
         summaries[name] = result["summary"]
         kernel_lines[name] = result["kernels"]
+        geometry_lines[name] = result["geometry"]
         print(
             f"{name:28} {fmt_ms(irc_ms)} {fmt_ms(ort_ms)} {fmt_ms(tfl_ms)} "
             f"{ratio(irc_ms, ort_ms)} {ratio(irc_ms, tfl_ms)} {fmt_share(result['share'])} "
@@ -204,6 +242,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name, lines in kernel_lines.items():
         if lines:
             print(f"\n{name}: top {len(lines)} kernels by device time (mean per run)")
+            print("\n".join(lines))
+    if args.geometry:
+        from irc.targets.opencl.device import get_device
+
+        print(f"\ndevice: {get_device().profile.describe()}")
+        for name, lines in geometry_lines.items():
+            print(f"\n{name}: OpenCL launch geometry")
             print("\n".join(lines))
 
 

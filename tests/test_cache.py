@@ -244,9 +244,10 @@ def test_opencl_damaged_binary_is_rebuilt_not_loaded(
 ) -> None:
     from irc.targets.opencl import runtime as ocl_runtime
 
+    monkeypatch.setenv("IRC_OPENCL_BINARY_CACHE", "on")  # also on PoCL, which has its own
     monkeypatch.setattr(ocl_runtime, "_programs", {})
     model = irc.compile(irc.parse_module(MODEL.replace("2x8", "3x8")), ["opencl"])
-    model.run({"x": np.ones((3, 8), np.float32), "y": INPUTS["y"]})  # saves the binary
+    model.run({"x": np.ones((3, 8), np.float32), "y": INPUTS["y"]})  # binary saved at load
     (loaded,) = model.program.loaded.values()
     key = loaded.built.key
     binary = root / "opencl" / f"{key}.bin"
@@ -259,14 +260,14 @@ def test_opencl_damaged_binary_is_rebuilt_not_loaded(
         binary.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :])
     monkeypatch.setattr(ocl_runtime, "_programs", {})
     from_binaries: list[object] = []
-    real_program = loaded.device.cl.Program
+    real_build = ocl_runtime.build
 
-    def spy(*args: object) -> object:
-        if len(args) == 3:  # (context, devices, binaries)
-            from_binaries.append(args[2])
-        return real_program(*args)
+    def spy(device: object, **kwargs: object) -> object:
+        if kwargs.get("binary") is not None:
+            from_binaries.append(kwargs["binary"])
+        return real_build(device, **kwargs)
 
-    monkeypatch.setattr(loaded.device.cl, "Program", spy)
+    monkeypatch.setattr(ocl_runtime, "build", spy)
     again = irc.compile(irc.parse_module(MODEL.replace("2x8", "3x8")), ["opencl"])
     (reloaded,) = again.program.loaded.values()
     assert not reloaded.from_cache

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_support import Case, build_executable, op_case, reference_outputs
+from cpu_support import SHARED_MODELS, Case, build_executable, op_case, reference_outputs
 from opencl_support import needs_device, private_cache_dir
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -438,7 +438,8 @@ def test_shape_family() -> None:
 
 
 @needs_device
-def test_second_load_uses_the_cache(cache_dir: Path) -> None:
+def test_second_load_uses_the_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IRC_OPENCL_BINARY_CACHE", "on")  # PoCL's own kernel cache aside
     text = CONV_RELU.replace("dense<0.25>", "dense<0.125>").replace("0.5>", "0.375>")
     module = lower(parse(text.replace("sigmoid", "tanh")))
     executable = next(op for op in module.walk() if isinstance(op, delegate.ExecutableOp))
@@ -447,9 +448,9 @@ def test_second_load_uses_the_cache(cache_dir: Path) -> None:
     first_s = time.perf_counter() - start
     assert not first.from_cache
     x = rand(1, 6, 6, 3)
-    (a,) = first.execute("entry", [x])  # saves the binary after the first run
-    key = first.built.key
+    key = first.built.key  # the binary was saved at load, after the kernels first ran
     assert (cache_dir / "opencl" / f"{key}.bin").exists()
+    (a,) = first.execute("entry", [x])
     ocl_runtime._programs.pop(key)  # forget the in-memory copy: load from disk
     start = time.perf_counter()
     second = OpenCLRuntime().load(executable)
@@ -513,7 +514,7 @@ def test_device_values_stay_on_the_device(monkeypatch: pytest.MonkeyPatch) -> No
 
 # ---- Shared models ------------------------------------------------------------------------------
 
-MODELS = Path("/work/shared/models")
+MODELS = SHARED_MODELS
 MODEL_FILES = {
     "small_cnn_float32": ("small_cnn_float32.tflite", None),
     "mobilenet_v2_float32": ("mobilenet_v2_float32.tflite", None),

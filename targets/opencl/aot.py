@@ -148,14 +148,17 @@ def embed_binaries(module: ModuleOp, device: Device | None = None) -> int:
     replaced. Returns how many programs got a binary. Raises the runtime's
     `OpenCLBuildError` for a program the driver rejects, and its `OpenCLLoadError` for an fp16
     program on a device without cl_khr_fp16."""
-    from irc.targets.opencl.runtime import build_program, check_precision
+    from irc.targets.opencl.runtime import build_program, check_precision, prefetch_programs
 
     device = get_device() if device is None else device
     tag = DeviceTag.of(device)
     count = 0
-    for program in _programs(module):
-        source = program.source.data
+    programs = _programs(module)
+    for program in programs:
         check_precision(device, program)
+    prefetch_programs(device, [program.source.data for program in programs])  # in parallel
+    for program in programs:
+        source = program.source.data
         built = build_program(device, source)
         (binary,) = built.program.get_info(device.cl.program_info.BINARIES)
         kept = [entry for entry in _entries(program) if _tag_of(entry) != tag]
@@ -193,16 +196,16 @@ def describe_embedded(device: Device, program: ocl.ProgramOp) -> tuple[bytes | N
 def embedded_program(device: Device, program: ocl.ProgramOp) -> BuiltProgram | None:
     """The runtime's `BuiltProgram` from the matching embedded binary of `program`, or None
     (no entry for this device, or the driver refuses the binary): then build the source."""
-    from irc.targets.opencl.runtime import BUILD_OPTIONS, BuiltProgram
+    from irc.targets.opencl.build import BuildFailure, build, show_log
+    from irc.targets.opencl.runtime import BuiltProgram, program_key
 
     binary, _ = describe_embedded(device, program)
     if binary is None:
         return None
-    cl = device.cl
     try:
-        built = cl.Program(device.context, [device.device], [binary])
-        built.build(options=BUILD_OPTIONS)
-    except cl.Error:
+        built, log = build(device, binary=binary)
+    except BuildFailure:
         return None
-    key = _sha256("\0".join([program.source.data, BUILD_OPTIONS, device.identity]).encode())
-    return BuiltProgram(built, key, from_cache=True, saved=True)
+    key = program_key(device, program.source.data)
+    show_log(device, f"program {key[:12]} (embedded binary)", log)
+    return BuiltProgram(built, key, from_cache=True, saved=True, log=log)

@@ -3,7 +3,9 @@
 `IRC_OPENCL_DEVICE` picks the device: `P:D` (platform and device indices) or
 `platform-substring:device-substring` (case-insensitive; either side may be empty). Without
 it a GPU is preferred, else any device (the PoCL CPU device of `pocl-binary-distribution`
-works on a bare machine).
+works on a bare machine). `Device.profile` describes the device for launch-shape choices
+(`DeviceProfile`: type, vendor, compute units, work-group and local-memory limits, preferred
+vector widths, sub-groups, fp16).
 """
 
 from __future__ import annotations
@@ -20,6 +22,95 @@ class DeviceError(RuntimeError):
     """No usable OpenCL device (with the reason)."""
 
 
+@dataclass(frozen=True)
+class DeviceProfile:
+    """What launch-shape and kernel-variant choices need to know about a device, read once
+    from the driver."""
+
+    kind: str
+    """`cpu`, `gpu`, `accelerator` or `other`."""
+    vendor: str
+    name: str
+    compute_units: int
+    max_work_group_size: int
+    max_work_item_sizes: tuple[int, ...]
+    local_memory_bytes: int
+    local_memory_is_global: bool
+    """Local memory emulated in global memory (CPU devices): local-memory tiling gains nothing."""
+    preferred_vector_width_float: int
+    preferred_vector_width_half: int
+    subgroups: bool
+    """cl_khr_subgroups, cl_intel_subgroups, or an OpenCL 2.1+ device reporting sub-groups."""
+    fp16: bool
+    """cl_khr_fp16."""
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind == "gpu"
+
+    def fits(self, local_size: tuple[int, ...] | None) -> bool:
+        """Whether a local size is within the device's limits (None: the driver chooses)."""
+        if local_size is None:
+            return True
+        if len(local_size) > len(self.max_work_item_sizes):
+            return False
+        if any(n > limit for n, limit in zip(local_size, self.max_work_item_sizes, strict=False)):
+            return False
+        total = 1
+        for n in local_size:
+            total *= n
+        return total <= self.max_work_group_size
+
+    def describe(self) -> str:
+        """One line for tools and benchmarks."""
+        return (
+            f"{self.name} ({self.vendor}, {self.kind}): {self.compute_units} compute units, "
+            f"work-groups up to {self.max_work_group_size}, "
+            f"{self.local_memory_bytes // 1024} KiB local memory"
+            f"{' (emulated)' if self.local_memory_is_global else ''}, float vectors of "
+            f"{self.preferred_vector_width_float}, sub-groups {'yes' if self.subgroups else 'no'}, "
+            f"fp16 {'yes' if self.fp16 else 'no'}"
+        )
+
+
+def read_profile(cl: Any, device: Any) -> DeviceProfile:
+    """The `DeviceProfile` of a pyopencl device."""
+    types = cl.device_type
+    kind = (
+        "gpu"
+        if device.type & types.GPU
+        else "cpu"
+        if device.type & types.CPU
+        else "accelerator"
+        if device.type & types.ACCELERATOR
+        else "other"
+    )
+    extensions = str(device.extensions).split()
+
+    def info(name: str, default: Any) -> Any:
+        try:
+            return getattr(device, name)
+        except Exception:  # an older driver without the query
+            return default
+
+    subgroups = "cl_khr_subgroups" in extensions or "cl_intel_subgroups" in extensions
+    subgroups = subgroups or int(info("max_num_sub_groups", 0) or 0) > 0
+    return DeviceProfile(
+        kind=kind,
+        vendor=str(device.vendor).strip(),
+        name=str(device.name).strip(),
+        compute_units=int(device.max_compute_units),
+        max_work_group_size=int(device.max_work_group_size),
+        max_work_item_sizes=tuple(int(n) for n in device.max_work_item_sizes),
+        local_memory_bytes=int(device.local_mem_size),
+        local_memory_is_global=device.local_mem_type == cl.device_local_mem_type.GLOBAL,
+        preferred_vector_width_float=int(info("preferred_vector_width_float", 1)),
+        preferred_vector_width_half=int(info("preferred_vector_width_half", 0)),
+        subgroups=subgroups,
+        fp16="cl_khr_fp16" in extensions,
+    )
+
+
 @dataclass
 class Device:
     cl: Any
@@ -30,6 +121,14 @@ class Device:
     identity: str
     """Platform, device and driver versions: part of every program cache key."""
     _profiling_queue: Any = None
+    _profile: DeviceProfile | None = None
+
+    @property
+    def profile(self) -> DeviceProfile:
+        """The device's `DeviceProfile` (read once)."""
+        if self._profile is None:
+            self._profile = read_profile(self.cl, self.device)
+        return self._profile
 
     @property
     def name(self) -> str:

@@ -1,13 +1,21 @@
 """The OpenCL target's runtime: build (or fetch) programs, upload weights once, enqueue launches.
 
 `OpenCLRuntime().load(executable)` lowers the executable if `lower-opencl` has not run, gets
-its program through the cache, uploads the `ocl.upload` constants, allocates the planned
-buffers and the per-entry input buffers, and creates one `cl.Kernel` per launch with its
-constant/planned arguments set once. `execute(entry, args)` uploads numpy inputs (a
-DeviceValue of the same context is used in place), allocates fresh output buffers, sets only
-the per-call arguments and enqueues every launch without waiting; the results are
-`OpenCLValue`s that download on `to_host()`. The queue is in order, so planned buffers are
-safely reused from one call to the next; a lock serialises calls on one loaded executable.
+its program through the cache (building the programs of its sibling OpenCL executables on
+other threads at the same time), uploads the `ocl.upload` constants, and prepares the first
+execution context of every entry (`execution.py`: per-call input, planned and output buffers
+and one kernel per launch with every argument preset). A program whose kernels were not run
+yet in this process is then run once on zero-filled buffers, so that drivers that compile
+kernels at their first enqueue (PoCL specialises every kernel for its local size there) do
+that work at load — at compile time — and not in the first real call; the build and that
+warm-up are steps (`irc.timing.step`) that a tool's progress display announces when they
+take over a second (`IRC_PROGRESS_DELAY`).
+
+`execute(entry, args)` takes a free execution context, uploads numpy inputs without waiting
+(a device value of the same context is bound in place), enqueues every launch of the entry
+on the device's in-order queue with `enqueue_nd_range_kernel` and returns `OpenCLValue`s
+that download on `to_host()` (the one wait of a call). The context returns to its pool when
+the call's results are dropped; calls on several threads each use their own context.
 In a profiled run (`irc.runtime.profiling.active_profile()`), the launches go to the
 device's profiling queue instead and their OpenCL event times are added to the profile per
 kernel launch; normal runs use the plain queue and pay nothing for profiling.
@@ -16,9 +24,14 @@ Program cache: in memory by key (SHA-256 of the source, the build options and th
 identity), and on disk in the private irc cache (`irc.cache`) as `opencl/<key>.bin` with
 `<key>.json` recording its size and SHA-256, checked before the binary reaches the driver (a
 missing, truncated or tampered entry is rebuilt from source and rewritten). Binaries are
-saved after the first call's launches have run, so they include the kernels compiled for the
-local sizes actually used. A build failure raises `OpenCLBuildError` with the build log and the
-ops whose kernels the compiler complained about.
+saved at load, after the warm-up, so they include the kernels compiled for the local sizes
+actually used. On PoCL with its own kernel cache on (the default; `POCL_KERNEL_CACHE=0` turns
+it off) no binary is saved: asking PoCL for a program binary compiles a generic work-group
+function of every kernel (7.7 s for MobileNetV2 on a 2-core Xeon), which its own cache
+makes redundant — a build from source of a known program takes ~0.1 s there.
+`IRC_OPENCL_BINARY_CACHE=on` saves them anyway, `off` never. Build logs: `build.py` (never a
+`CompilerWarning`; on stderr with `IRC_OPENCL_BUILD_LOG=1`; in the error when a build fails,
+with the ops whose kernels the compiler complained about).
 
 Precision: a program whose `ocl.program` says `precision = "fp16"` keeps float tensors as half
 on the device. Executables still take and return float32 numpy arrays: inputs are converted
@@ -30,10 +43,12 @@ without cl_khr_fp16 raises `OpenCLLoadError` naming the device and the extension
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,24 +63,56 @@ from irc.dtypes import numpy_dtype
 from irc.runtime.errors import InputError
 from irc.runtime.profiling import active_profile
 from irc.targets.base import DeviceValue, LoadedExecutable, TargetRuntime
+from irc.targets.opencl.build import (
+    BUILD_LOG_ENV,
+    BUILD_OPTIONS,
+    FAST_MATH_BUILD_OPTIONS,
+    FAST_MATH_ENV,
+    STRICT_BUILD_OPTIONS,
+    BuildFailure,
+    OpenCLBuildError,
+    OpenCLLoadError,
+    build,
+    show_log,
+)
 from irc.targets.opencl.device import Device, get_device
+from irc.targets.opencl.execution import (
+    ContextPool,
+    EntrySpec,
+    ExecutionContext,
+    LaunchSpec,
+    Lease,
+)
 from irc.targets.opencl.lower import TARGET, is_lowered, lower_executable
 
-BUILD_OPTIONS = "-cl-fast-relaxed-math -cl-mad-enable"
+__all__ = [
+    "BINARY_CACHE_ENV",
+    "BUILD_LOG_ENV",
+    "BUILD_OPTIONS",
+    "FAST_MATH_BUILD_OPTIONS",
+    "FAST_MATH_ENV",
+    "STRICT_BUILD_OPTIONS",
+    "BuiltProgram",
+    "LoadedOpenCLExecutable",
+    "OpenCLBuildError",
+    "OpenCLLoadError",
+    "OpenCLRuntime",
+    "OpenCLValue",
+    "build_program",
+    "prefetch_programs",
+    "save_binary",
+]
 
-
-class OpenCLLoadError(RuntimeError):
-    """An executable the OpenCL runtime cannot load."""
-
-
-class OpenCLBuildError(OpenCLLoadError):
-    """The OpenCL compiler rejected a generated program (message: ops involved + build log)."""
+BINARY_CACHE_ENV = "IRC_OPENCL_BINARY_CACHE"
+"""`on`: save program binaries in irc's cache on every device; `off`: never; unset/`auto`:
+on every device but PoCL with its own kernel cache on."""
 
 
 class OpenCLValue:
     """A tensor in a device buffer (float32, or the int8/uint8 storage of a quantized
     tensor); `to_host()` downloads it. `storage` is the buffer's element type when it
-    differs from `dtype` (float16 for a float32 tensor of an fp16 program)."""
+    differs from `dtype` (float16 for a float32 tensor of an fp16 program). `owner` keeps
+    the execution context that wrote the buffer from being reused while the value lives."""
 
     def __init__(
         self,
@@ -74,12 +121,14 @@ class OpenCLValue:
         shape: tuple[int, ...],
         dtype: Any = np.float32,
         storage: Any = None,
+        owner: object = None,
     ):
         self.device = device
         self.buffer = buffer
         self.shape = shape
         self.dtype = np.dtype(dtype)
         self.storage = self.dtype if storage is None else np.dtype(storage)
+        self.owner = owner
 
     def to_host(self) -> np.ndarray:
         out = np.empty(self.shape, dtype=self.storage)
@@ -92,6 +141,11 @@ class OpenCLValue:
 
 _programs: dict[str, Any] = {}
 _programs_lock = threading.Lock()
+_in_flight: dict[str, Future] = {}
+"""Builds running now, by key: a second request for the same program waits for the first."""
+_warmed: set[tuple[str, str, tuple[int, ...], tuple[int, ...] | None]] = set()
+"""(program key, kernel, global size, local size) launched at least once in this process."""
+_builders: ThreadPoolExecutor | None = None
 
 
 @dataclass
@@ -101,10 +155,30 @@ class BuiltProgram:
     from_cache: bool
     """Loaded from memory or disk, not compiled from source."""
     saved: bool
+    """Nothing (more) to write to the disk cache."""
+    log: str = ""
+    """The driver's build log (empty when the program came from memory)."""
 
 
 CACHE_NAMESPACE = "opencl"
 """The program binaries' directory in the private irc cache (`irc.cache`)."""
+
+
+def program_key(device: Device, source: str) -> str:
+    """The cache key of a program: source, build options and device identity."""
+    text = "\0".join([source, BUILD_OPTIONS, device.identity])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def saves_binaries(device: Device) -> bool:
+    """Whether binaries go to irc's disk cache on `device` (`IRC_OPENCL_BINARY_CACHE`)."""
+    choice = os.environ.get(BINARY_CACHE_ENV, "").strip().lower()
+    if choice in ("on", "1", "true", "yes", "always"):
+        return True
+    if choice in ("off", "0", "false", "no", "never"):
+        return False
+    pocl = "portable computing language" in str(device.device.platform.name).lower()
+    return not (pocl and os.environ.get("POCL_KERNEL_CACHE", "1").strip() != "0")
 
 
 def _kernel_ops(source: str) -> dict[int, str]:
@@ -119,35 +193,84 @@ def _kernel_ops(source: str) -> dict[int, str]:
     return out
 
 
+def _build_error(source: str, failure: BuildFailure) -> OpenCLBuildError:
+    log = failure.log or failure.error
+    lines = _kernel_ops(source)
+    numbers = re.findall(r"(?:\.cl|>):(\d+):\d+:", log)
+    ops = sorted({lines.get(int(n), "?") for n in numbers})
+    where = "; ".join(ops) if ops else "unknown op"
+    return OpenCLBuildError(
+        f"opencl: program build failed (kernels of: {where})\n{failure.error}\n{log}", log
+    )
+
+
+def _build_uncached(device: Device, source: str, key: str) -> BuiltProgram:
+    keep_binary = saves_binaries(device)
+    if keep_binary:  # only a binary matching its recorded SHA-256 is handed to the driver
+        binary = cache.read_verified(CACHE_NAMESPACE, key, ".bin")
+        if binary is not None:
+            try:
+                program, log = build(device, binary=binary)
+            except BuildFailure:
+                pass  # stale for this driver: rebuild from source
+            else:
+                show_log(device, f"program {key[:12]} (cached binary)", log)
+                return BuiltProgram(program, key, True, True, log)
+    try:
+        program, log = build(device, source=source)
+    except BuildFailure as failure:
+        raise _build_error(source, failure) from None
+    show_log(device, f"program {key[:12]} (source)", log)
+    return BuiltProgram(program, key, False, not keep_binary, log)
+
+
 def build_program(device: Device, source: str) -> BuiltProgram:
-    """The program for `source` on `device`: from memory, from disk, or compiled."""
-    cl = device.cl
-    key = hashlib.sha256("\0".join([source, BUILD_OPTIONS, device.identity]).encode()).hexdigest()
+    """The program for `source` on `device`: from memory, from disk, or compiled (a build
+    of the same program already running on another thread is waited for)."""
+    key = program_key(device, source)
     with _programs_lock:
         if key in _programs:
             return BuiltProgram(_programs[key], key, True, True)
-        try:  # only a binary matching its recorded SHA-256 is handed to the driver
-            if (binary := cache.read_verified(CACHE_NAMESPACE, key, ".bin")) is not None:
-                program = cl.Program(device.context, [device.device], [binary])
-                program.build(options=BUILD_OPTIONS)
-                _programs[key] = program
-                return BuiltProgram(program, key, True, True)
-        except cl.Error:
-            pass  # stale for this driver: rebuild from source
-        program = cl.Program(device.context, source)
-        try:
-            program.build(options=BUILD_OPTIONS)
-        except cl.Error as exc:
-            log = str(exc)
-            lines = _kernel_ops(source)
-            numbers = re.findall(r"(?:\.cl|>):(\d+):\d+:", log)
-            ops = sorted({lines.get(int(n), "?") for n in numbers})
-            where = "; ".join(ops) if ops else "unknown op"
-            raise OpenCLBuildError(
-                f"opencl: program build failed (kernels of: {where})\n{log}"
-            ) from None
-        _programs[key] = program
-        return BuiltProgram(program, key, False, False)
+        running = _in_flight.get(key)
+        if running is None:
+            running = _in_flight[key] = Future()
+            owner = True
+        else:
+            owner = False
+    if not owner:
+        built = running.result()  # raises the builder's error
+        return BuiltProgram(built.program, key, True, True, built.log)
+    try:
+        built = _build_uncached(device, source, key)
+    except BaseException as exc:
+        with _programs_lock:
+            del _in_flight[key]
+        running.set_exception(exc)
+        raise
+    with _programs_lock:
+        _programs[key] = built.program
+        del _in_flight[key]
+    running.set_result(built)
+    return built
+
+
+def prefetch_programs(device: Device, sources: Sequence[str]) -> list[Future]:
+    """Start building `sources` on worker threads (the drivers' compilers release the GIL);
+    `build_program` on one of them later waits for its build. Returns the futures."""
+    global _builders
+    todo = []
+    with _programs_lock:
+        for source in dict.fromkeys(sources):
+            key = program_key(device, source)
+            if key not in _programs and key not in _in_flight:
+                todo.append(source)
+        if todo and _builders is None:
+            workers = max(1, min(4, os.cpu_count() or 1))
+            _builders = ThreadPoolExecutor(workers, thread_name_prefix="irc-opencl-build")
+        builders = _builders
+    if builders is None:
+        return []
+    return [builders.submit(build_program, device, source) for source in todo]
 
 
 def save_binary(device: Device, built: BuiltProgram) -> None:
@@ -163,30 +286,6 @@ def save_binary(device: Device, built: BuiltProgram) -> None:
 
 
 # ---- Loaded executables ------------------------------------------------------------------------
-
-
-@dataclass
-class _Launch:
-    name: str
-    description: str
-    kernel: Any
-    global_size: tuple[int, ...]
-    local_size: tuple[int, ...] | None
-    per_call: list[tuple[int, str, int]]
-    """(argument position, "in"/"out", index) set on every call."""
-
-
-@dataclass
-class _Entry:
-    inputs: list[tuple[int, ...]]
-    outputs: list[tuple[int, ...]]
-    input_buffers: list[Any]
-    launches: list[_Launch]
-    input_dtypes: list[np.dtype]
-    output_dtypes: list[np.dtype]
-    input_storage: list[np.dtype]
-    """The device buffers' element types (float16 for float32 tensors in fp16)."""
-    output_storage: list[np.dtype]
 
 
 def _shapes(types: Sequence[Any], where: str) -> list[tuple[int, ...]]:
@@ -222,6 +321,13 @@ def check_precision(device: Device, program: ocl.ProgramOp) -> None:
         )
 
 
+@dataclass
+class _Entry:
+    spec: EntrySpec
+    pool: ContextPool
+    launch_names: list[str] = field(default_factory=list)
+
+
 class LoadedOpenCLExecutable(LoadedExecutable):
     """A loaded OpenCL executable: program built, constants uploaded, kernels prepared."""
 
@@ -230,7 +336,7 @@ class LoadedOpenCLExecutable(LoadedExecutable):
         device: Device,
         built: BuiltProgram,
         entries: dict[str, _Entry],
-        keep: list,
+        constants: list,
         name: str = "",
     ):
         self.device = device
@@ -238,8 +344,7 @@ class LoadedOpenCLExecutable(LoadedExecutable):
         """The executable's symbol name (profile rows)."""
         self.built = built
         self._entries = entries
-        self._keep = keep  # constant and planned buffers the kernels point at
-        self._lock = threading.Lock()
+        self._constants = constants  # the kernels point at them
 
     @property
     def from_cache(self) -> bool:
@@ -249,89 +354,147 @@ class LoadedOpenCLExecutable(LoadedExecutable):
     def accepts_device_values(self) -> bool:
         return True
 
+    def contexts_made(self, entry: str) -> int:
+        """How many execution contexts `entry` has made so far (tests, diagnostics)."""
+        return self._entries[entry].pool.made
+
+    def launch_geometry(self, entry: str) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+        """(description, global size, local size) of every launch of `entry`."""
+        return [
+            (launch.description, launch.global_size, launch.local_size or ())
+            for launch in self._entries[entry].spec.launches
+        ]
+
+    def _host_input(self, entry: str, i: int, arg: Any, spec: EntrySpec) -> np.ndarray:
+        if not isinstance(arg, np.ndarray) and isinstance(arg, DeviceValue):
+            arg = arg.to_host()
+        if not isinstance(arg, np.ndarray):
+            raise InputError(
+                f"opencl: argument #{i} of @{entry} must be a numpy array, got {type(arg).__name__}"
+            )
+        if arg.dtype != spec.input_dtypes[i]:
+            raise InputError(
+                f"opencl: argument #{i} of @{entry} must be {spec.input_dtypes[i]}, got {arg.dtype}"
+            )
+        if arg.shape != spec.inputs[i]:
+            raise InputError(
+                f"opencl: argument #{i} of @{entry} must have shape {spec.inputs[i]}, "
+                f"got {arg.shape}"
+            )
+        return arg
+
+    def _inputs(self, entry: str, spec: EntrySpec, args: Sequence[Any]) -> list[Any]:
+        """Per argument: a device buffer to bind, or a host array to upload."""
+        out: list[Any] = []
+        for i, (arg, expected) in enumerate(zip(args, spec.inputs, strict=True)):
+            if isinstance(arg, OpenCLValue) and arg.device.context == self.device.context:
+                if arg.shape != expected or arg.dtype != spec.input_dtypes[i]:
+                    raise InputError(
+                        f"opencl: argument #{i} of @{entry} must be {spec.input_dtypes[i]} "
+                        f"of shape {expected}, got {arg.dtype} of shape {arg.shape}"
+                    )
+                if arg.storage == spec.input_storage[i]:
+                    out.append(arg)
+                    continue
+                arg = arg.to_host()  # another precision's buffer: convert through the host
+            out.append(self._host_input(entry, i, arg, spec))
+        return out
+
     def execute(self, entry: str, args: Sequence[Any]) -> Sequence[Any]:
-        spec = self._entries.get(entry)
-        if spec is None:
+        found = self._entries.get(entry)
+        if found is None:
             known = ", ".join(f"@{name}" for name in self._entries)
             raise InputError(f"opencl: no entry @{entry} in this executable (entries: {known})")
+        spec = found.spec
         if len(args) != len(spec.inputs):
             raise InputError(
                 f"opencl: @{entry} takes {len(spec.inputs)} arguments, got {len(args)}"
             )
-        cl, queue = self.device.cl, self.device.queue
-        with self._lock:
-            in_buffers: list[Any] = []
-            for i, (arg, expected) in enumerate(zip(args, spec.inputs, strict=True)):
-                if isinstance(arg, OpenCLValue) and arg.device.context == self.device.context:
-                    if arg.shape != expected or arg.dtype != spec.input_dtypes[i]:
-                        raise InputError(
-                            f"opencl: argument #{i} of @{entry} must be {spec.input_dtypes[i]} "
-                            f"of shape {expected}, got {arg.dtype} of shape {arg.shape}"
-                        )
-                    if arg.storage == spec.input_storage[i]:
-                        in_buffers.append(arg.buffer)
-                        continue
-                    arg = arg.to_host()  # another precision's buffer: convert through the host
-                if not isinstance(arg, np.ndarray) and isinstance(arg, DeviceValue):
-                    arg = arg.to_host()
-                if not isinstance(arg, np.ndarray):
-                    raise InputError(
-                        f"opencl: argument #{i} of @{entry} must be a numpy array, got "
-                        f"{type(arg).__name__}"
-                    )
-                if arg.dtype != spec.input_dtypes[i]:
-                    raise InputError(
-                        f"opencl: argument #{i} of @{entry} must be {spec.input_dtypes[i]}, "
-                        f"got {arg.dtype}"
-                    )
-                if arg.shape != expected:
-                    raise InputError(
-                        f"opencl: argument #{i} of @{entry} must have shape {expected}, "
-                        f"got {arg.shape}"
-                    )
-                buffer = spec.input_buffers[i]
-                if arg.size:
-                    data = np.ascontiguousarray(arg, spec.input_storage[i])
-                    cl.enqueue_copy(queue, buffer, data, is_blocking=True)
-                in_buffers.append(buffer)
-            out_buffers = [
-                cl.Buffer(self.device.context, cl.mem_flags.READ_WRITE, _buffer_bytes(s, d))
-                for s, d in zip(spec.outputs, spec.output_storage, strict=True)
-            ]
-            profile = active_profile()
-            launch_queue = queue
-            if profile is not None:
-                queue.finish()  # earlier work (other dispatches' launches) out of the timing
-                launch_queue = self.device.profiling_queue()
-            events: list[Any] = []
-            for launch in spec.launches:
-                for position, kind, index in launch.per_call:
-                    buffers = in_buffers if kind == "in" else out_buffers
-                    launch.kernel.set_arg(position, buffers[index])
-                event = cl.enqueue_nd_range_kernel(
-                    launch_queue, launch.kernel, launch.global_size, launch.local_size
-                )
-                if profile is not None:
-                    events.append(event)
-            if profile is not None:
-                launch_queue.finish()
-                profile.record_kernels(
-                    TARGET,
-                    f"@{self.name}::@{entry}",
-                    [
-                        (i, launch.name, launch.description, e.profile.end - e.profile.start)
-                        for i, (launch, e) in enumerate(zip(spec.launches, events, strict=True))
-                    ],
-                )
-            if not self.built.saved:
-                queue.finish()
-                save_binary(self.device, self.built)
+        inputs = self._inputs(entry, spec, args)
+        context = found.pool.acquire()
+        try:
+            self._enqueue(entry, spec, context, inputs)
+        except BaseException:
+            self.device.queue.finish()
+            found.pool.release(context)
+            raise
+        if not spec.outputs:
+            found.pool.release(context)
+            return []
+        lease = Lease()
+        found.pool.lease(lease, context)
         return [
-            OpenCLValue(self.device, b, s, d, st)
-            for b, s, d, st in zip(
-                out_buffers, spec.outputs, spec.output_dtypes, spec.output_storage, strict=True
+            OpenCLValue(self.device, buffer, shape, dtype, storage, lease)
+            for buffer, shape, dtype, storage in zip(
+                context.outputs, spec.outputs, spec.output_dtypes, spec.output_storage, strict=True
             )
         ]
+
+    def _enqueue(
+        self, entry: str, spec: EntrySpec, context: ExecutionContext, inputs: list[Any]
+    ) -> None:
+        """Uploads without waiting, then every launch of the entry, in the queue's order."""
+        cl, queue = self.device.cl, self.device.queue
+        uploads = []
+        for i, value in enumerate(inputs):
+            if isinstance(value, OpenCLValue):
+                context.bind_input(i, value.buffer)
+                continue
+            buffer = context.inputs[i]
+            context.bind_input(i, buffer)
+            if value.size:
+                data = np.ascontiguousarray(value, spec.input_storage[i])
+                uploads.append(cl.enqueue_copy(queue, buffer, data, is_blocking=False))
+        context.uploads = uploads  # the previous call's uploads are long done (in order)
+        profile = active_profile()
+        if profile is None:
+            for kernel, launch in zip(context.kernels, spec.launches, strict=True):
+                cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
+            return
+        queue.finish()  # uploads and earlier dispatches' launches out of the timing
+        launch_queue = self.device.profiling_queue()
+        events = [
+            cl.enqueue_nd_range_kernel(launch_queue, kernel, launch.global_size, launch.local_size)
+            for kernel, launch in zip(context.kernels, spec.launches, strict=True)
+        ]
+        launch_queue.finish()
+        profile.record_kernels(
+            TARGET,
+            f"@{self.name}::@{entry}",
+            [
+                (i, launch.name, launch.description, e.profile.end - e.profile.start)
+                for i, (launch, e) in enumerate(zip(spec.launches, events, strict=True))
+            ],
+        )
+
+    def warm_up(self) -> int:
+        """Run every entry once on zero-filled buffers when some of its launches (kernel,
+        global and local size) never ran in this process, so that the driver's compilation
+        at first enqueue happens now; returns how many entries ran."""
+        cl, queue = self.device.cl, self.device.queue
+        ran = 0
+        for entry in self._entries.values():
+            signatures = {
+                (self.built.key, launch.name, launch.global_size, launch.local_size)
+                for launch in entry.spec.launches
+            }
+            with _programs_lock:
+                if signatures <= _warmed:
+                    continue
+            context = entry.pool.acquire()
+            try:
+                zero = np.zeros(1, np.uint8)
+                for buffer in context.all_buffers():
+                    cl.enqueue_fill_buffer(queue, buffer, zero, 0, buffer.size)
+                for kernel, launch in zip(context.kernels, entry.spec.launches, strict=True):
+                    cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
+                queue.finish()
+            finally:
+                entry.pool.release(context)
+            with _programs_lock:
+                _warmed.update(signatures)
+            ran += 1
+        return ran
 
 
 def kernel_descriptions(source: str) -> dict[str, str]:
@@ -346,20 +509,92 @@ def kernel_descriptions(source: str) -> dict[str, str]:
     return out
 
 
-def _size(shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+def _fit_local_sizes(device: Device, spec: EntrySpec, context: ExecutionContext) -> None:
+    """Leave the local size to the driver for a launch whose local size the device (its
+    `DeviceProfile`) or the compiled kernel cannot run: the IR's rule does not know the
+    device."""
+    cl = device.cl
+    profile = device.profile
+    for launch, kernel in zip(spec.launches, context.kernels, strict=True):
+        local = launch.local_size
+        if local is None:
+            continue
+        limit = int(
+            kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device.device)
+        )
+        if not profile.fits(local) or int(np.prod(local)) > limit:
+            launch.local_size = None
 
 
-def _buffer_bytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
-    """Bytes of a device buffer holding a tensor (its dtype's size per element: 8 for int64
-    indices, 1 for masks and 8-bit storage; at least 4, OpenCL refuses empty buffers)."""
-    return max(4, dtype.itemsize * _size(shape))
+def _sibling_sources(executable: delegate.ExecutableOp, device: Device) -> list[str]:
+    """Sources of the other lowered OpenCL executables next to `executable` that this
+    device can build (fp16 ones only with cl_khr_fp16)."""
+    parent = executable.parent_block()
+    if parent is None:
+        return []
+    out = []
+    for other in parent.ops:
+        if other is executable or not isinstance(other, delegate.ExecutableOp):
+            continue
+        if other.target.data != TARGET or not is_lowered(other):
+            continue
+        for op in other.body.block.ops:
+            if isinstance(op, ocl.ProgramOp):
+                if op.precision == "fp16" and not device.has_extension(FP16_EXTENSION):
+                    continue
+                out.append(op.source.data)
+    return out
+
+
+def _entry_spec(func: FuncOp, precision: str, descriptions: dict[str, str]) -> EntrySpec:
+    name = func.sym_name.data
+    ops = list(func.body.block.ops)
+    execute = ops[0] if ops else None
+    if not isinstance(execute, ocl.ExecuteOp):
+        raise OpenCLLoadError(f"opencl: entry @{name} is not lowered to ocl.execute")
+    input_dtypes = _dtypes(func.function_type.inputs.data)
+    output_dtypes = _dtypes(func.function_type.outputs.data)
+    planned: dict[int, int] = {}
+    launches: list[LaunchSpec] = []
+    for op in execute.body.block.ops:
+        if isinstance(op, ocl.AllocOp):
+            planned[op.id.value.data] = op.bytes.value.data
+            continue
+        assert isinstance(op, ocl.LaunchOp)
+        args: list[tuple[str, int]] = []
+        for arg in op.args.data:
+            m = ocl.BUFFER_NAME.fullmatch(arg.data)
+            assert m is not None
+            args.append((m.group(1), int(m.group(2))))
+        local = tuple(a.value.data for a in op.local_size.data) or None
+        launches.append(
+            LaunchSpec(
+                op.kernel.data,
+                op.label.data if op.label else descriptions.get(op.kernel.data, ""),
+                tuple(a.value.data for a in op.global_size.data),
+                local,
+                args,
+            )
+        )
+    return EntrySpec(
+        _shapes(func.function_type.inputs.data, f"@{name}"),
+        _shapes(func.function_type.outputs.data, f"@{name}"),
+        input_dtypes,
+        output_dtypes,
+        _storage(input_dtypes, precision),
+        _storage(output_dtypes, precision),
+        planned,
+        launches,
+    )
 
 
 class OpenCLRuntime(TargetRuntime):
-    """Loads OpenCL executables: program through the cache, weights uploaded once."""
+    """Loads OpenCL executables: program through the cache, weights uploaded once, kernels
+    compiled and run once at load."""
 
     def load(self, executable: Operation) -> LoadedOpenCLExecutable:
+        from irc.timing import step
+
         if not isinstance(executable, delegate.ExecutableOp) or executable.target.data != TARGET:
             raise OpenCLLoadError('opencl: expected a delegate.executable of target "opencl"')
         if not is_lowered(executable):
@@ -374,12 +609,15 @@ class OpenCLRuntime(TargetRuntime):
         precision = programs[0].precision
         from irc.targets.opencl.aot import embedded_program  # irc-compile --embed-binaries
 
-        built = embedded_program(device, programs[0]) or build_program(
-            device, programs[0].source.data
-        )
-        descriptions = kernel_descriptions(programs[0].source.data)
+        name = executable.sym_name.data
+        source = programs[0].source.data
+        with step(f"opencl: build @{name}"):
+            built = embedded_program(device, programs[0])
+            if built is None:
+                prefetch_programs(device, _sibling_sources(executable, device))
+                built = build_program(device, source)
+        descriptions = kernel_descriptions(source)
         flags = cl.mem_flags
-        keep: list[Any] = []
         constants: list[Any] = []
         for upload in programs[0].uploads:
             data = array_from_dense(upload.value)
@@ -393,66 +631,17 @@ class OpenCLRuntime(TargetRuntime):
             else:
                 buffer = cl.Buffer(device.context, flags.READ_ONLY, 4)
             constants.append(buffer)
-        keep += constants
         entries: dict[str, _Entry] = {}
         for func in executable.body.block.ops:
-            if not isinstance(func, FuncOp):
-                continue
-            name = func.sym_name.data
-            ops = list(func.body.block.ops)
-            execute = ops[0] if ops else None
-            if not isinstance(execute, ocl.ExecuteOp):
-                raise OpenCLLoadError(f"opencl: entry @{name} is not lowered to ocl.execute")
-            inputs = _shapes(func.function_type.inputs.data, f"@{name}")
-            outputs = _shapes(func.function_type.outputs.data, f"@{name}")
-            input_dtypes = _dtypes(func.function_type.inputs.data)
-            output_dtypes = _dtypes(func.function_type.outputs.data)
-            input_storage = _storage(input_dtypes, precision)
-            input_buffers = [
-                cl.Buffer(device.context, flags.READ_ONLY, _buffer_bytes(s, d))
-                for s, d in zip(inputs, input_storage, strict=True)
-            ]
-            planned: dict[int, Any] = {}
-            launches: list[_Launch] = []
-            for op in execute.body.block.ops:
-                if isinstance(op, ocl.AllocOp):
-                    planned[op.id.value.data] = cl.Buffer(
-                        device.context, flags.READ_WRITE, max(4, op.bytes.value.data)
-                    )
-                    continue
-                assert isinstance(op, ocl.LaunchOp)
-                kernel = cl.Kernel(built.program, op.kernel.data)
-                per_call: list[tuple[int, str, int]] = []
-                for position, arg in enumerate(op.args.data):
-                    m = ocl.BUFFER_NAME.fullmatch(arg.data)
-                    assert m is not None
-                    kind, index = m.group(1), int(m.group(2))
-                    if kind == "c":
-                        kernel.set_arg(position, constants[index])
-                    elif kind == "b":
-                        kernel.set_arg(position, planned[index])
-                    else:
-                        per_call.append((position, kind, index))
-                local = tuple(a.value.data for a in op.local_size.data) or None
-                launches.append(
-                    _Launch(
-                        op.kernel.data,
-                        op.label.data if op.label else descriptions.get(op.kernel.data, ""),
-                        kernel,
-                        tuple(a.value.data for a in op.global_size.data),
-                        local,
-                        per_call,
-                    )
-                )
-            keep += list(planned.values())
-            entries[name] = _Entry(
-                inputs,
-                outputs,
-                input_buffers,
-                launches,
-                input_dtypes,
-                output_dtypes,
-                input_storage,
-                _storage(output_dtypes, precision),
-            )
-        return LoadedOpenCLExecutable(device, built, entries, keep, executable.sym_name.data)
+            if isinstance(func, FuncOp):
+                spec = _entry_spec(func, precision, descriptions)
+                pool = ContextPool(device, built.program, spec, constants)
+                first = pool.acquire()  # the first call's context, made now
+                _fit_local_sizes(device, spec, first)
+                pool.release(first)
+                entries[func.sym_name.data] = _Entry(spec, pool)
+        loaded = LoadedOpenCLExecutable(device, built, entries, constants, name)
+        with step(f"opencl: compile kernels of @{name}"):
+            loaded.warm_up()
+            save_binary(device, built)
+        return loaded

@@ -1,0 +1,144 @@
+"""Building OpenCL programs quietly: the build options, the build log, and the errors.
+
+Every program irc builds (from generated source, from a cached or embedded binary) goes
+through `build(device, source=... | binary=...)`, which returns the built program and its
+build log. The log is never turned into a warning: it is kept on the program, written to
+stderr when `IRC_OPENCL_BUILD_LOG=1` asks for it, and put into the error when the build
+fails (`OpenCLBuildError`).
+
+Why not pyopencl's `Program.build()`: pyopencl turns every non-empty build log into a
+`pyopencl.CompilerWarning` (drivers log freely: NVIDIA always, PoCL on AVX2 CPUs a `-Wpsabi`
+note per call taking a float16), which `-W error` makes fatal and which made a failing
+target raise instead of falling back. Suppressing it with `warnings.catch_warnings()` is not
+an option here: that swaps the process-wide filter list, is not thread-safe, and programs
+are built on several threads at once; `PYOPENCL_COMPILER_OUTPUT` only chooses between a
+short and a long warning. So the build calls the program object's own `_build` (the
+driver's clBuildProgram, which pyopencl's `build` wraps; stable across pyopencl releases)
+and reads the log with `get_build_info(device, LOG)`: no warning is ever raised, nothing
+global is touched, and the log is exact. Where a pyopencl lacks `_build`, the public `build`
+runs under a lock with `CompilerWarning` filtered for that call only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+from typing import Any
+
+from irc.targets.opencl.device import Device
+
+__all__ = [
+    "BUILD_LOG_ENV",
+    "BUILD_OPTIONS",
+    "FAST_MATH_BUILD_OPTIONS",
+    "FAST_MATH_ENV",
+    "STRICT_BUILD_OPTIONS",
+    "BuildFailure",
+    "OpenCLBuildError",
+    "OpenCLLoadError",
+    "build",
+    "build_log_requested",
+    "show_log",
+]
+
+STRICT_BUILD_OPTIONS = "-cl-mad-enable"
+"""The default: IEEE NaN, Inf and signed zeros kept (docs/semantics.md); `mad` may fuse a
+multiply-add with one rounding, which changes no NaN/Inf result and PoCL needs for speed."""
+FAST_MATH_BUILD_OPTIONS = "-cl-fast-relaxed-math -cl-mad-enable"
+"""With `IRC_OPENCL_FAST_MATH=1`: gives up NaN and Inf (the compiler assumes none: relu,
+max, clip, pools and softmax of NaN/Inf inputs become undefined) and the sign of zero."""
+FAST_MATH_ENV = "IRC_OPENCL_FAST_MATH"
+BUILD_OPTIONS = (
+    FAST_MATH_BUILD_OPTIONS
+    if os.environ.get(FAST_MATH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    else STRICT_BUILD_OPTIONS
+)
+"""The options every program is built with (part of the cache keys and of embedded
+binaries' tags)."""
+
+BUILD_LOG_ENV = "IRC_OPENCL_BUILD_LOG"
+"""`1`/`true`: write every program build's log to stderr (also when empty)."""
+
+
+class OpenCLLoadError(RuntimeError):
+    """An executable the OpenCL runtime cannot load."""
+
+
+class OpenCLBuildError(OpenCLLoadError):
+    """The OpenCL compiler rejected a generated program (message: ops involved + build log)."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+        """The driver's build log."""
+
+
+class BuildFailure(Exception):
+    """clBuildProgram failed: the driver's error and its build log."""
+
+    def __init__(self, error: str, log: str) -> None:
+        super().__init__(error)
+        self.error = error
+        self.log = log
+
+
+def build_log_requested() -> bool:
+    """Whether `IRC_OPENCL_BUILD_LOG` asks for build logs on stderr."""
+    return os.environ.get(BUILD_LOG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+_stderr_lock = threading.Lock()
+
+
+def show_log(device: Device, what: str, log: str) -> None:
+    """Write a build log to stderr when `IRC_OPENCL_BUILD_LOG` asks for it."""
+    if not build_log_requested():
+        return
+    text = log.rstrip() or "(empty)"
+    with _stderr_lock:
+        sys.stderr.write(f"irc: opencl: build log of {what} on '{device.name}':\n{text}\n")
+        sys.stderr.flush()
+
+
+_public_build_lock = threading.Lock()
+
+
+def _log(device: Device, program: Any) -> str:
+    try:
+        log = program.get_build_info(device.device, device.cl.program_build_info.LOG)
+    except Exception:  # a driver that cannot say: no log
+        return ""
+    return str(log or "")
+
+
+def build(device: Device, *, source: str | None = None, binary: bytes | None = None) -> tuple:
+    """Build a program for `device` from `source` or from a driver `binary` with
+    `BUILD_OPTIONS`; returns `(program, log)`. Raises `BuildFailure` (error + log) when the
+    driver refuses it. Never emits `pyopencl.CompilerWarning`; safe on several threads."""
+    cl = device.cl
+    raw = getattr(cl, "_cl", None)
+    low_level = getattr(raw, "_Program", None)
+    if low_level is not None and hasattr(low_level, "_build"):
+        if source is not None:
+            program = low_level(device.context, source)
+        else:
+            program = low_level(device.context, [device.device], [binary])
+        try:
+            program._build(options=BUILD_OPTIONS.encode(), devices=[device.device])
+        except cl.Error as exc:
+            raise BuildFailure(str(exc), _log(device, program)) from None
+        return program, _log(device, program)
+    # A pyopencl without the low-level build: its public build, the warning filtered here only.
+    if source is not None:
+        program = cl.Program(device.context, source)
+    else:
+        program = cl.Program(device.context, [device.device], [binary])
+    with _public_build_lock, warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        try:
+            program.build(options=BUILD_OPTIONS, devices=[device.device])
+        except cl.Error as exc:  # pyopencl's message carries the logs
+            raise BuildFailure(str(exc), str(exc)) from None
+        return program, _log(device, program)
