@@ -982,8 +982,11 @@ def _quantize_tail(g: Gen) -> None:
                 continue
             fshape = (oc, k, k, c) if g.layout == "NHWC" else (oc, c, k, k)
             fscale = float(np.float32(10 ** rng.uniform(-3, -1)))
-            ftype = UniformQuantizedType.per_tensor(i8, f32, fscale, 0)  # type: ignore[arg-type]
-            filt = Const(rng.integers(-127, 128, size=fshape).astype(np.int8), ftype)
+            # the filter's storage is the input's (lower-quantized requires one storage type)
+            fzp = 0 if storage == i8 else 128
+            ftype = UniformQuantizedType.per_tensor(storage, f32, fscale, fzp)  # type: ignore[arg-type]
+            fdtype = np.int8 if storage == i8 else np.uint8
+            filt = Const(rng.integers(low + 1, high + 1, size=fshape).astype(fdtype), ftype)
             in_scale = g.values[q].qtype.scale_values[0]  # type: ignore[union-attr]
             btype = UniformQuantizedType.per_tensor(
                 IntegerType(32, Signedness.SIGNLESS),

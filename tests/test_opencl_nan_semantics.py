@@ -113,6 +113,8 @@ def _cases() -> dict[str, Graph]:
         "softmax_axis0": _op("softmax", (14, 14), (14, 14), axis=0),
         "log_softmax": _op("log_softmax", (14, 14), (14, 14)),
         "qcast_relu": qcast,
+        "pad_nan_value": _op("pad", (2, 14), (4, 14), pads=[1, 1, 0, 0], value=float("nan")),
+        "pad_inf_value": _op("pad", (2, 14), (2, 16), pads=[0, 0, 1, 1], value=float("-inf")),
     }
 
 

@@ -104,6 +104,8 @@ NAN_MIN_UPDATE = "(xv < acc || isnan(xv) ? xv : acc)"
 
 def _f(x: float) -> str:
     """A float literal (exact for float32 values)."""
+    if np.isnan(x):
+        return "NAN"  # repr would print `nanf` (a constant pad value may be NaN)
     if np.isinf(x):
         return "INFINITY" if x > 0 else "(-INFINITY)"
     return f"{np.float32(x)!r}".replace("np.float32(", "").rstrip(")") + "f"
@@ -116,9 +118,9 @@ REAL = "REAL"
 """The template name of the element type of float tensors (`specialise` resolves it)."""
 
 FLOAT_LITERAL = re.compile(
-    r"(?<![\w.])(?:[0-9]+\.[0-9]*(?:e[-+]?[0-9]+)?|[0-9]+e[-+]?[0-9]+)f\b|INFINITY"
+    r"(?<![\w.])(?:[0-9]+\.[0-9]*(?:e[-+]?[0-9]+)?|[0-9]+e[-+]?[0-9]+)f\b|INFINITY|NAN\b"
 )
-"""A float literal as `_f` prints it, or the INFINITY macro."""
+"""A float literal as `_f` prints it, or the INFINITY / NAN macro."""
 _REAL_TYPE = re.compile(r"(?<![A-Za-z0-9])REAL([0-9]*)(?![A-Za-z0-9_])")
 _CONVERSION = re.compile(r"(?<![A-Za-z0-9_])(WIDEN|NARROW)([0-9]*)\(")
 
