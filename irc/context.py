@@ -125,6 +125,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FoldQDQPass
 
+    def get_fuse_qdq() -> type[ModulePass]:
+        from irc.passes.fuse_qdq import FuseQDQPass
+
+        return FuseQDQPass
+
     def get_partition() -> type[ModulePass]:
         from irc.passes.partition import PartitionPass
 
@@ -188,6 +193,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "convert-layout": get_convert_layout,
         "insert-qdq": get_insert_qdq,
         "fold-qdq": get_fold_qdq,
+        "fuse-qdq": get_fuse_qdq,
         "partition": get_partition,
         "outline-delegates": get_outline_delegates,
         "lower-cpu": get_lower_cpu,

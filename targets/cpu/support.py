@@ -139,8 +139,11 @@ def c_type(element: Attribute) -> str | None:
         return None
 
 
-def check_op(op: Operation) -> Support:
-    """Whether the CPU target runs `op`, or the reason code and text why not."""
+def check_op(op: Operation, *, converts_layout: bool = False) -> Support:
+    """Whether the CPU target runs `op`, or the reason code and text why not.
+
+    `converts_layout`: `op` is the integer form of a quantized op as imported, which
+    `convert-layout` gives NHWC inside the target's regions before it is lowered."""
     if type(op) not in SUPPORTED_OPS:
         return Support.no("op", f"cpu: no kernel for '{op.name}'")
     types = [*op.operand_types, *op.result_types]
@@ -161,7 +164,7 @@ def check_op(op: Operation) -> Support:
             return Support.no(
                 "dtype", f"cpu: '{op.name}' on {t.element_type} tensors (float32 only)"
             )
-    return _check_integer(op, tensors)
+    return _check_integer(op, tensors, converts_layout)
 
 
 def _check_quantized(op: Operation, tensors: list[TensorType]) -> Support:
@@ -206,7 +209,7 @@ def _lowered_support(op: Operation) -> Support:
         )
     for lowered in module.walk():
         if isinstance(lowered, nn.NNOp | quant.SCastOp | quant.RescaleOp):
-            answer = check_op(lowered)
+            answer = check_op(lowered, converts_layout=True)
             if not answer:
                 return Support.no(
                     "quantized",
@@ -226,7 +229,9 @@ def _no_activation(op: Operation) -> Support:
     return Support.yes()
 
 
-def _check_integer(op: Operation, tensors: list[TensorType]) -> Support:
+def _check_integer(
+    op: Operation, tensors: list[TensorType], converts_layout: bool = False
+) -> Support:
     """Integer (non-float32) tensors: the ops of the `lower-quantized` form."""
     ctypes = _int_types(op)
     if any(t is None or t == "float" for t in ctypes):
@@ -253,13 +258,14 @@ def _check_integer(op: Operation, tensors: list[TensorType]) -> Support:
     if isinstance(op, nn.Conv2DOp | nn.Conv2DTransposeOp | nn.FullyConnectedOp):
         if ctypes[-1] != "int32_t":
             return Support.no("dtype", f"cpu: integer '{op.name}' must accumulate into i32")
-        if isinstance(op, nn.Conv2DOp | nn.Conv2DTransposeOp) and op.layout.data != "NHWC":
+        nchw = isinstance(op, nn.Conv2DOp | nn.Conv2DTransposeOp) and op.layout.data != "NHWC"
+        if nchw and not converts_layout:
             return Support.no("attribute", f"cpu: integer '{op.name}' in NCHW (NHWC only)")
         if not isinstance(op.operands[1].owner, nn.ConstantOp):
             return Support.no("attribute", f"cpu: integer '{op.name}' with non-constant weights")
         return _no_activation(op)
     if isinstance(op, nn.MaxPool2DOp | nn.AvgPool2DOp):
-        if op.layout.data != "NHWC":
+        if op.layout.data != "NHWC" and not converts_layout:
             return Support.no("attribute", f"cpu: integer '{op.name}' in NCHW (NHWC only)")
         if ctypes[0] != ctypes[1]:
             return Support.no("dtype", f"cpu: integer '{op.name}' changing the element type")
