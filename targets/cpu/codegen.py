@@ -68,7 +68,7 @@ from irc.dialects.nn.base import ints_of
 from irc.dialects.quant import quantized_element
 from irc.dtypes import numpy_dtype
 from irc.sanitize import c_comment, c_identifier
-from irc.targets.cpu import csrc, packing, qfusion, quant_kernels
+from irc.targets.cpu import csrc, packing, qfusion, quant_casts, quant_kernels
 from irc.targets.cpu.profiling import KernelProfiler, profile_enabled
 from irc.targets.cpu.qfusion import QuantAddChain, QuantChain, match_add, match_chain
 from irc.targets.cpu.support import (
@@ -420,6 +420,8 @@ class OpLowering:
             return Lowered(lambda em, res, tmp: [], alias=True)
         if isinstance(op, quant.RescaleOp):
             return self.rescale(op)
+        if type(op) in quant_casts.CAST_OPS:
+            return quant_casts.lower_cast(self, op)
         if isinstance(op, nn.CastOp) and _widening_cast_into_binary(op):
             return Lowered(lambda em, res, tmp: [], alias=True)
         if isinstance(op, nn.SubOp) and self._zero_point_folded(op):
@@ -1728,7 +1730,9 @@ class FunctionCodegen:
                 array = np.ascontiguousarray(op.to_array()).astype(dtype(op.output), copy=False)
                 self._constant_values[op.output] = array
                 continue
-            if not isinstance(op, nn.NNOp | quant.SCastOp | quant.RescaleOp | cpu.FusionOp):
+            if not isinstance(op, nn.NNOp | quant.SCastOp | quant.RescaleOp | cpu.FusionOp) and (
+                type(op) not in quant_casts.CAST_OPS
+            ):
                 raise LoweringError(op, f"no kernel for '{op.name}'")
             lowered = lowering.lower(op)
             if lowered.alias:

@@ -1,0 +1,170 @@
+"""CPU kernels of `quant.qcast` and `quant.dcast`, bit-exact with the reference's.
+
+The casts sit at the edges of quantized islands (the graph input's QuantizeLinear, the
+output's DequantizeLinear, a float op left between integer ones); with kernels here such an
+edge stays inside the CPU region instead of splitting it.
+
+* **qcast** (float32 -> int8/uint8/int16/int32, per tensor or per axis):
+  ``x / (float)scale`` in float32 (the reference divides in the input's type), rounded half
+  to even (`rintf`, ONNX QuantizeLinear) or half away from zero (`roundf`, TFLite), NaN to
+  the zero point, then saturated to the storage range. The rounded value is clamped to
+  ``[low - zp, high - zp]`` before the zero point is added, which is the reference's clamp
+  after it; in float for storage of up to 16 bits (the bounds are exact there), in double
+  for 32-bit storage.
+* **dcast** (storage integers -> float32): ``(float)(scale * (double)(q - zp))``, the
+  product in double as the reference computes it, then rounded once to float32.
+
+Scales are written as hexadecimal float literals (exact). The generated C is compiled
+without `-ffast-math` (`toolchain.BASE_FLAGS`), so the division, `rintf` and the NaN test
+keep their IEEE meaning.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.ir import Operation
+
+from irc.dialects import quant
+from irc.dialects.quant import UniformQuantizedType, quantized_element
+from irc.dtypes import numpy_dtype
+from irc.targets.base import Support
+
+if TYPE_CHECKING:
+    from irc.targets.cpu.codegen import Lowered, OpLowering
+
+CAST_OPS: frozenset[type[Operation]] = frozenset({quant.QCastOp, quant.DCastOp})
+"""The casts this module lowers."""
+
+_STORAGE_C_TYPES = {
+    np.dtype(np.int8): "int8_t",
+    np.dtype(np.uint8): "uint8_t",
+    np.dtype(np.int16): "int16_t",
+    np.dtype(np.int32): "int32_t",
+}
+
+Lines = list[str]
+
+
+def _sides(op: Operation) -> tuple[TensorType, TensorType]:
+    """(float side, quantized side) of a cast."""
+    source, result = op.operands[0].type, op.results[0].type
+    assert isinstance(source, TensorType)
+    assert isinstance(result, TensorType)
+    return (source, result) if isinstance(op, quant.QCastOp) else (result, source)
+
+
+def check_cast(op: Operation) -> Support:
+    """Whether a qcast/dcast has a kernel here: static shapes, float32 on the float side."""
+    real, stored = _sides(op)
+    if any(d < 0 for d in real.get_shape()):
+        return Support.no("dynamic", f"cpu: '{op.name}' has a dynamic shape ({real})")
+    if not isinstance(real.element_type, Float32Type):
+        return Support.no("dtype", f"cpu: '{op.name}' on {real.element_type} (float32 only)")
+    qtype = quantized_element(stored)
+    assert qtype is not None
+    if numpy_dtype(stored) not in _STORAGE_C_TYPES:
+        return Support.no("dtype", f"cpu: '{op.name}' with {qtype.storage_type} storage")
+    return Support.yes()
+
+
+def _hex(value: float) -> str:
+    """An exact C hexadecimal floating literal (a double)."""
+    return float(value).hex()
+
+
+def _layout(op: Operation, qtype: UniformQuantizedType) -> tuple[int, int, int]:
+    """(outer, channels, inner): the cast as loops over a per-axis dimension (1 channel
+    for a per-tensor type)."""
+    dims = _sides(op)[0].get_shape()
+    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    axis = qtype.axis
+    if axis is None or len(qtype.scale_values) == 1:
+        return 1, 1, count
+    outer = int(np.prod(dims[:axis], dtype=np.int64))
+    inner = int(np.prod(dims[axis + 1 :], dtype=np.int64))
+    return outer, dims[axis], inner
+
+
+def _parameter_lines(qtype: UniformQuantizedType, channels: int, scale_type: str) -> Lines:
+    """The scales (float32 for a qcast, double for a dcast) and zero points, per channel."""
+    scales = list(qtype.scale_values)[:channels]
+    zero_points = list(qtype.zero_point_values)[:channels]
+    if scale_type == "float":
+        literals = [f"{_hex(float(np.float32(s)))}f" for s in scales]
+    else:
+        literals = [_hex(s) for s in scales]
+    return [
+        f"static const {scale_type} sc[{channels}] = {{{', '.join(literals)}}};",
+        f"static const int64_t zp[{channels}] = {{{', '.join(f'{z}LL' for z in zero_points)}}};",
+    ]
+
+
+def _qcast_body(op: quant.QCastOp, qtype: UniformQuantizedType, storage: str) -> Lines:
+    round_fn = "rintf" if op.rounding.data == "half_to_even" else "roundf"
+    low, high = qtype.storage_range
+    wide = qtype.storage_width > 16
+    real = "double" if wide else "float"
+    suffix = "" if wide else "f"
+    return [
+        "const float s = sc[c];",
+        "const int64_t z = zp[c];",
+        f"const {real} lo = ({real})({low}LL - z), hi = ({real})({high}LL - z);",
+        "for (long i = 0; i < inner; ++i) {",
+        f"  {real} r = ({real}){round_fn}(px[base + i] / s);",
+        f"  r = r == r ? r : 0.0{suffix};",
+        "  r = r < lo ? lo : (r > hi ? hi : r);",
+        f"  po[base + i] = ({storage})((int64_t)r + z);",
+        "}",
+    ]
+
+
+def _dcast_body() -> Lines:
+    return [
+        "const double s = sc[c];",
+        "const int64_t z = zp[c];",
+        "for (long i = 0; i < inner; ++i)",
+        "  po[base + i] = (float)(s * (double)((int64_t)px[base + i] - z));",
+    ]
+
+
+def lower_cast(lowering: OpLowering, op: Operation) -> Lowered:
+    """The kernel of a `quant.qcast` or `quant.dcast`."""
+    from irc.targets.cpu.codegen import Emitter, Lowered, block, describe
+
+    support = check_cast(op)
+    if not support:
+        from irc.targets.cpu.codegen import LoweringError
+
+        raise LoweringError(op, support.reason.removeprefix("cpu: "))
+    _, stored = _sides(op)
+    qtype = quantized_element(stored)
+    assert qtype is not None
+    storage = _STORAGE_C_TYPES[numpy_dtype(stored)]
+    outer, channels, inner = _layout(op, qtype)
+    is_qcast = isinstance(op, quant.QCastOp)
+    in_type, out_type = ("float", storage) if is_qcast else (storage, "float")
+    params = _parameter_lines(qtype, channels, "float" if is_qcast else "double")
+    body = _qcast_body(op, qtype, storage) if isinstance(op, quant.QCastOp) else _dcast_body()
+    parallel = outer * channels > 1 and outer * channels * inner >= (1 << 16)
+
+    def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+        decls = [
+            *params,
+            f"const {in_type} *restrict px = {em.ptr(op.operands[0])};",
+            f"{out_type} *restrict po = {res[0]};",
+            f"const long inner = {inner};",
+        ]
+        loop = [
+            *(["IRC_PARFOR(schedule(static))"] if parallel else []),
+            f"for (long oc = 0; oc < {outer * channels}; ++oc) {{",
+            f"  const long c = oc % {channels};",
+            "  const long base = oc * inner;",
+            *("  " + line for line in body),
+            "}",
+        ]
+        return block(describe(op), decls, loop)
+
+    return Lowered(emit, snippets=("quant",))
