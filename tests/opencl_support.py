@@ -9,7 +9,13 @@ from cache_support import private_cache_dir
 
 from irc.targets.opencl.target import OpenCLTarget
 
-__all__ = ["AVAILABLE", "needs_device", "opencl_c_errors", "private_cache_dir"]
+__all__ = [
+    "AVAILABLE",
+    "needs_device",
+    "opencl_c_errors",
+    "private_cache_dir",
+    "wide_vector_calls",
+]
 
 AVAILABLE = OpenCLTarget().available()
 """The OpenCL target's availability here (PoCL's CPU device in CI, a GPU when one is lent)."""
@@ -18,10 +24,8 @@ needs_device = pytest.mark.skipif(not AVAILABLE, reason=AVAILABLE.reason or "ava
 """Skips a test that runs kernels when no OpenCL device is available (with the reason)."""
 
 
-def opencl_c_errors(source: str, fp16: bool = True) -> list[str]:
-    """Type-check OpenCL C 1.2 `source` with libclang (the `clang` test dependency), the
-    OpenCL builtins declared and cl_khr_fp64 (plus cl_khr_fp16 with `fp16`) enabled; returns
-    the errors as `line: message | source line`. Skips the test when clang is missing."""
+def _parse(source: str, fp16: bool) -> tuple:
+    """(clang.cindex, the parsed translation unit) of OpenCL C 1.2 `source`."""
     ci = pytest.importorskip("clang.cindex")
     # opencl-c-base.h (which -fdeclare-opencl-builtins includes) is not in the libclang
     # wheel; PoCL's binary distribution ships it
@@ -30,7 +34,34 @@ def opencl_c_errors(source: str, fp16: bool = True) -> list[str]:
     extensions = "+cl_khr_fp64" + (",+cl_khr_fp16" if fp16 else "")
     args = ["-x", "cl", "-cl-std=CL1.2", "-Xclang", "-fdeclare-opencl-builtins"]
     args += ["--target=spir-unknown-unknown", f"-I{include}", "-Xclang", f"-cl-ext={extensions}"]
-    unit = ci.Index.create().parse("kernels.cl", args=args, unsaved_files=[("kernels.cl", source)])
+    return ci, ci.Index.create().parse(
+        "kernels.cl", args=args, unsaved_files=[("kernels.cl", source)]
+    )
+
+
+def wide_vector_calls(source: str) -> list[str]:
+    """Calls in OpenCL C `source` that pass a 512-bit vector (float16, double8) by value,
+    as `line: callee(type)`. On a CPU without AVX-512 (PoCL on AVX2), clang warns about each
+    such call ("AVX vector argument ... without 'avx512f' enabled changes the ABI"), which
+    only its code generation sees: this finds them on any machine."""
+    ci, unit = _parse(source, fp16=True)
+    found = []
+    for cursor in unit.cursor.walk_preorder():
+        if cursor.kind != ci.CursorKind.CALL_EXPR:
+            continue
+        for arg in cursor.get_arguments():
+            t = arg.type.get_canonical()
+            if t.kind in (ci.TypeKind.EXTVECTOR, ci.TypeKind.VECTOR) and t.get_size() >= 64:
+                found.append(f"{cursor.location.line}: {cursor.spelling}({arg.type.spelling})")
+                break
+    return found
+
+
+def opencl_c_errors(source: str, fp16: bool = True) -> list[str]:
+    """Type-check OpenCL C 1.2 `source` with libclang (the `clang` test dependency), the
+    OpenCL builtins declared and cl_khr_fp64 (plus cl_khr_fp16 with `fp16`) enabled; returns
+    the errors as `line: message | source line`. Skips the test when clang is missing."""
+    ci, unit = _parse(source, fp16)
     lines = source.splitlines()
     return [
         f"{d.location.line}: {d.spelling} | {lines[d.location.line - 1].strip()[:160]}"

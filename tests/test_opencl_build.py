@@ -19,12 +19,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from opencl_support import needs_device, private_cache_dir
+from cpu_support import SHARED_MODELS
+from opencl_support import needs_device, private_cache_dir, wide_vector_calls
 from xdsl.parser import Parser
 
 import irc
 from irc.context import make_context
-from irc.dialects import delegate
+from irc.dialects import delegate, ocl
 from irc.targets.opencl import runtime as ocl_runtime
 from irc.targets.opencl.build import BUILD_LOG_ENV, BuildFailure, build
 from irc.targets.opencl.lower import LowerOpenCLPass
@@ -334,3 +335,29 @@ def test_device_profile_and_local_sizes_it_cannot_run(monkeypatch: pytest.Monkey
     x = RNG.standard_normal((16, 8)).astype(np.float32)
     (out,) = loaded.execute("entry", [x, y])
     np.testing.assert_allclose(out.to_host(), _want(x, y), rtol=1e-5, atol=1e-6)
+
+
+# ---- No 512-bit vectors passed by value (PoCL's -Wpsabi warning on AVX2 CPUs) -----------------
+
+FLOAT_MODELS = {
+    "mobilenet_v2_float32": "mobilenet_v2_float32.tflite",
+    "face_detection_short_range": "face_detection_short_range.tflite",
+}
+
+
+@needs_device
+@pytest.mark.parametrize("name", sorted(FLOAT_MODELS))
+def test_generated_kernels_pass_no_512_bit_vector_to_a_call(name: str) -> None:
+    """On an AVX2 CPU, PoCL's clang warns once per call taking a float16 by value
+    ("AVX vector argument of type '__private float16' without 'avx512f' enabled changes the
+    ABI": `234 warnings generated.` on stderr for MobileNetV2 when the fused relu6 was
+    `fmin(fmax(v, 0), 6)`); the register-tiled kernels' epilogues must use operators."""
+    path = SHARED_MODELS / name / FLOAT_MODELS[name]
+    if not path.exists():
+        pytest.skip(f"{path} is not available")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the model's dynamic batch dimension
+        model = irc.compile(path, targets=["opencl"])
+    sources = [op.source.data for op in model.module.walk() if isinstance(op, ocl.ProgramOp)]
+    assert sources
+    assert [call for source in sources for call in wide_vector_calls(source)] == []
