@@ -788,12 +788,16 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
             }                                                                                \
         }                                                                                    \
         irc_vi32 acc[MR][NV];                                                                \
+        const int8_t *restrict wb = w + b * KH * KW * C4 * NB * 4;                           \
+        if (IRC_QCONV_AVX2 && buffered) /* AVX2 without VNNI: exact int16 pairs */       \
+          irc_qconv_tile_avx2((MR), (NV), (int32_t *)acc, bias + b * NB, xb, wb,          \
+                              KH * KW * C4);                                             \
+        else {                                                                           \
         for (int v = 0; v < (NV); ++v) {                                                     \
           irc_vi32 bv;                                                                       \
           __builtin_memcpy(&bv, bias + b * NB + v * 16, 64);                                 \
           for (int p = 0; p < (MR); ++p) acc[p][v] = bv;                                     \
         }                                                                                    \
-        const int8_t *restrict wb = w + b * KH * KW * C4 * NB * 4;                           \
         if (buffered) /* all taps: the weights are packed in the same order */               \
           for (long k = 0; k < KH * KW * C4; ++k) {                                          \
             irc_vi32 wv[NV];                                                                 \
@@ -820,6 +824,7 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
                 }                                                                            \
               }                                                                              \
             }                                                                                \
+        }                                                                                \
         if (IRC_QCONV_PACKED && (MODEC) == 0 && (MR) % (4 / (NV)) == 0) {                    \
           uint8_t *restrict yt = y + (r * OW + ow0) * OC;                                    \
           const long px = OW - ow0, oc0 = b * NB;                                            \
@@ -1207,6 +1212,9 @@ static double irc_now_ns(void) {
 )
 
 
+_snippet("qconv_tile", per_isa("qconv_tile.h"), ("qfused",))
+
+
 def fused_conv_kernel(mr: int, nv: int, mode: int) -> str:
     """The fused int8 conv kernel for an MR x 16*NV register tile (`mr`, `nv` in (8, 2),
     (8, 1), (1, 2)); `mode` 0 (double rounding, no left shift: the common case) gets an
@@ -1237,7 +1245,7 @@ for _mr, _nv in ((8, 2), (8, 1), (1, 2)):
     for _mode in (0, 1):
         _name = fused_conv_kernel(_mr, _nv, _mode)
         _modec = 0 if _mode == 0 else -1
-        _snippet(_name, f"IRC_QCONV({_name}, {_mr}, {_nv}, {_modec})", ("qfused",))
+        _snippet(_name, f"IRC_QCONV({_name}, {_mr}, {_nv}, {_modec})", ("qfused", "qconv_tile"))
 for _signed in (True, False):
     for _k3 in (True, False):
         for _mode in (0, 1):
