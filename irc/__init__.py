@@ -15,13 +15,19 @@ outputs = irc.run("model.onnx", {"x": x})        # import and run in one step
 model = irc.compile("model.tflite", targets=["opencl", "reference"])  # partition, lower
 outputs = model.run({"x": x}); print(model.summary); model.save("model.compiled.mlir")
 model = irc.load("model.compiled.mlir")          # a compiled module, ready to run
+outputs = irc.run("model.tflite", {"x": x}, targets="cpu", strict=True)  # no silent fallback
 ```
+
+Warnings (a requested target that is not available here, whose ops fall back to the next
+target or the host) are logged on the `irc` logger, not raised with `warnings.warn`: a
+program running under `python -W error` still gets the documented fallback, and with no
+logging configured Python prints them on stderr. `strict=True` makes them errors.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -48,6 +54,7 @@ __all__ = [
     "InputError",
     "ModelImportError",
     "Program",
+    "__version__",
     "compile",
     "compile_function",
     "import_model",
@@ -73,6 +80,9 @@ _LAZY_EXPORTS = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = _version()
+        return globals()[name]
     module_name = _LAZY_EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'irc' has no attribute '{name}'")
@@ -81,6 +91,16 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value
+
+
+def _version() -> str:
+    """irc's version, from the installed package's metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("irc")
+    except PackageNotFoundError:  # imported from a checkout that was never installed
+        return "0+unknown"
 
 
 def __dir__() -> list[str]:
@@ -126,10 +146,14 @@ def run(
     *,
     entry: str = "main",
     check: bool = False,
+    targets: str | Sequence[str] | None = None,
+    strict: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Run the function `@entry` of a module, an IR file or a model on the reference target.
+    """Run the function `@entry` of a module, an IR file or a model on the reference target,
+    or, with `targets`, compiled for them (`irc.compile(..., targets, strict=strict)`).
 
-    A `.tflite` / `.onnx` path is imported with `import_model`, another path is read with
+    A model path (a `.tflite` / `.onnx` file, or any file whose bytes are one,
+    `irc.fileio.file_format`) is imported with `import_model`, another path is read with
     `read_module`; a module is cloned first (the caller's module is
     never modified). The passes the reference target needs run first on the host program
     (`irc.pipelines.lower_host`; a compiled module's executables are left to their
@@ -140,19 +164,26 @@ def run(
 
     For repeated runs, compile once with `compile_function` and call `Program.run`.
     Raises `InputError` for inputs that do not match the signature, `CompileError` for
-    ops the reference target cannot run, `ExecutionError` when a kernel fails.
+    ops the reference target cannot run, `ExecutionError` when a kernel fails, and (with
+    `targets`) what `irc.compile` raises: with `strict=True`, `TargetError` for a target
+    that is not available here.
     """
     from xdsl.dialects.builtin import ModuleOp
 
     from irc.pipelines import lower_host
     from irc.runtime import compile_function
 
+    if targets is not None:
+        from irc.compiler import compile as compile_model
+
+        compiled = compile_model(module_or_path, targets, entry=entry, check=check, strict=strict)
+        return compiled.run(inputs)
     if isinstance(module_or_path, ModuleOp):
         module = module_or_path.clone()
     elif isinstance(module_or_path, str | os.PathLike):
-        from irc.tools.common import is_model_file
+        from irc.fileio import is_model_file
 
-        if is_model_file(os.fspath(module_or_path)):
+        if is_model_file(module_or_path):
             from irc.importers import import_model
 
             module = import_model(module_or_path)

@@ -30,10 +30,11 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from irc.fileio import write_atomically
 
 __all__ = [
     "CACHE_ENV",
@@ -173,15 +174,9 @@ def verified_path(namespace: str, key: str, suffix: str) -> Path | None:
     return None if found is None else found[0]
 
 
-def _write_atomically(directory: Path, target: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _write_atomically(target: Path, data: bytes) -> None:
+    """`irc.fileio.write_atomically` with the cache's private mode (0600)."""
+    write_atomically(target, data, private=True)
 
 
 def install_file(
@@ -195,7 +190,7 @@ def install_file(
     os.chmod(source, 0o600)
     os.replace(source, data_path)
     record = {**dict(info or {}), "key": key, "size": len(data), "sha256": _sha256(data)}
-    _write_atomically(record_path.parent, record_path, json.dumps(record, indent=1).encode())
+    _write_atomically(record_path, json.dumps(record, indent=1).encode())
     return data_path
 
 
@@ -206,9 +201,9 @@ def write_entry(
     data path. Raises `OSError` (`CacheError` included) when the cache is not writable."""
     data_path, record_path = entry_paths(namespace, key, suffix)
     with entry_lock(namespace, key):
-        _write_atomically(data_path.parent, data_path, data)
+        _write_atomically(data_path, data)
         record = {**dict(info or {}), "key": key, "size": len(data), "sha256": _sha256(data)}
-        _write_atomically(record_path.parent, record_path, json.dumps(record, indent=1).encode())
+        _write_atomically(record_path, json.dumps(record, indent=1).encode())
     return data_path
 
 

@@ -31,6 +31,13 @@ every round). A temporary `irc.source_op = N` attribute carries that position th
 pipeline (the rewriting passes copy discardable attributes to the ops they create) and is
 removed from the final module.
 
+A requested target that is not available on this machine (`Target.available()`: no
+OpenCL device matching `IRC_OPENCL_DEVICE`, no working C compiler) is logged as one
+warning on the `irc` logger, naming the target and the reason, and its ops go to the next
+target or the host; `strict=True` raises `TargetError` instead (and, through `partition`'s
+own `strict`, refuses to leave any op on the host). A logged warning rather than
+`warnings.warn`: under `python -W error` the fallback still happens.
+
 Artifacts (`CompiledModel.save`, `irc-compile -o`) carry `irc.format_version = 2` on the
 module and keep their weights in a binary file next to the text (`irc.artifact`); `irc.load`
 refuses a version it does not know (a newer irc wrote it) and runs an artifact as it is,
@@ -49,6 +56,7 @@ compiled in this process) and an `InputError` otherwise (an artifact loaded with
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -571,16 +579,18 @@ def _summary(
 
 def compile(
     model: ModuleOp | str | os.PathLike[str],
-    targets: Sequence[str] = ("reference",),
+    targets: str | Sequence[str] = ("reference",),
     *,
     entry: str = "main",
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     bind: Mapping[str, int | float] | None = None,
     check: bool = False,
     shape_buckets: Mapping[str, Sequence[int | Sequence[int]]] | None = None,
+    strict: bool = False,
     **options: Any,
 ) -> CompiledModel:
-    """Compile a model for `targets` (priority order) with the default pipeline.
+    """Compile a model for `targets` (priority order: a list, or one target name such as
+    `"cpu"`) with the default pipeline.
 
     `model`: a `.tflite` / `.onnx` path (imported with `input_shapes` and `bind`), an IR
     file, or a `ModuleOp` (cloned: the caller's module is never modified; `input_shapes`
@@ -591,15 +601,21 @@ def compile(
     (`{"x": [1, 4, 8]}`: sizes of the input's dynamic dimension, or whole shapes) compiles
     one specialisation per bucket behind a guarded entry (`irc.specialize`).
 
-    A target that fails to lower or load a region does not fail the compilation: the
-    failing op moves to the next target or the host (see the module docstring). Raises
+    A target that is not available here is a warning on the `irc` logger and its ops go
+    to the next target or the host; with `strict=True` it raises `TargetError`, and an op
+    left on the host fails the compilation (`partition{strict=true}`). A target that fails
+    to lower or load a region does not fail the compilation: the failing op moves to the
+    next target or the host (see the module docstring). Raises
     `TargetError` for unknown targets, `ValueError` for bad options, `ModelImportError`,
     xDSL's `ParseError` and `IrcDiagnosticError` for bad models, IR or pass failures, and
     `CompileError` when the host program cannot be prepared.
     """
     from irc.timing import step
 
-    names = list(dict.fromkeys(targets))
+    names = list(dict.fromkeys([targets] if isinstance(targets, str) else targets))
+    _check_available(names, strict)
+    if strict:
+        options["strict"] = True
     with step("import"):
         source = _model_source(model, bind, entry)
     keep = source if source.is_dynamic else None
@@ -618,6 +634,26 @@ def compile(
     return compiled
 
 
+def _check_available(names: Sequence[str], strict: bool) -> None:
+    """Each target's `available()`: a logged warning for one that is not (its ops fall back
+    to the next target or the host), `TargetError` with `strict`."""
+    from irc.targets import TargetError, get_target
+
+    for name in names:
+        availability = get_target(name).available()
+        if availability:
+            continue
+        reason = availability.reason.removeprefix(f"{name}: ") or "no reason given"
+        if strict:
+            raise TargetError(f"target '{name}' is not available: {reason}")
+        logging.getLogger(__name__).warning(
+            "target '%s' is not available: %s; its ops fall back to %s",
+            name,
+            reason,
+            "the next target or the host" if name != names[-1] else "the host",
+        )
+
+
 def _model_source(
     model: ModuleOp | str | os.PathLike[str],
     bind: Mapping[str, int | float] | None,
@@ -634,7 +670,7 @@ def _model_source(
             f"expected a ModuleOp or a path, got {type(model).__name__}; "
             "parse IR text with irc.parse_module first"
         )
-    from irc.tools.common import is_model_file
+    from irc.fileio import is_model_file
 
     path = os.fspath(model)
     if is_model_file(path):

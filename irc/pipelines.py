@@ -39,7 +39,8 @@ again (`irc.compiler`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -47,20 +48,30 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
     from xdsl.passes import ModulePass
+    from xdsl.utils.arg_spec import ArgSpec
 
     from irc.diagnostics import Diagnostic
 
 __all__ = [
     "HOST_TARGET",
     "LOWER_QUANTIZED",
+    "NAMED_PIPELINES",
     "LoweringError",
+    "NamedPipeline",
+    "PassOption",
+    "check_options",
     "compile_pipeline",
+    "compile_pipeline_spec",
     "default",
     "default_pipeline",
     "lower_executables",
     "lower_host",
     "lowering_pipelines",
+    "make_pass",
     "parse_pipeline",
+    "pass_options",
+    "pass_summary",
+    "pipeline_specs",
     "prepare_for_reference",
     "reference_passes",
     "run_passes",
@@ -191,29 +202,315 @@ default = default_pipeline
 """`irc.pipelines.default` (DESIGN.md §3) is `default_pipeline`."""
 
 
+def compile_pipeline_spec(targets: Sequence[str], **options: Any) -> str:
+    """`default_pipeline(targets, **options)` followed by every target's `lowering_passes()`
+    (in priority order): the whole of `compile_pipeline` as one `-p` string, for `irc-opt`.
+
+    Unlike `irc.compile`, nothing falls back when a target's lowering fails."""
+    steps = [default_pipeline(targets, **options)]
+    steps += lowering_pipelines(targets).values()
+    return ",".join(steps)
+
+
+@dataclass(frozen=True)
+class NamedPipeline:
+    """A pipeline that `-p` accepts by name, with options, like a pass."""
+
+    name: str
+    summary: str
+    build: Callable[..., str]
+    """Options (Python names) -> the `-p` string it stands for."""
+
+
+NAMED_PIPELINES: dict[str, NamedPipeline] = {
+    pipeline.name: pipeline
+    for pipeline in (
+        NamedPipeline(
+            "irc-default",
+            "the module-level default pipeline, irc.pipelines.default_pipeline: canonicalize, "
+            "partition, convert-layout and insert-qdq per target, outline-delegates "
+            "(options: targets=a,b and partition's or insert-qdq's options)",
+            default_pipeline,
+        ),
+        NamedPipeline(
+            "irc-compile",
+            "irc-default, then each target's lowering passes (lower-opencl, "
+            "lower-quantized,lower-cpu, ...): the module irc-compile writes, without its "
+            "fallback when a lowering fails (same options)",
+            compile_pipeline_spec,
+        ),
+    )
+}
+"""Named pipelines (`-p 'irc-default{targets=opencl,cpu}'`), expanded by `parse_pipeline`."""
+
+
+_MLIR_ANCHOR = re.compile(r"^\s*builtin\.module\s*\((?P<body>.*)\)\s*$", re.DOTALL)
+_NESTED_ANCHOR = re.compile(r"[A-Za-z_][\w.]*\s*\(")
+
+
+def pipeline_specs(text: str) -> list[ArgSpec]:
+    """The passes of a pipeline string as xDSL `ArgSpec`s (name and options): irc's
+    `a,b{opt=1}` or MLIR's `builtin.module(a,b{opt=1})`, named pipelines expanded.
+
+    Raises `ValueError` with a short message for bad syntax, nested anchors
+    (`func.func(...)`) and bad options of a named pipeline.
+    """
+    from xdsl.utils.arg_spec import parse_pipeline as parse_specs
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    match = _MLIR_ANCHOR.match(text)
+    body = match.group("body") if match else text
+    nested = _NESTED_ANCHOR.search(body)
+    if nested:
+        raise ValueError(
+            f"nested pass pipelines ('{nested.group(0).strip()}...)') are not supported: irc's "
+            "passes run on the module; write 'builtin.module(a,b)' or just 'a,b'"
+        )
+    if not body.strip():
+        return []
+    try:
+        specs = list(parse_specs(body))
+    except ArgSpecParseError as exc:  # a BaseException, with a multi-line text
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        raise ValueError(f"bad pipeline '{body}': {lines[-1].strip() if lines else exc}") from None
+    expanded: list[ArgSpec] = []
+    for spec in specs:
+        named = NAMED_PIPELINES.get(spec.name)
+        if named is None:
+            expanded.append(spec)
+            continue
+        expanded += pipeline_specs(named.build(**_named_options(spec)))
+    return expanded
+
+
+def _named_options(spec: ArgSpec) -> dict[str, Any]:
+    """A named pipeline's options as Python keyword arguments (lists for several values)."""
+    options: dict[str, Any] = {}
+    for key, values in spec.parameters.items():
+        name = key.replace("-", "_")
+        options[name] = list(values) if name in _LIST_OPTIONS or len(values) != 1 else values[0]
+    if "targets" not in options:
+        example = f"{spec.name}{{targets=cpu}}"
+        raise ValueError(f"{spec.name}: option 'targets' is required, e.g. {example}")
+    return options
+
+
+_LIST_OPTIONS = frozenset({"targets", "deny_ops", "place"})
+
+
 def parse_pipeline(
     spec: str, extra_passes: Mapping[str, type[ModulePass]] | None = None
 ) -> list[ModulePass]:
     """The passes of a `-p` pipeline string, from irc's pass registry (plus `extra_passes`,
     e.g. a plugin target's own lowering passes).
 
-    Raises `ValueError` for an unknown pass or option and for bad syntax (xDSL's
-    `ArgSpecParseError`, a `BaseException`, is turned into a `ValueError`).
+    `spec` is irc's `a,b{opt=1}` or MLIR's `builtin.module(a,b{opt=1})`; named pipelines
+    (`NAMED_PIPELINES`) are expanded. Raises `ValueError` for an unknown pass, a bad option
+    (in the words of `check_options`) and bad syntax.
     """
-    from xdsl.passes import PassPipeline
-    from xdsl.utils.exceptions import ArgSpecParseError
-
     from irc.context import get_all_passes
 
-    if not spec.strip():
-        return []
+    available = dict(get_all_passes())
+    for name, pass_class in (extra_passes or {}).items():
+        available[name] = lambda pass_class=pass_class: pass_class
+    passes: list[ModulePass] = []
+    for arg_spec in pipeline_specs(spec):
+        factory = available.get(arg_spec.name)
+        if factory is None:
+            names = ", ".join(sorted([*available, *NAMED_PIPELINES]))
+            raise ValueError(f"unknown pass '{arg_spec.name}'; available passes: {names}")
+        passes.append(make_pass(factory(), arg_spec))
+    return passes
+
+
+# ---- Pass options: checked and described in the user's words -----------------------------------
+
+
+@dataclass(frozen=True)
+class PassOption:
+    """One option of a pass, from its dataclass field (and the field's docstring)."""
+
+    name: str
+    """The option's spelling in a pipeline (`keep-signature`)."""
+    type: str
+    """`NCHW|NHWC`, `bool`, `int`, `str`, `list of str`, ..."""
+    default: str
+    """The default in pipeline syntax (`true`, `NCHW`, an empty list as ``)."""
+    doc: str
+    """The field's docstring, first sentence-line."""
+
+
+def make_pass(pass_class: type[ModulePass], spec: ArgSpec) -> ModulePass:
+    """`pass_class.from_pass_spec(spec)` after `check_options`; `ValueError` for bad options
+    (also those the pass's own `__post_init__` refuses), prefixed with the pass name."""
+    check_options(pass_class, spec)
     try:
-        available = dict(get_all_passes())
-        for name, pass_class in (extra_passes or {}).items():
-            available[name] = lambda pass_class=pass_class: pass_class
-        return list(PassPipeline.parse_spec(available, spec).passes)
-    except ArgSpecParseError as exc:
-        raise ValueError(f"bad pipeline '{spec}': {exc}") from None
+        return pass_class.from_pass_spec(spec)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{spec.name}: {exc}") from None
+
+
+def check_options(pass_class: type[ModulePass], spec: ArgSpec) -> None:
+    """Raise `ValueError` for an option `spec` gives that `pass_class` does not take, or a
+    value of the wrong kind: `convert-layout: option 'to' must be one of NCHW, NHWC, got
+    'X'`."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(pass_class)
+    fields = [f.name for f in dataclasses.fields(pass_class) if f.init and f.name != "name"]
+    for key, values in spec.parameters.items():
+        name = key.replace("-", "_")
+        if name not in fields:
+            known = ", ".join(f.replace("_", "-") for f in fields)
+            takes = f"its options: {known}" if known else "it takes no options"
+            raise ValueError(f"{spec.name}: unknown option '{key}'; {takes}")
+        problem = _value_problem(hints[name], values)
+        if problem:
+            raise ValueError(f"{spec.name}: option '{key}' {problem}")
+
+
+def _value_problem(hint: Any, values: tuple[Any, ...]) -> str | None:
+    import types
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        if not values and len(members) < len(args):
+            return None
+        hint = members[0] if len(members) == 1 else hint
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple:
+        element = args[0] if args else Any
+        for value in values:
+            problem = _scalar_problem(element, value)
+            if problem:
+                return f"takes a list of {_describe_type(element)}: {problem}"
+        return None
+    if len(values) != 1:
+        got = ",".join(_show(v) for v in values) or "nothing"
+        return f"takes one {_describe_type(hint)}, got {got}"
+    return _scalar_problem(hint, values[0])
+
+
+def _scalar_problem(hint: Any, value: Any) -> str | None:
+    import typing
+
+    if typing.get_origin(hint) is typing.Literal:
+        choices = typing.get_args(hint)
+        if value not in choices:
+            return f"must be one of {', '.join(str(c) for c in choices)}, got {_show(value)}"
+        return None
+    if hint is bool and not isinstance(value, bool):
+        return f"must be true or false, got {_show(value)}"
+    if hint is int and (isinstance(value, bool) or not isinstance(value, int)):
+        return f"must be an integer, got {_show(value)}"
+    if hint is float and (isinstance(value, bool) or not isinstance(value, int | float)):
+        return f"must be a number, got {_show(value)}"
+    if hint is str and not isinstance(value, str):
+        return f"must be a string, got {_show(value)}"
+    return None
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"'{value}'" if isinstance(value, str) else str(value)
+
+
+def _describe_type(hint: Any) -> str:
+    import types
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return "|".join(str(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        return " or ".join(_describe_type(m) for m in members) + " (optional)"
+    if origin is tuple:
+        return f"list of {_describe_type(args[0]) if args else 'values'}"
+    return getattr(hint, "__name__", str(hint))
+
+
+def pass_options(pass_class: type[ModulePass]) -> list[PassOption]:
+    """Every option of a pass: spelling, type, default and docstring (read from the source
+    of the class, where each field's docstring is the string literal below it)."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(pass_class)
+    docs = _field_docs(pass_class)
+    options = []
+    for f in dataclasses.fields(pass_class):
+        if not f.init or f.name == "name":
+            continue
+        if f.default is not dataclasses.MISSING:
+            default: Any = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = None
+        options.append(
+            PassOption(
+                f.name.replace("_", "-"),
+                _describe_type(hints[f.name]),
+                _show_default(default),
+                docs.get(f.name, ""),
+            )
+        )
+    return options
+
+
+def _show_default(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple | list):
+        return ",".join(_show_default(v) for v in value)
+    return str(value)
+
+
+def _field_docs(pass_class: type) -> dict[str, str]:
+    """Field name -> the docstring below it, for the class and its dataclass bases."""
+    import ast
+    import inspect
+    import itertools
+    import textwrap
+
+    docs: dict[str, str] = {}
+    for klass in reversed(pass_class.__mro__):
+        if not dataclasses_is(klass):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for node, after in itertools.pairwise(body):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def dataclasses_is(klass: type) -> bool:
+    import dataclasses
+
+    return dataclasses.is_dataclass(klass) and klass.__module__ not in ("xdsl.passes", "builtins")
+
+
+def pass_summary(pass_class: type) -> str:
+    """The first paragraph of a pass's docstring, on one line."""
+    doc = (pass_class.__doc__ or "").strip()
+    return " ".join(doc.split("\n\n")[0].split())
 
 
 # ---- Lowering executables and the host -------------------------------------------------------

@@ -88,8 +88,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +109,7 @@ from xdsl.traits import ConstantLike, IsTerminator, is_side_effect_free
 from irc.diagnostics import emit_error, emit_remark, make_note
 from irc.dialects import delegate
 from irc.dtypes import numpy_dtype
+from irc.fileio import write_atomically
 from irc.targets.base import Availability, Support, Target, TargetError, get_target
 
 __all__ = [
@@ -1056,20 +1055,11 @@ def _function_report(
 
 
 def _write_report(path: str, data: dict[str, Any], module: ModuleOp) -> None:
-    """Write the JSON report atomically: a temporary file renamed over `path`."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """Write the JSON report atomically (`irc.fileio.write_atomically`)."""
     try:
-        fd, temp_path = tempfile.mkstemp(dir=directory, prefix=".partition-", suffix=".tmp")
+        write_atomically(path, json.dumps(data, indent=2) + "\n")
     except OSError as exc:
-        emit_error(module, f"cannot write the partition report '{path}': {exc.strerror}")
-    try:
-        with os.fdopen(fd, "w") as stream:
-            json.dump(data, stream, indent=2)
-            stream.write("\n")
-        os.replace(temp_path, path)
-    except OSError as exc:
-        os.unlink(temp_path)
-        emit_error(module, f"cannot write the partition report '{path}': {exc.strerror}")
+        emit_error(module, f"cannot write the partition report '{path}': {exc.strerror or exc}")
 
 
 # ---- Options -----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -185,7 +186,7 @@ def test_stdin_is_named_stdin(
 def test_version(opt: Opt) -> None:
     result = opt("--version")
     assert result.status == 0
-    assert result.out.startswith("irc-opt (xdsl 0.74")
+    assert re.fullmatch(r"irc \S+ \(xdsl 0\.74\.\d+\)\n", result.out)
 
 
 # ---- Errors: one located message, exit 1, no traceback, no output -----------
@@ -204,7 +205,10 @@ def test_parse_error_in_a_later_chunk(opt: Opt, tmp_path: Path) -> None:
     path = _write(tmp_path, text)
     result = opt(path, "--split-input-file")
     assert result.status == 1
-    assert result.out == ""  # not even the good chunk
+    # mlir-opt's behaviour: the good chunk is printed, the failing one is reported.
+    first, second = result.out.split("// -----\n")
+    assert "func.func @f" in first
+    assert second == ""
     assert result.err.splitlines() == [
         f"{path}:7:22: error: Expected ','",
         "  %s = arith.addi %a : i32",
@@ -243,14 +247,15 @@ def test_unknown_pass(opt: Opt, tmp_path: Path) -> None:
 def test_bad_pass_option(opt: Opt, tmp_path: Path) -> None:
     result = opt(_write(tmp_path, GOOD), "-p", "test-emit{bogus=1}")
     assert result.status == 1
-    assert result.err.startswith("irc-opt: error: invalid options for pass 'test-emit': ")
-    assert result.err.count("\n") == 1
+    assert result.err == (
+        "irc-opt: error: test-emit: unknown option 'bogus'; its options: severity\n"
+    )
 
 
 def test_bad_pipeline_syntax(opt: Opt, tmp_path: Path) -> None:
     result = opt(_write(tmp_path, GOOD), "-p", "test-emit{")
     assert result.status == 1
-    assert result.err.startswith("irc-opt: error: invalid pass pipeline: ")
+    assert result.err == "irc-opt: error: bad pipeline 'test-emit{': Expected argument name here\n"
 
 
 def test_usage_error_exits_with_2(opt: Opt) -> None:
@@ -372,7 +377,7 @@ def test_verify_diagnostics_reports_an_unexpected_warning(opt: Opt, tmp_path: Pa
     path = _write(tmp_path, ANNOTATED)
     result = opt(path, "--split-input-file", "--verify-diagnostics", "-p", "test-emit")
     assert result.status == 1
-    assert result.out == ""
+    assert "func.func @f" in result.out  # printed as without --verify-diagnostics
     assert result.err.splitlines() == [
         f'{path}:3:6: error: expected remark "seen a return" was not produced',
         "  // expected-remark @+1 {{seen a return}}",
@@ -410,4 +415,4 @@ def test_console_script(tmp_path: Path) -> None:
 
 def test_main_entry_point(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out.startswith("irc-opt (xdsl ")
+    assert capsys.readouterr().out.startswith("irc ")

@@ -241,10 +241,10 @@ def test_dynamic_dims_need_inputs(
 ) -> None:
     _, err = run_tool([model, "--entry", "dynamic"], capsys, status=1)
     assert err == (
-        "irc-run: error: input 'arg0' of @dynamic has the dynamic shape (?, 3); "
+        "irc-run: error: input 'x' of @dynamic has the dynamic shape (?, 3); "
         "give its values with --inputs FILE.npz\n"
     )
-    inputs = save_npz(tmp_path / "in.npz", arg0=np.ones((5, 3), np.float32))
+    inputs = save_npz(tmp_path / "in.npz", x=np.ones((5, 3), np.float32))
     out, _ = run_tool([model, "--entry", "dynamic", "--inputs", inputs], capsys)
     assert out.startswith("result0: shape=(5, 3) dtype=float32 min=1 max=1")
 

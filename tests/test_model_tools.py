@@ -124,13 +124,54 @@ def test_onnx_renamed_tflite_is_named(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "not a TFLite model" in err
 
 
-def test_translate_refuses_the_wrong_import_flag(
+def test_translate_imports_what_the_bytes_say_despite_the_flag(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model = _onnx_model(tmp_path / "m.onnx")
-    status, _, err = _run(irc_translate.main, ["--import-tflite", str(model)], capsys)
+    argv = ["--import-tflite", str(model), "--input-shape", "x=2x4"]
+    status, out, err = _run(irc_translate.main, argv, capsys)
+    assert status == 0
+    assert err == (
+        f"irc-translate: warning: {model} is an ONNX model, not a TFLite model; "
+        "importing it as onnx (--import-onnx)\n"
+    )
+    assert "nn.relu" in out
+
+
+@pytest.mark.parametrize("name", ["m.pb", "m", "model.bin"])
+def test_onnx_under_any_name_is_found_by_its_bytes(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = tmp_path / name
+    model.write_bytes(_onnx_model(tmp_path / "m.onnx").read_bytes())
+    np.savez(tmp_path / "in.npz", x=np.ones((2, 4), np.float32), b=np.ones(1, np.float32))
+    status, out, err = _run(
+        irc_run.main, [str(model), "--inputs", str(tmp_path / "in.npz")], capsys
+    )
+    assert status == 0, err
+    assert out.startswith("y: shape=(2, 4) dtype=float32 min=2 max=2")
+    argv = ["--import-onnx", str(model), "--input-shape", "x=2x4"]
+    status, out, err = _run(irc_translate.main, argv, capsys)
+    assert (status, err) == (0, "")
+    assert "nn.relu" in out
+
+
+def test_text_and_garbage_under_a_model_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "model.pb"
+    text.write_text("func.func @main() {\n  func.return\n}\n")
+    status, _, err = _run(irc_translate.main, ["--import-onnx", str(text)], capsys)
     assert status == 1
-    assert "use --import-onnx" in err
+    assert err == (
+        f"irc-translate: error: {text}: not a model: neither a TFLite flatbuffer nor an ONNX "
+        "protobuf (it is text: IR for irc-opt or irc-run?)\n"
+    )
+    garbage = tmp_path / "model.bin"
+    garbage.write_bytes(bytes(range(256)))
+    status, _, err = _run(irc_translate.main, ["--import-onnx", str(garbage)], capsys)
+    assert status == 1
+    assert err.endswith("not a model: neither a TFLite flatbuffer nor an ONNX protobuf\n")
 
 
 @pytest.mark.parametrize(

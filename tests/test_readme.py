@@ -101,3 +101,15 @@ def test_irc_opt_example_output_is_current(capsys) -> None:
     lines = [line for line in shown.splitlines() if line.strip() != "..."]
     assert len(lines) > 5
     assert all(line in printed for line in lines)
+
+
+def test_prerequisites_match_the_package() -> None:
+    """README's prerequisites name the Python pyproject.toml requires, a C compiler and a
+    virtual environment, before the quick start's install."""
+    readme = (ROOT / "README.md").read_text()
+    requires = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text())
+    assert requires is not None
+    section = readme[readme.index("## Prerequisites") : readme.index("## Quick start")]
+    assert f"Python {requires.group(1)} or newer" in section
+    assert "C compiler" in section
+    assert "python3 -m venv .venv && . .venv/bin/activate" in section

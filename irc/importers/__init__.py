@@ -17,25 +17,29 @@ from irc.importers.common import ModelImportError
 
 __all__ = ["ModelImportError", "detect_format", "import_model", "import_model_bytes"]
 
-_TFLITE_IDENTIFIER = b"TFL3"
-
 
 def detect_format(data: bytes, path: str | Path) -> str:
-    """`tflite` or `onnx`, from the content; the extension must not contradict it."""
+    """`tflite` or `onnx`, from the content (`irc.fileio.probe_format`); a `.tflite` or
+    `.onnx` name must not contradict it, any other name (`model.pb`, `model`) is not used."""
+    from irc.fileio import probe_format
+
     suffix = Path(path).suffix.lower()
-    is_tflite = len(data) >= 8 and data[4:8] == _TFLITE_IDENTIFIER
-    if suffix == ".tflite" and not is_tflite:
+    found = probe_format(data)
+    if suffix == ".tflite" and found != "tflite":
         raise ModelImportError(
             f"{path}: not a TFLite model (no 'TFL3' flatbuffer identifier); "
             "is it another format with a .tflite name?"
         )
-    if is_tflite:
-        if suffix == ".onnx":
+    if suffix == ".onnx":
+        if found == "tflite":
             raise ModelImportError(f"{path}: this is a TFLite flatbuffer, not an ONNX model")
-        return "tflite"
-    if suffix in (".onnx", ""):
         return "onnx"
-    raise ModelImportError(f"{path}: unknown model format '{suffix}' (expected .tflite or .onnx)")
+    if found == "tflite" or found == "onnx":
+        return found
+    raise ModelImportError(
+        f"{path}: not a model: neither a TFLite flatbuffer nor an ONNX protobuf"
+        + (" (it is text: IR for irc-opt or irc-run?)" if found == "mlir" else "")
+    )
 
 
 def import_model(

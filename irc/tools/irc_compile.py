@@ -1,7 +1,7 @@
 """`irc-compile`: compile a model ahead of time for a list of targets.
 
 ```
-irc-compile MODEL --targets t1,t2 [-o OUT.mlir] [--plugin module:attr] [--report PATH]
+irc-compile MODEL --targets t1,t2 [--strict] [-o OUT.mlir] [--plugin module:attr] [--report PATH]
             [--entry main] [--min-ops N] [--bind NAME=VALUE] [--input-shape NAME=DIMS]
             [--graph OUT.svg|OUT.html|OUT.dot] [--timing]
             [--embed-binaries] [--shape-buckets NAME=1,4,8]
@@ -33,6 +33,10 @@ MLIR's `-mlir-timing`. On a terminal, a step that takes more than a second (`IRC
 seconds when set) is announced on stderr with its op count, and its end with its time;
 elsewhere the tool stays quiet.
 
+A target of `--targets` that cannot run here (no OpenCL device matching `IRC_OPENCL_DEVICE`,
+no working C compiler) is one warning line on stderr naming it and the reason, and its ops go
+to the next target or the host; with `--strict` it is an error, as is an op left on the host.
+
 Errors (an unknown target, a plugin that does not load, a bad model or IR, a pass failure)
 end with one message on stderr, located in the IR where possible, exit status 1 and no
 traceback; usage errors exit with 2.
@@ -49,60 +53,23 @@ from typing import TYPE_CHECKING
 from irc.tools.common import (
     ToolError,
     add_model_options,
+    add_target_options,
+    add_version_option,
     is_model_file,
+    load_plugins,
     parse_bindings,
     parse_input_shapes,
+    parse_targets,
+    report_diagnostic,
     run_tool,
-    write_atomically,
 )
 
 if TYPE_CHECKING:
     from irc.compiler import CompiledModel
 
-__all__ = ["add_target_options", "load_plugins", "main", "parse_targets"]
+__all__ = ["main"]
 
 _TOOL = "irc-compile"
-
-
-# ---- Options shared with irc-run ----------------------------------------------------------------
-
-
-def add_target_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
-    """`--targets t1,t2` and `--plugin module:attr` (repeatable)."""
-    parser.add_argument(
-        "--targets",
-        metavar="T1,T2",
-        required=required,
-        help="targets in priority order, e.g. opencl,reference"
-        + ("" if required else " (default: run everything on the reference target)"),
-    )
-    parser.add_argument(
-        "--plugin",
-        action="append",
-        metavar="MODULE:ATTR",
-        help="load a target plugin (a Target class, instance or factory); repeatable",
-    )
-
-
-def parse_targets(text: str) -> list[str]:
-    """`--targets a,b` as a list; ToolError when it names no target."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise ToolError(f"bad --targets '{text}': expected target names, e.g. opencl,reference")
-    return names
-
-
-def load_plugins(specs: Sequence[str] | None, targets: Sequence[str]) -> None:
-    """Load `--plugin`s, then check that every target is known (ToolError otherwise)."""
-    from irc.targets import TargetError, get_target, load_plugin
-
-    try:
-        for spec in specs or ():
-            load_plugin(spec)
-        for name in targets:
-            get_target(name)
-    except TargetError as exc:
-        raise ToolError(str(exc)) from None
 
 
 # ---- Driver -------------------------------------------------------------------------------------
@@ -150,6 +117,7 @@ def _make_parser() -> argparse.ArgumentParser:
         help="regions with fewer ops stay on the next target or the host (default: 2)",
     )
     add_model_options(parser)
+    add_version_option(parser)
     return parser
 
 
@@ -164,7 +132,6 @@ def _compile(args: argparse.Namespace) -> int:
     from irc.runtime import ExecutorError
     from irc.targets import TargetError
     from irc.timing import PassTiming, Progress, instrumented, step
-    from irc.tools.irc_run import report_diagnostic
 
     timing = PassTiming()
     targets = parse_targets(args.targets)
@@ -209,6 +176,7 @@ def _compile(args: argparse.Namespace) -> int:
                 input_shapes=parse_input_shapes(args.input_shape),
                 bind=parse_bindings(args.bind),
                 shape_buckets=_shape_buckets(args.shape_buckets),
+                strict=args.strict,
                 **options,
             )
     except (ModelImportError, TargetError) as exc:
@@ -231,12 +199,16 @@ def _compile(args: argparse.Namespace) -> int:
                     graph = capture.graph(compiled.refusals, compiled.summary)
                 except ValueError as exc:  # nothing was partitioned
                     raise ToolError(f"--graph: {exc}") from None
-                write_graph(args.graph, graph, title=os.path.basename(filename))
+                try:
+                    write_graph(args.graph, graph, title=os.path.basename(filename))
+                except OSError as exc:
+                    message = f"could not write the graph to '{args.graph}': {exc.strerror or exc}"
+                    raise ToolError(message) from None
         with step("output"):
-            text = _module_text(compiled, args.embed_binaries)
             if args.output is not None:
-                data_out = text.encode()
-                write_atomically(args.output, lambda stream: stream.write(data_out), "the module")
+                _save(compiled, args.output, args.embed_binaries)
+            else:
+                text = _module_text(compiled, args.embed_binaries)
     if args.output is None:
         sys.stdout.write(text)
         sys.stderr.write(compiled.summary + "\n")
@@ -253,6 +225,19 @@ def _shape_buckets(items: Sequence[str] | None) -> dict[str, list[int | tuple[in
     from irc.specialize import parse_shape_buckets
 
     return parse_shape_buckets(items) if items else None
+
+
+def _save(compiled: CompiledModel, path: str, embed_binaries: bool) -> None:
+    """`CompiledModel.save`: the artifact's text and its weights file next to it
+    (`irc.artifact`); ToolError when a file cannot be written or the binaries built."""
+    try:
+        compiled.save(path, embed_binaries=embed_binaries)
+    except OSError as exc:
+        raise ToolError(f"could not write the module to '{path}': {exc.strerror or exc}") from None
+    except Exception as exc:  # --embed-binaries: no OpenCL device, a driver that refuses
+        if not embed_binaries:
+            raise
+        raise ToolError(f"--embed-binaries: {exc}") from None
 
 
 def _module_text(compiled: CompiledModel, embed_binaries: bool) -> str:

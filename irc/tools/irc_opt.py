@@ -13,7 +13,15 @@ in how it reports problems:
 * `--print-ir-after-all` dumps the IR to stderr after every pass, as MLIR does;
 * `--timing` prints the wall time of parsing, every pass and the output to stderr, in the
   layout of MLIR's `-mlir-timing` (`irc.timing`); on a terminal, a pass that runs longer
-  than a second is announced on stderr with the op count (quiet otherwise).
+  than a second is announced on stderr with the op count (quiet otherwise);
+* `-p` / `--pass-pipeline` take irc's `a,b{opt=1}` or MLIR's `builtin.module(a,b{opt=1})`,
+  named pipelines (`irc-default{targets=opencl,cpu}`, `irc.pipelines.NAMED_PIPELINES`)
+  and report bad options in the option's own terms; `--list-passes` lists every pass with
+  its summary and options (type, default, docstring), then the named pipelines;
+* with `--split-input-file`, a failing chunk is reported and the other chunks' output is
+  still printed (exit status 1), as `mlir-opt` does; `-o FILE` is only written on success;
+* `-t` offers `mlir` only (xdsl-opt's other targets print nothing useful for irc's IR);
+* `--version` prints `irc <version> (xdsl <version>)`.
 """
 
 from __future__ import annotations
@@ -21,7 +29,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +39,6 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import ParseError
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ShrinkException
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -52,7 +58,7 @@ from irc.diagnostics import (
 from irc.printing import Printer
 from irc.timing import PassTiming, Progress, StepSequence, instrumented, step
 
-__all__ = ["IrcOptError", "IrcOptMain", "main"]
+__all__ = ["IrcOptError", "IrcOptMain", "describe_passes", "main"]
 
 _SPLIT_MARKER = b"// -----"
 _STDIN_NAME = "<stdin>"
@@ -76,7 +82,8 @@ class _ChunkResult:
 class IrcOptMain(xDSLOptMain):
     """The `irc-opt` driver; `IrcOptMain(args=[...]).run()` returns the exit status."""
 
-    version_format = "irc-opt (xdsl {xdsl_version})"
+    version_format = "irc (xdsl {xdsl_version})"
+    """Replaced by `irc <version> (xdsl <version>)` when the arguments are registered."""
 
     def __init__(
         self,
@@ -129,8 +136,8 @@ class IrcOptMain(xDSLOptMain):
             self.register_pass(name, factory)
 
     def register_all_targets(self) -> None:
-        """xDSL's targets; `mlir` (the `-t` default) prints with irc's unique-name printer."""
-        super().register_all_targets()
+        """`mlir` only (the `-t` default), printed with irc's unique-name printer; xdsl-opt's
+        other targets (llvm, wgsl, x86-asm, ...) have nothing to print for irc's dialects."""
 
         def get_mlir() -> type[Target]:
             from irc.printing import IrcMLIRTarget
@@ -141,8 +148,19 @@ class IrcOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         """xDSL's flags, with MLIR's `--verify-diagnostics` and `--print-ir-after-all`."""
+        from irc.tools.common import version_line
+
+        self.version_format = version_line().replace("{", "{{").replace("}", "}}")
         super().register_all_arguments(arg_parser)
         for action in arg_parser._actions:
+            if action.dest == "passes":
+                action.help = (
+                    "the pass pipeline: 'a,b{opt=1}' or MLIR's 'builtin.module(a,b{opt=1})'; "
+                    "passes and named pipelines (irc-default{targets=...}, irc-compile"
+                    "{targets=...}) are listed with their options by --list-passes"
+                )
+            if action.dest == "target":
+                action.help = "output format (only mlir)"
             if action.dest == "input_file":
                 # Several files are processed in turn, their outputs joined by `// -----`
                 # (so `irc-opt examples/*.mlir` works and re-parses with --split-input-file).
@@ -154,6 +172,17 @@ class IrcOptMain(xDSLOptMain):
                     "Check the diagnostics against the expected-error/-warning/-remark/-note "
                     "annotations in the input (MLIR semantics); exit with 1 on any mismatch"
                 )
+        arg_parser.add_argument(
+            "--pass-pipeline",
+            metavar="PIPELINE",
+            help="the pass pipeline, as -p (MLIR's option name)",
+        )
+        arg_parser.add_argument(
+            "--list-passes",
+            action="store_true",
+            help="list every pass (summary, options with type and default) and named "
+            "pipeline, then exit",
+        )
         arg_parser.add_argument(
             "--print-ir-after-all",
             default=False,
@@ -241,15 +270,27 @@ class IrcOptMain(xDSLOptMain):
         Between passes the module is verified op by op (unless `--disable-verify`),
         so a pass that breaks the IR is reported at the broken op.
         """
+        from irc.pipelines import make_pass, pipeline_specs
+
+        text = self.args.passes
+        if self.args.pass_pipeline is not None:
+            if text:
+                raise IrcOptError("give the pipeline once: -p or --pass-pipeline")
+            text = self.args.pass_pipeline
         try:
-            specs = list(parse_pipeline(self.args.passes))
-        except ArgSpecParseError as exc:  # a BaseException
-            raise IrcOptError(_describe_spec_error("pass pipeline", exc)) from None
+            specs = pipeline_specs(text or "")
+        except ValueError as exc:
+            raise IrcOptError(str(exc)) from None
         unknown = [spec.name for spec in specs if spec.name not in self.available_passes]
         if unknown:
+            from irc.pipelines import NAMED_PIPELINES
+
             names = ", ".join(f"'{name}'" for name in unknown)
             available = ", ".join(sorted(self.available_passes))
-            raise IrcOptError(f"unknown pass {names}; available passes: {available}")
+            raise IrcOptError(
+                f"unknown pass {names}; available passes: {available}; named pipelines: "
+                f"{', '.join(NAMED_PIPELINES)} (--list-passes describes them)"
+            )
         passes: list[ModulePass] = []
         for spec in specs:
             try:
@@ -257,9 +298,9 @@ class IrcOptMain(xDSLOptMain):
             except ImportError as exc:
                 raise IrcOptError(f"pass '{spec.name}' could not be loaded: {exc}") from None
             try:
-                passes.append(pass_class.from_pass_spec(spec))
-            except (ValueError, TypeError) as exc:
-                raise IrcOptError(f"invalid options for pass '{spec.name}': {exc}") from None
+                passes.append(make_pass(pass_class, spec))
+            except ValueError as exc:
+                raise IrcOptError(str(exc)) from None
         self.pipeline = PassPipeline(tuple(passes), self._make_callback())
 
     def _make_callback(
@@ -306,6 +347,9 @@ class IrcOptMain(xDSLOptMain):
 
     def run(self) -> int:  # type: ignore[override]
         """Process every chunk of every input file; return the exit status (0 or 1)."""
+        if self.args.list_passes:
+            sys.stdout.write(describe_passes())
+            return 0
         instrumentations = [Progress.for_tool("irc-opt")]
         if self.args.timing:
             self._timing.reset()
@@ -332,7 +376,7 @@ class IrcOptMain(xDSLOptMain):
                     with chunk:
                         data = chunk.read()
                     result = self._process_chunk(BytesIO(data), extension, offset)
-                    outputs.append(result.output or "")
+                    outputs.append(result.output or "")  # a failed chunk prints nothing
                     if self.args.verify_diagnostics:
                         if not self._verify_chunk(data, offset, result.diagnostics):
                             status = 1
@@ -344,7 +388,9 @@ class IrcOptMain(xDSLOptMain):
         if self.args.shrink:
             print("Failure, can't shrink")
             return 1
-        if status == 0:
+        if status == 0 or self.args.output_file is None:
+            # mlir-opt's --split-input-file: the chunks that worked are printed even when
+            # another failed; an output file is only written when everything worked.
             self._write_output("// -----\n".join(outputs))
         return status
 
@@ -422,15 +468,14 @@ class IrcOptMain(xDSLOptMain):
             sys.stdout.write(text)
             sys.stdout.flush()
             return
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, temp_path = tempfile.mkstemp(dir=directory, prefix=".irc-opt-", suffix=".tmp")
+        from irc.fileio import write_atomically
+
         try:
-            with os.fdopen(fd, "w") as stream:
-                stream.write(text)
-            os.replace(temp_path, path)
-        except BaseException:
-            os.unlink(temp_path)
-            raise
+            write_atomically(path, text)
+        except OSError as exc:
+            raise IrcOptError(
+                f"could not write the output to '{path}': {exc.strerror or exc}"
+            ) from None
 
 
 def _describe_spec_error(what: str, exc: ArgSpecParseError) -> str:
@@ -440,6 +485,28 @@ def _describe_spec_error(what: str, exc: ArgSpecParseError) -> str:
     if len(lines) >= 5:
         return f"invalid {what}: {lines[-1].strip()}\n{lines[-3]}\n{lines[-2]}"
     return f"invalid {what}: {' '.join(line.strip() for line in lines)}"
+
+
+def describe_passes() -> str:
+    """`--list-passes`: every registered pass (summary, then each option as `name: type =
+    default` and its docstring), then the named pipelines."""
+    from irc.context import get_all_passes
+    from irc.pipelines import NAMED_PIPELINES, pass_options, pass_summary
+
+    lines = ["Passes (-p 'name{option=value ...}'):"]
+    for name, factory in sorted(get_all_passes().items()):
+        pass_class = factory()
+        lines.append(f"  {name}: {pass_summary(pass_class)}")
+        for option in pass_options(pass_class):
+            default = f" = {option.default}" if option.default else " (default: empty)"
+            lines.append(f"      {option.name}: {option.type}{default}")
+            if option.doc:
+                lines.append(f"          {option.doc}")
+    lines.append("")
+    lines.append("Named pipelines (-p 'name{targets=a,b ...}'):")
+    for named in NAMED_PIPELINES.values():
+        lines.append(f"  {named.name}: {named.summary}")
+    return "\n".join(lines) + "\n"
 
 
 def _print_tool_error(message: str) -> None:

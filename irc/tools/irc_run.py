@@ -2,17 +2,22 @@
 
 ```
 irc-run FILE.mlir|MODEL [--entry main] [--inputs in.npz] [--outputs out.npz] [--seed N]
-        [--check-kernels] [--check] [--targets t1,t2] [--plugin module:attr] [--threads N]
+        [--check-kernels] [--check] [--targets t1,t2 [--strict]] [--plugin module:attr]
+        [--threads N]
         [--profile] [--benchmark [--warmup N] [--runs N] [--json]]
 ```
 
 Without `--targets` everything runs on the reference target (a compiled module's dispatches
 on their executables' targets). With `--targets`, the module is first compiled with the
 default pipeline for those targets (`irc.compile`: partition, outline, lower); `--plugin`
-loads target plugins (as `IRC_PLUGINS` does).
+loads target plugins (as `IRC_PLUGINS` does). A target that cannot run here (no OpenCL
+device matching `IRC_OPENCL_DEVICE`, no working C compiler) is one warning line on stderr
+naming it and the reason, and its ops run on the next target or the host; `--strict` makes
+that an error (exit 1), and an op left on the host too.
 
 Inputs and outputs are `.npz` archives keyed by the function's input/output names
-(`irc.input_names` / `irc.output_names`, else `arg0..` / `result0..`). Without `--inputs`
+(`irc.input_names` / `irc.output_names`; for IR without them, the entry block's argument
+names as written, `%x` -> `x`, as MLIR's tools do, else `arg0..`; `result0..`). Without `--inputs`
 the inputs are random and seeded: standard normal for floats, uniform over the whole range
 of the dtype for integers and quantized storage; a dynamic dimension needs `--inputs`.
 Every output is summarised on stdout (shape, dtype, min/max/mean/std, first values);
@@ -73,12 +78,17 @@ from typing import IO, TYPE_CHECKING
 from irc.tools.common import (
     ToolError,
     add_model_options,
+    add_target_options,
+    add_version_option,
     is_model_file,
+    load_plugins,
     parse_bindings,
     parse_input_shapes,
+    parse_targets,
     print_tool_error,
+    report_diagnostic,
     run_tool,
-    write_atomically,
+    write_output,
 )
 
 if TYPE_CHECKING:
@@ -97,7 +107,6 @@ __all__ = [
     "format_differences",
     "main",
     "random_inputs",
-    "report_diagnostic",
     "summarize",
 ]
 
@@ -179,9 +188,8 @@ def _make_parser() -> argparse.ArgumentParser:
         help="with --targets: print the time of every compilation step to stderr",
     )
     add_model_options(parser)
-    from irc.tools.irc_compile import add_target_options
-
     add_target_options(parser, required=False)
+    add_version_option(parser)
     return parser
 
 
@@ -212,6 +220,8 @@ def _check_usage(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error("--check and --json do not go together")
     if args.check and args.benchmark:
         parser.error("--check and --benchmark do not go together")
+    if args.strict and args.targets is None:
+        parser.error("--strict needs --targets (the targets that must run the model)")
     if args.check and args.targets is None:
         parser.error("--check needs --targets (the targets to compare with the reference)")
 
@@ -283,7 +293,7 @@ def _write_outputs(path: str, outputs: Mapping[str, np.ndarray]) -> None:
                 with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
-    write_atomically(path, write, "outputs")
+    write_output(path, write, "outputs")
 
 
 def summarize(name: str, value: np.ndarray) -> str:
@@ -331,17 +341,6 @@ def _report(diagnostic: Diagnostic, filename: str, source: str) -> None:
     report_diagnostic(_TOOL, diagnostic, filename, source)
 
 
-def report_diagnostic(tool: str, diagnostic: Diagnostic, filename: str, source: str) -> None:
-    """A located diagnostic with its source line and a caret (as irc-opt prints them);
-    an unlocated one as `<tool>: error: <filename>: ...`."""
-    from irc.diagnostics import format_with_source
-
-    if diagnostic.location is None:
-        print_tool_error(tool, f"{filename}: {diagnostic.message}")
-        return
-    sys.stderr.write(format_with_source(diagnostic, filename, source.splitlines()) + "\n")
-
-
 # ---- Driver -------------------------------------------------------------------
 
 
@@ -353,7 +352,6 @@ def _run(args: argparse.Namespace) -> int:
     from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
     from irc.runtime import ExecutorError, InputError
     from irc.targets import TargetError
-    from irc.tools.irc_compile import load_plugins, parse_targets
 
     if args.threads is not None:  # before any target library loads (and reads it)
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -381,6 +379,7 @@ def _run(args: argparse.Namespace) -> int:
         if module is None:
             module = parse_with_locations(make_context(), data, filename)
             verify_module(module)
+            _name_inputs_as_written(module, args.entry)
         if targets is None:
             program = _prepare(module, filename, given, args)
         else:
@@ -389,7 +388,7 @@ def _run(args: argparse.Namespace) -> int:
 
             with tool_instrumentation("irc-run", timing=args.timing):
                 program = compile_model(
-                    module, targets, entry=args.entry, check=args.check_kernels
+                    module, targets, entry=args.entry, check=args.check_kernels, strict=args.strict
                 ).program
         init_ms = (time.perf_counter_ns() - started) / 1e6
         inputs = given if given is not None else random_inputs(program, args.seed)
@@ -434,6 +433,25 @@ def _run(args: argparse.Namespace) -> int:
     if profile is not None:
         print(profile.format(order="time"))
     return 0
+
+
+def _name_inputs_as_written(module: ModuleOp, entry: str) -> None:
+    """IR written by hand has no `irc.input_names`: name the inputs after the entry's block
+    arguments (`%x, %y` -> `x`, `y`), as MLIR's tools do, when every argument has a name
+    of its own (`%0` or repeated names keep `arg0..`)."""
+    from xdsl.dialects.builtin import ArrayAttr, StringAttr
+    from xdsl.dialects.func import FuncOp
+
+    for op in module.body.block.ops:
+        if not isinstance(op, FuncOp) or op.sym_name.data != entry or not op.body.blocks:
+            continue
+        if "irc.input_names" in op.attributes:
+            return
+        hints = [arg.name_hint for arg in op.body.blocks[0].args]
+        names = [hint for hint in hints if hint]
+        if hints and len(names) == len(hints) and len(set(names)) == len(names):
+            op.attributes["irc.input_names"] = ArrayAttr([StringAttr(name) for name in names])
+        return
 
 
 def _prepare(

@@ -8,7 +8,10 @@ irc-translate --emit-opencl MODEL_OR_IR [--targets T1,T2] [-o OUT.cl] [--bind N=
               [--input-shape N=DIMS]
 ```
 
-Importing prints the `nn` module of the model (weights as `dense<"0x...">` hex). `--emit-c`
+Importing prints the `nn` module of the model (weights as `dense<"0x...">` hex). The format
+is read from the file's bytes (`irc.fileio.probe_format`), so `model.pb` or a name without
+a suffix imports too; when the bytes contradict the flag (`--import-tflite model.onnx`), a
+warning says so and the model is imported as what it is. `--emit-c`
 prints the C translation units of an IR file's `cpu` executables (running `lower-cpu` on
 those not lowered yet), one after the other under a comment naming each executable.
 `--emit-opencl` prints the source of every `ocl.program` the same way: IR that already holds
@@ -31,14 +34,18 @@ from collections.abc import Sequence
 from irc.tools.common import (
     ToolError,
     add_model_options,
+    add_version_option,
     is_model_file,
     parse_bindings,
     parse_input_shapes,
+    parse_targets,
+    report_diagnostic,
     run_tool,
-    write_atomically,
+    write_output,
 )
 
 _TOOL = "irc-translate"
+_FORMAT_NAMES = {"tflite": "a TFLite model", "onnx": "an ONNX model"}
 
 
 def _make_parser() -> argparse.ArgumentParser:
@@ -67,6 +74,7 @@ def _make_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--generic", action="store_true", help="print ops in MLIR's generic form")
     add_model_options(parser)
+    add_version_option(parser)
     return parser
 
 
@@ -89,8 +97,7 @@ def _write_output(args: argparse.Namespace, text: str, what: str) -> None:
     if args.output is None:
         sys.stdout.write(text)
     else:
-        data = text.encode()
-        write_atomically(args.output, lambda stream: stream.write(data), what)
+        write_output(args.output, text, what)
 
 
 def _emit_opencl(args: argparse.Namespace) -> int:
@@ -108,8 +115,6 @@ def _emit_opencl(args: argparse.Namespace) -> int:
     from irc.targets import TargetError
     from irc.targets.opencl.lower import TARGET
     from irc.targets.opencl.target import OpenCLTarget
-    from irc.tools.irc_compile import parse_targets
-    from irc.tools.irc_run import report_diagnostic
 
     path: str = args.input_file
     targets = parse_targets(args.targets) if args.targets is not None else [TARGET]
@@ -176,7 +181,6 @@ def _emit_c(args: argparse.Namespace) -> int:
     from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
     from irc.dialects import cpu, delegate
     from irc.targets.cpu.lower import TARGET, LowerCpuPass
-    from irc.tools.irc_run import report_diagnostic
 
     path: str = args.input_file
     data = _read_input(path)
@@ -219,13 +223,16 @@ def _translate(args: argparse.Namespace) -> int:
     expected = "tflite" if args.import_tflite else "onnx"
     try:
         with open(path, "rb") as stream:
-            head = stream.read(16)
+            head = stream.read(4096)
     except OSError as exc:
         raise ToolError(f"could not open input file '{path}': {exc.strerror}") from None
     try:
         actual = detect_format(head, path)
-        if actual != expected:
-            raise ToolError(f"{path}: is a {actual} model; use --import-{actual}")
+        if actual != expected:  # the bytes say what the file is: import that
+            sys.stderr.write(
+                f"{_TOOL}: warning: {path} is {_FORMAT_NAMES[actual]}, not "
+                f"{_FORMAT_NAMES[expected]}; importing it as {actual} (--import-{actual})\n"
+            )
         module = import_model(
             path,
             bind=parse_bindings(args.bind),
@@ -239,8 +246,7 @@ def _translate(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text.getvalue())
     else:
-        data = text.getvalue().encode()
-        write_atomically(args.output, lambda stream: stream.write(data), "the IR")
+        write_output(args.output, text.getvalue(), "the IR")
     return 0
 
 
