@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cpu_support import needs_compiler
 from opencl_support import needs_device, private_cache_dir
 from xdsl.dialects.builtin import f32
 
@@ -75,6 +76,7 @@ def _cases() -> dict[str, Graph]:
         "clip_min": _unary("clip", min=-1.5),
         "clip_max": _unary("clip", max=2.0),
         "hard_sigmoid": _unary("hard_sigmoid"),
+        "hard_swish": _unary("hard_swish"),
         "leaky_relu": _unary("leaky_relu", alpha=0.1),
         "gelu_tanh": _unary("gelu", approximate="tanh"),
         "gelu": _unary("gelu"),
@@ -173,3 +175,14 @@ def test_reference_qcast_saturates_inf_and_maps_nan_to_zero_point() -> None:
     with np.errstate(all="ignore"):
         (out,) = _run([graph], [[x]], "reference")
     np.testing.assert_array_equal(out, np.array([-22, 127, -128, 127, -128, -16], np.int8))
+
+
+@pytest.mark.parametrize("target", ["reference", pytest.param("cpu", marks=needs_compiler)])
+def test_hard_swish_does_not_overflow_near_float_max(target: str) -> None:
+    """x * (clip(x + 3, 0, 6) / 6): hard_swish(3.4e38) is 3.4e38, not inf (onnxruntime agrees;
+    `(x * clip) / 6` overflowed on the reference and cpu targets)."""
+    x = np.array([3.4e38, -3.4e38, 1e38, np.nan, np.inf, -np.inf, 1.0, -4.0], np.float32)
+    with np.errstate(all="ignore"):
+        (out,) = _run([_unary("hard_swish", (8,))], [[x]], target)
+    expected = np.array([3.4e38, -0.0, 1e38, np.nan, np.inf, np.nan, 4 / 6, -0.0], np.float32)
+    np.testing.assert_allclose(out, expected, rtol=1e-6)

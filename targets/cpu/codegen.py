@@ -1069,7 +1069,7 @@ class OpLowering:
             case nn.TanhOp():
                 return "tanhf(x)"
             case nn.HardSwishOp():
-                return "x * irc_clampf(x + 3.0f, 0.0f, 6.0f) / 6.0f"
+                return "x * (irc_clampf(x + 3.0f, 0.0f, 6.0f) / 6.0f)"
             case nn.LeakyReluOp():
                 return f"x >= 0.0f ? x : x * {c_float(op.alpha.value.data)}"
             case nn.HardSigmoidOp():

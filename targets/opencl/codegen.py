@@ -178,7 +178,7 @@ def unary_expr(op: Operation) -> str:
     if isinstance(op, nn.TanhOp):
         return "tanh(v)"
     if isinstance(op, nn.HardSwishOp):
-        return "(v * fmin(fmax(v + 3.0f, 0.0f), 6.0f) / 6.0f)"
+        return "(v * (fmin(fmax(v + 3.0f, 0.0f), 6.0f) / 6.0f))"  # no overflow near FLT_MAX
     if isinstance(op, nn.LeakyReluOp):
         return f"(v >= 0.0f ? v : v * {_f(get_float(op.all_properties(), 'alpha') or 0.0)})"
     if isinstance(op, nn.HardSigmoidOp):

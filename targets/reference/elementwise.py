@@ -178,7 +178,8 @@ def tanh(op: nn.TanhOp) -> Kernel:
 
 @kernel(nn.HardSwishOp)
 def hard_swish(op: nn.HardSwishOp) -> Kernel:
-    return _unary(op, lambda x: x * np.clip(x + 3, 0, 6) / 6)
+    # x * (clip / 6), not (x * clip) / 6: no overflow for |x| > FLT_MAX / 6 (onnxruntime agrees)
+    return _unary(op, lambda x: x * (np.clip(x + 3, 0, 6) / 6))
 
 
 @kernel(nn.HardSigmoidOp)
