@@ -254,3 +254,37 @@ def test_densenet_runs_as_one_cpu_region(small_models: dict[str, Path], tmp_path
     feed = {"image": np.random.default_rng(4).standard_normal((1, 3, 64, 64)).astype(np.float32)}
     (got,) = compiled.run(feed).values()
     np.testing.assert_allclose(got, _onnxruntime(onnx.load(path), feed), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("name", "argv"),
+    [
+        ("build_densenet", ["--growth", "4", "--blocks", "1,1", "--stem", "8", "--size", "32"]),
+        ("build_detection_net", ["--size", "32", "--width", "0.25"]),
+    ],
+)
+def test_example_builders_write_checked_models(
+    name: str, argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o PATH` writes a model that onnx's checker accepts; an unwritable path is one error."""
+    builder = _example(name)
+    path = tmp_path / "model.onnx"
+    assert builder.main([*argv, "-o", str(path)]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote {path}: ")
+    onnx.checker.check_model(onnx.load(path))
+    assert builder.main([*argv, "-o", str(tmp_path / "missing" / "model.onnx")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{name}: error: could not write ")
+    assert "Traceback" not in err
+
+
+def test_densenet121_has_torchvisions_parameters() -> None:
+    """torchvision's densenet121() has 7,978,856 trainable parameters (its batch-norm running
+    statistics are buffers, not parameters), 120 convs and 121 batch norms."""
+    model = _example("build_densenet").build_model()
+    sizes = {t.name: int(np.prod(t.dims)) for t in model.graph.initializer}
+    statistics = [n for n in sizes if n.endswith((".running_mean", ".running_var"))]
+    assert sum(sizes.values()) - sum(sizes[n] for n in statistics) == 7_978_856
+    kinds = [node.op_type for node in model.graph.node]
+    assert kinds.count("Conv") == 120
+    assert kinds.count("BatchNormalization") == 121
