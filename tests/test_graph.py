@@ -3,6 +3,8 @@
 The pictures are checked by parsing them (xml.etree): one box per op, the box colours of
 the legend's targets, host ops with their reasons, and model-supplied names (hostile ones:
 markup, quotes, `]]>`, a control character) that come back intact as text, never as markup.
+Deep graphs are wrapped into columns (no overlaps, a numbered connector pair wherever an edge
+changes column), region tags keep clear of the op's name, and the HTML page pans and zooms.
 """
 
 from __future__ import annotations
@@ -14,7 +16,20 @@ from pathlib import Path
 import pytest
 
 import irc
-from irc.graph import GraphCapture, dot_string, render_dot, render_html, render_svg, xml_text
+from irc.graph import (
+    HOST,
+    FunctionGraph,
+    GraphCapture,
+    GraphEdge,
+    GraphNode,
+    ModelGraph,
+    dot_string,
+    render_dot,
+    render_html,
+    render_svg,
+    xml_text,
+)
+from irc.graph.layout import CHAR_W, layout
 from irc.targets import load_plugin
 from irc.timing import instrumented
 from irc.tools import irc_compile
@@ -220,3 +235,135 @@ def test_dot_source_quotes_every_string(compiled_graph, testplugin: str) -> None
     assert r"<in&put \"x\">" in dot  # quotes escaped; markup is plain text in a quoted string
     assert "\x01" not in dot
     assert dot_string('a\\b"c\nd') == r'"a\\b\"c\nd"'
+
+
+# ---- Deep graphs: columns, connectors, region tags, pan and zoom ---------------------------------
+
+
+def _chain_graph(ops: int) -> ModelGraph:
+    """A drawable graph of `ops` ops in a chain with a skip edge every 5 ops (spanning
+    layers), regions of 4 ops with a host op between, like a partitioned deep model."""
+    nodes = [GraphNode(0, "input", "x", ["1x8xf32"])]
+    edges = []
+    for i in range(ops):
+        host = i % 5 == 4
+        node = GraphNode(
+            len(nodes),
+            "nn.conv2d" if i % 3 else "nn.depthwise",
+            f"block{i}/conv",
+            ["1x112x112x32xf32"],
+            index=i,
+            target=HOST if host else "opencl",
+            region=None if host else i // 5,
+            reasons={"opencl": ("op", "not supported")} if host else {},
+        )
+        nodes.append(node)
+        edges.append(GraphEdge(node.id - 1, node.id))
+        if i % 5 == 0 and i >= 5:
+            edges.append(GraphEdge(node.id - 5, node.id))
+    nodes.append(GraphNode(len(nodes), "output", "y", ["1x8xf32"]))
+    edges.append(GraphEdge(len(nodes) - 2, len(nodes) - 1))
+    return ModelGraph(["opencl"], [FunctionGraph("main", nodes, edges)], summary="s\n" * 40)
+
+
+def _rects(root: ET.Element) -> list[tuple[float, float, float, float]]:
+    rects = []
+    for box in _boxes(root):
+        rect = box.find(f"{SVG}rect")
+        assert rect is not None
+        rects.append(tuple(float(rect.get(k)) for k in ("x", "y", "width", "height")))  # type: ignore[arg-type]
+    return rects  # type: ignore[return-value]
+
+
+def test_a_deep_graph_is_wrapped_into_columns() -> None:
+    graph = _chain_graph(300)
+    root = ET.fromstring(render_svg(graph))
+    width, height = float(root.get("width")), float(root.get("height"))  # type: ignore[arg-type]
+    _laid, _chains, one_w, one_h = layout(graph.functions[0])
+    assert one_h > 20 * one_w  # one column would be a strip
+    assert 1.0 <= width / height <= 2.5  # wrapped: about a screen's shape
+    assert height < one_h / 5
+    heading = next(t.text for t in root.iter(f"{SVG}text") if t.get("class") == "heading")
+    columns = int(re.search(r"in (\d+) columns", heading or "").group(1))  # type: ignore[union-attr]
+    assert columns >= 5
+    rects = _rects(root)
+    assert len(rects) == 302
+    group = next(g for g in root.iter(f"{SVG}g") if g.get("class") == "function")
+    dy = float(re.search(r"translate\([\d.]+,([\d.]+)\)", group.get("transform")).group(1))  # type: ignore[arg-type, union-attr]
+    for x, y, w, h in rects:  # inside the picture
+        assert 0 <= x
+        assert x + w <= width
+        assert 0 <= y + dy
+        assert y + dy + h <= height
+    for i, (x1, y1, w1, h1) in enumerate(rects):  # no two boxes overlap
+        for x2, y2, w2, h2 in rects[i + 1 :]:
+            assert x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 or y2 + h2 <= y1
+
+
+def test_every_wrapped_edge_has_a_numbered_connector_pair() -> None:
+    root = ET.fromstring(render_svg(_chain_graph(300)))
+    connectors: dict[str, list[tuple[float, float]]] = {}
+    for g in root.iter(f"{SVG}g"):
+        if g.get("class") == "connector":
+            circle = g.find(f"{SVG}circle")
+            text = g.find(f"{SVG}text")
+            assert circle is not None
+            assert text is not None
+            assert text.text == g.get("data-connector")
+            point = (float(circle.get("cx")), float(circle.get("cy")))  # type: ignore[arg-type]
+            connectors.setdefault(g.get("data-connector") or "", []).append(point)
+    heading = next(t.text for t in root.iter(f"{SVG}text") if t.get("class") == "heading")
+    columns = int(re.search(r"in (\d+) columns", heading or "").group(1))  # type: ignore[union-attr]
+    # The chain crosses every column boundary, the skip edges some of them too.
+    assert len(connectors) >= columns - 1
+    for exit_at, entry_at in connectors.values():  # one under a column, one atop the next
+        assert entry_at[0] > exit_at[0]
+        assert entry_at[1] < exit_at[1]
+    paths = [p for p in root.iter(f"{SVG}path") if p.get("class") == "edge"]
+    assert len(paths) == len(_chain_graph(300).functions[0].edges)  # still one path per edge
+    moves = sum(p.get("d", "").count("M ") - 1 for p in paths)
+    assert moves == len(connectors)  # each connector pair interrupts one edge once
+
+
+def test_a_short_graph_stays_one_column() -> None:
+    root = ET.fromstring(render_svg(_chain_graph(6)))
+    heading = next(t.text for t in root.iter(f"{SVG}text") if t.get("class") == "heading")
+    assert "columns" not in (heading or "")
+    assert not [g for g in root.iter(f"{SVG}g") if g.get("class") == "connector"]
+
+
+def test_region_tags_do_not_overlap_the_first_line() -> None:
+    graph = _chain_graph(40)
+    root = ET.fromstring(render_svg(graph))
+    checked = 0
+    for box in _ops(root):
+        texts = box.findall(f"{SVG}text")
+        tag = next((t for t in texts if t.get("class") == "tag"), None)
+        if tag is None:
+            continue
+        first = texts[0]
+        rect = box.find(f"{SVG}rect")
+        assert rect is not None
+        assert first.text
+        assert tag.text
+        first_end = float(first.get("x")) + len(first.text) * CHAR_W  # type: ignore[arg-type]
+        tag_start = float(tag.get("x")) - len(tag.text) * CHAR_W  # text-anchor="end"  # type: ignore[arg-type]
+        assert first_end + CHAR_W <= tag_start + 1e-6
+        checked += 1
+    assert checked == 32  # every op a target runs
+
+
+def test_html_page_pans_and_zooms_and_folds_a_long_summary() -> None:
+    page = render_html(_chain_graph(300), title="deep")
+    root = ET.fromstring(page.split("\n", 1)[1])  # still well-formed with the script
+    buttons = [b.get("data-zoom") for b in root.iter("button")]
+    assert buttons == ["fit", "out", "in", "1"]
+    script = next(root.iter("script")).text or ""
+    assert "addEventListener" in script
+    assert 'setAttribute("width"' in script
+    details = next(root.iter("details"))
+    assert details.get("open") is None  # 40 lines: folded, the picture comes first
+    short = ET.fromstring(render_html(_chain_graph(6)).split("\n", 1)[1])
+    assert next(short.iter("details")).get("open") is None  # the fixture's summary is long
+    one_line = render_html(ModelGraph(["opencl"], _chain_graph(6).functions, summary="x"))
+    assert next(ET.fromstring(one_line.split("\n", 1)[1]).iter("details")).get("open") == "open"

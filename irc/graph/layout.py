@@ -3,17 +3,24 @@
 Longest-path layers from the inputs, dummy points on edges that skip layers, barycentre
 sweeps to reduce crossings, then each layer placed near its neighbours' positions (the mean
 of a left-packed and a right-packed placement, which keeps the order and the gaps).
-Sizes are in SVG user units; a node's box fits its `node_lines` in an 11 px monospace font.
+Sizes are in SVG user units; a node's box fits its `node_lines` (and its region tag, beside
+the first line) in an 11 px monospace font.
+
+A deep graph is one tall column of layers (a 200-op model: 363 x 18,846 px). `wrap` cuts the
+layers into several columns side by side, at layer boundaries, so that the picture comes out
+roughly `ASPECT` wide for tall; an edge that leaves the bottom of a column ends in a numbered
+connector, and the next column starts it again from the same number.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
-from irc.graph.model import FunctionGraph, GraphNode, node_lines
+from irc.graph.model import FunctionGraph, GraphNode, node_lines, node_tag
 
-__all__ = ["CHAR_W", "LINE_H", "MARGIN", "PAD", "Box", "layout"]
+__all__ = ["CHAR_W", "CONNECTOR", "LINE_H", "MARGIN", "PAD", "Box", "Columns", "layout", "wrap"]
 
 CHAR_W = 6.6  # width of a character of the 11 px monospace font
 LINE_H = 14  # height of a label line
@@ -23,6 +30,10 @@ GAP_Y = 44  # space between layers
 MARGIN = 20  # around the drawing
 DUMMY_W = 8  # the width a long edge takes where it crosses a layer
 SWEEPS = 6  # barycentre sweeps (down, up, ...)
+COLUMN_GAP = 70  # between two columns of a wrapped drawing
+CONNECTOR = 40  # above and below a column: room for the connectors of wrapped edges
+ASPECT = 1.6  # width / height a wrapped drawing aims for (a screen's)
+MIN_COLUMN_H = 1000.0  # a drawing no taller than this stays one column
 
 
 @dataclass
@@ -37,6 +48,8 @@ class Box:
     """Centre."""
     y: float = 0.0
     """Top."""
+    column: int = 0
+    """The column it is drawn in (`wrap`)."""
 
 
 def layout(graph: FunctionGraph) -> tuple[list[Box], list[list[int]], float, float]:
@@ -54,7 +67,9 @@ def layout(graph: FunctionGraph) -> tuple[list[Box], list[list[int]], float, flo
     boxes = []
     for node in graph.nodes:
         lines = node_lines(node)
-        width = max(len(line) for line in lines) * CHAR_W + 2 * PAD
+        tag = node_tag(node)
+        chars = max(max(len(line) for line in lines), len(lines[0]) + (len(tag) + 1 if tag else 0))
+        width = chars * CHAR_W + 2 * PAD
         boxes.append(Box(node, layer[node.id], max(width, 90.0), len(lines) * LINE_H + PAD))
     chains: list[list[int]] = []
     for edge in graph.edges:
@@ -148,3 +163,58 @@ def _spread(boxes: list[Box], row: list[int], wanted: list[float]) -> None:
         left[k] = min(left[k], left[k + 1] - gaps[k])
     for k, i in enumerate(row):
         boxes[i].x = (right[k] + left[k]) / 2
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Where `wrap` put the columns: each one's top and bottom edge (of its boxes, before
+    the connector room), and the size of the whole drawing."""
+
+    tops: tuple[float, ...]
+    bottoms: tuple[float, ...]
+    width: float
+    height: float
+
+    @property
+    def count(self) -> int:
+        return len(self.tops)
+
+
+def wrap(boxes: list[Box], width: float, height: float, *, aspect: float = ASPECT) -> Columns:
+    """Cut a laid-out drawing (`layout`) into columns at layer boundaries and move the
+    boxes there (`Box.column`, `x`, `y`), aiming at `aspect` (width / height). A drawing
+    no taller than `MIN_COLUMN_H`, or already wide enough, stays one column; a wrapped one
+    gets `CONNECTOR` room above and below every column."""
+    if not boxes:
+        return Columns((0.0,), (height,), width, height)
+    depth = max(b.layer for b in boxes) + 1
+    row_top = [float("inf")] * depth
+    row_bottom = [0.0] * depth
+    for box in boxes:
+        row_top[box.layer] = min(row_top[box.layer], box.y)
+        row_bottom[box.layer] = max(row_bottom[box.layer], box.y + box.height)
+    count = round(math.sqrt(aspect * height / (width + COLUMN_GAP)))
+    if height <= MIN_COLUMN_H or count <= 1:
+        return Columns((0.0,), (height,), width, height)
+    target = max(MIN_COLUMN_H, height / count)
+    column_of_layer = [0] * depth
+    first = [0]  # the first layer of each column
+    for level in range(1, depth):
+        if row_bottom[level] - row_top[first[-1]] > target:
+            first.append(level)
+        column_of_layer[level] = len(first) - 1
+    tops, bottoms = [], []
+    left = 0.0
+    for k, start in enumerate(first):
+        members = [b for b in boxes if column_of_layer[b.layer] == k]
+        low = min(b.x - b.width / 2 for b in members)
+        high = max(b.x + b.width / 2 for b in members)
+        shift_y = CONNECTOR - row_top[start]
+        for box in members:
+            box.column = k
+            box.x += left - low
+            box.y += shift_y
+        tops.append(CONNECTOR)
+        bottoms.append(max(b.y + b.height for b in members))
+        left += high - low + COLUMN_GAP
+    return Columns(tuple(tops), tuple(bottoms), left - COLUMN_GAP, max(bottoms) + CONNECTOR)

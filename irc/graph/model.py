@@ -29,6 +29,7 @@ __all__ = [
     "ModelGraph",
     "assign",
     "node_lines",
+    "node_tag",
     "node_tooltip",
 ]
 
@@ -239,6 +240,14 @@ def node_lines(node: GraphNode) -> list[str]:
     if node.target == HOST:
         lines.append(f"! {_first_reason(node)}")
     return [_truncate(line) for line in lines]
+
+
+def node_tag(node: GraphNode) -> str:
+    """The tag drawn at the right end of a node's first line: its region (`R3`), if any,
+    for ops a target runs."""
+    if node.region is not None and node.target not in (None, HOST):
+        return f"R{node.region}"
+    return ""
 
 
 def _first_reason(node: GraphNode) -> str:

@@ -13,8 +13,8 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from irc.graph.layout import CHAR_W, LINE_H, MARGIN, PAD, Box, layout
-from irc.graph.model import HOST, GraphNode, ModelGraph, node_lines, node_tooltip
+from irc.graph.layout import CHAR_W, LINE_H, MARGIN, PAD, Box, Columns, layout, wrap
+from irc.graph.model import HOST, GraphNode, ModelGraph, node_lines, node_tag, node_tooltip
 
 __all__ = [
     "GRAPH_SUFFIXES",
@@ -62,6 +62,8 @@ _STYLE = (
     "text{font-family:monospace;font-size:11px;fill:#222}"
     ".kind{font-weight:bold}.reason{fill:#d62728}.mark{fill:#fff;font-weight:bold}"
     ".edge{fill:none;stroke:#777;stroke-width:1.2}"
+    ".connector circle{fill:#fff;stroke:#777;stroke-width:1.2}"
+    ".connector text{font-size:9px;fill:#555}"
     ".heading{font-size:14px;font-weight:bold}"
 )
 
@@ -75,7 +77,11 @@ def render_svg(graph: ModelGraph) -> str:
     width = 0.0
     for function in graph.functions:
         boxes, chains, w, h = layout(function)
+        columns = wrap(boxes, w, h)
+        w, h = columns.width, columns.height
         heading = f"@{function.name}: {sum(1 for n in function.nodes if n.is_op)} ops"
+        if columns.count > 1:
+            heading += f" (in {columns.count} columns, left to right)"
         parts.append(
             f'<text class="heading" x="{MARGIN}" y="{top + 14:.1f}">{xml_text(heading)}</text>'
         )
@@ -84,8 +90,10 @@ def render_svg(graph: ModelGraph) -> str:
             f'<g class="function" data-function="{xml_text(function.name)}" '
             f'transform="translate({MARGIN},{top:.1f})">'
         )
+        connectors = _Connectors()
         for chain in chains:
-            parts.append(_edge_path(boxes, chain))
+            parts.append(_edge_path(boxes, chain, columns, connectors))
+        parts += connectors.svg
         for box in boxes[: len(function.nodes)]:
             parts.append(_node_svg(box, colours))
         parts.append("</g>")
@@ -171,22 +179,50 @@ def _node_svg(box: Box, colours: Mapping[str, str]) -> str:
             f'fill="{HOST_STROKE}"/><text class="mark" x="{right - 2:.1f}" y="{box.y + 4:.1f}">'
             "!</text></g>"
         )
-    elif node.region is not None:
+    elif tag := node_tag(node):  # layout left room for it after the first line
         out.append(
-            f'<text x="{left + box.width - PAD:.1f}" y="{box.y + LINE_H:.1f}" '
-            f'text-anchor="end">R{node.region}</text>'
+            f'<text class="tag" x="{left + box.width - PAD:.1f}" y="{box.y + LINE_H:.1f}" '
+            f'text-anchor="end">{tag}</text>'
         )
     out.append("</g>")
     return "".join(out)
 
 
-def _edge_path(boxes: list[Box], chain: list[int]) -> str:
+class _Connectors:
+    """The numbered circles where a wrapped edge leaves one column and enters the next."""
+
+    def __init__(self) -> None:
+        self.svg: list[str] = []
+        self.count = 0
+
+    def add(self, exit_at: tuple[float, float], entry_at: tuple[float, float]) -> None:
+        self.count += 1
+        for x, y in (exit_at, entry_at):
+            self.svg.append(
+                f'<g class="connector" data-connector="{self.count}"><circle cx="{x:.1f}" '
+                f'cy="{y:.1f}" r="8"/><text x="{x:.1f}" y="{y + 3:.1f}" text-anchor="middle">'
+                f"{self.count}</text></g>"
+            )
+
+
+def _edge_path(
+    boxes: list[Box], chain: list[int], columns: Columns, connectors: _Connectors
+) -> str:
+    """One edge as one path: curves through the chain's points, and where two points lie in
+    different columns, a drop to a numbered connector under the first column and a rise from
+    the same number above the next."""
     first, last = boxes[chain[0]], boxes[chain[-1]]
-    points = [(first.x, first.y + first.height)]
-    points += [(boxes[i].x, boxes[i].y) for i in chain[1:-1]]
-    points.append((last.x, last.y))
+    points = [(first.x, first.y + first.height, first.column)]
+    points += [(boxes[i].x, boxes[i].y, boxes[i].column) for i in chain[1:-1]]
+    points.append((last.x, last.y, last.column))
     d = [f"M {points[0][0]:.1f} {points[0][1]:.1f}"]
-    for (x0, y0), (x1, y1) in itertools.pairwise(points):
+    for (x0, y0, c0), (x1, y1, c1) in itertools.pairwise(points):
+        if c0 != c1:
+            exit_y = columns.bottoms[c0] + 10
+            entry_y = columns.tops[c1] - 14
+            connectors.add((x0, exit_y + 8), (x1, entry_y - 8))
+            d.append(f"L {x0:.1f} {exit_y:.1f} M {x1:.1f} {entry_y:.1f}")
+            x0, y0 = x1, entry_y
         mid = (y0 + y1) / 2
         d.append(f"C {x0:.1f} {mid:.1f} {x1:.1f} {mid:.1f} {x1:.1f} {y1:.1f}")
     return (
@@ -254,20 +290,83 @@ def render_dot(graph: ModelGraph) -> str:
 _HTML_STYLE = (
     "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:0.5em 0}"
     "td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;font-size:13px}"
-    "pre{background:#f6f6f6;padding:0.5em}.graph{overflow:auto;border:1px solid #ddd}"
+    "pre{background:#f6f6f6;padding:0.5em}"
+    ".graph{overflow:auto;border:1px solid #ddd;max-height:85vh;cursor:grab}"
+    ".graph.panning{cursor:grabbing;user-select:none}.zoom{margin:0.3em 0;font-size:13px}"
 )
+
+_ZOOM_BAR = (
+    '<div class="zoom"><button type="button" data-zoom="fit">fit</button> '
+    '<button type="button" data-zoom="out">&#8722;</button> '
+    '<button type="button" data-zoom="in">+</button> '
+    '<button type="button" data-zoom="1">100%</button> '
+    '<span class="zoom-level"></span> (drag to pan, Ctrl + wheel to zoom at the pointer)</div>'
+)
+
+# Pan and zoom for the picture: the SVG has a viewBox, so its width and height attributes
+# scale it; the box scrolls. Starts fitted into the box when larger. No model text in here,
+# and no `<` or `&`, so that the page stays well-formed XML (the tests parse it).
+_ZOOM_SCRIPT = """<script>
+(function () {
+  const box = document.querySelector(".graph");
+  const svg = box ? box.querySelector("svg") : null;
+  if (!svg) return;
+  const w = +svg.getAttribute("width"), h = +svg.getAttribute("height");
+  const level = document.querySelector(".zoom-level");
+  let scale = 1;
+  function zoom(s, cx, cy) {
+    s = Math.min(4, Math.max(0.02, s));
+    const x = (box.scrollLeft + cx) / scale, y = (box.scrollTop + cy) / scale;
+    scale = s;
+    svg.setAttribute("width", w * s);
+    svg.setAttribute("height", h * s);
+    box.scrollLeft = x * s - cx;
+    box.scrollTop = y * s - cy;
+    level.textContent = Math.round(s * 100) + "%";
+  }
+  function fit() { zoom(Math.min(1, box.clientWidth / w, box.clientHeight / h), 0, 0); }
+  document.querySelector(".zoom").addEventListener("click", function (e) {
+    const what = e.target.getAttribute ? e.target.getAttribute("data-zoom") : null;
+    const cx = box.clientWidth / 2, cy = box.clientHeight / 2;
+    if (what === "fit") fit();
+    else if (what === "in") zoom(scale * 1.25, cx, cy);
+    else if (what === "out") zoom(scale / 1.25, cx, cy);
+    else if (what === "1") zoom(1, cx, cy);
+  });
+  box.addEventListener("wheel", function (e) {
+    if (!e.ctrlKey) return;
+    e.preventDefault();
+    const r = box.getBoundingClientRect();
+    zoom(scale * (e.deltaY > 0 ? 1 / 1.15 : 1.15), e.clientX - r.left, e.clientY - r.top);
+  }, {passive: false});
+  let drag = null;
+  box.addEventListener("mousedown", function (e) {
+    drag = [e.clientX, e.clientY, box.scrollLeft, box.scrollTop];
+    box.classList.add("panning");
+  });
+  window.addEventListener("mousemove", function (e) {
+    if (!drag) return;
+    box.scrollLeft = drag[2] - (e.clientX - drag[0]);
+    box.scrollTop = drag[3] - (e.clientY - drag[1]);
+  });
+  window.addEventListener("mouseup", function () { drag = null; box.classList.remove("panning"); });
+  fit();
+})();
+</script>"""
 
 
 def render_html(graph: ModelGraph, title: str = "model") -> str:
-    """A page with the summary, the SVG, and tables of regions, host ops and refusals."""
+    """A page with the summary, the SVG (pan and zoom: buttons, drag, Ctrl + wheel), and
+    tables of regions, host ops and refusals."""
     svg = render_svg(graph).split("\n", 1)[1]  # no XML declaration inside HTML
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"/>',
         f"<title>irc: {xml_text(title)}</title><style>{_HTML_STYLE}</style></head><body>",
         f"<h1>{xml_text(title)}</h1>",
-        f"<pre>{xml_text(graph.summary)}</pre>" if graph.summary else "",
-        f'<div class="graph">{svg}</div>',
+        _summary_html(graph.summary),
+        _ZOOM_BAR,
+        f'<div class="graph" id="graph">{svg}</div>',
         "<h2>Regions</h2>",
         '<table class="regions"><tr><th>function</th><th>region</th><th>target</th>'
         "<th>ops</th><th>inputs</th><th>outputs</th></tr>",
@@ -295,15 +394,33 @@ def render_html(graph: ModelGraph, title: str = "model") -> str:
         out.append('<h2>Lowering refusals</h2><ul class="refusals">')
         out += [f"<li>{xml_text(r)}</li>" for r in graph.refusals]
         out.append("</ul>")
+    out.append(_ZOOM_SCRIPT)
     out.append("</body></html>")
     return "\n".join(part for part in out if part) + "\n"
+
+
+SUMMARY_LINES_OPEN = 12
+"""A partition summary up to this many lines is shown open; a longer one (one line per host
+op) starts folded, so that the picture is on the first screen."""
+
+
+def _summary_html(summary: str) -> str:
+    if not summary:
+        return ""
+    lines = summary.splitlines()
+    opened = ' open="open"' if len(lines) <= SUMMARY_LINES_OPEN else ""  # XML-clean
+    return (
+        f'<details class="summary"{opened}><summary>partition summary ({len(lines)} lines)'
+        f"</summary><pre>{xml_text(summary)}</pre></details>"
+    )
 
 
 def write_graph(path: str, graph: ModelGraph, title: str = "model") -> None:
     """Write the SVG, the HTML page or the Graphviz source (`.dot`, `.gv`), by `path`'s
     suffix, atomically (all or nothing).
 
-    Raises ValueError for any other suffix and `OSError` when the file cannot be written.
+    Raises ValueError for any other suffix and `irc.tools.common.ToolError` when the file
+    cannot be written.
     """
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in GRAPH_SUFFIXES:
@@ -314,6 +431,7 @@ def write_graph(path: str, graph: ModelGraph, title: str = "model") -> None:
         text = render_dot(graph)
     else:
         text = render_html(graph, title)
-    from irc.fileio import write_atomically
+    from irc.tools.common import write_atomically
 
-    write_atomically(path, text)
+    data = text.encode("utf-8")
+    write_atomically(path, lambda stream: stream.write(data), "the graph")
