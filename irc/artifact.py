@@ -86,7 +86,7 @@ WEIGHTS_RESOURCE = "irc_weights"
 WEIGHTS_MAGIC = b"IRC-WEIGHTS-1\n"
 """The first bytes of a weights file (the rest of its 64-byte header is zero)."""
 
-INLINE_LIMIT = 1024
+INLINE_LIMIT = 64
 """Dense constants smaller than this many bytes (and splats) stay in the text."""
 
 _ALIGNMENT = 64

@@ -62,7 +62,7 @@ from xdsl.parser import (
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
 from xdsl.utils.lexer import Input
-from xdsl.utils.mlir_lexer import MLIRLexer
+from xdsl.utils.mlir_lexer import MLIRLexer, StringLiteral
 
 from irc.artifact import ExternalWeights, dense_from_weights, parse_external_resources
 
@@ -74,6 +74,32 @@ from irc.artifact import ExternalWeights, dense_from_weights, parse_external_res
 MLIRLexer._unescaped_characters_regex = re.compile(  # type: ignore[misc]
     r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
 )
+
+_ESCAPE = re.compile(rb'\\(["nt\\]|[0-9A-Fa-f]{2})?')
+_KNOWN_ESCAPES = {b"n": b"\n", b"t": b"\t", b"\\": b"\\", b'"': b'"'}
+
+
+def _string_literal_bytes(self: StringLiteral) -> bytes:
+    """`StringLiteral.bytes_contents` in one regex substitution: the same bytes and the
+    same error as xDSL 0.74's loop, which costs a Python step per escape (an artifact's
+    kernel sources hold thousands of `\\n`)."""
+    raw = self.text[1:-1].encode()
+    if b"\\" not in raw:
+        return raw
+
+    def unescape(match: re.Match[bytes]) -> bytes:
+        escape = match.group(1)
+        if escape is None:
+            if match.end() >= len(raw):
+                raise ParseError(self, "Incomplete escape sequence at end of string.")
+            at = len(raw[: match.start()].decode())
+            raise ParseError(self, f"Invalid escape sequence: {self.text[1 + at : 3 + at]}")
+        return _KNOWN_ESCAPES.get(escape) or bytes((int(escape, 16),))
+
+    return _ESCAPE.sub(unescape, raw)
+
+
+StringLiteral.bytes_contents = property(_string_literal_bytes)  # type: ignore[method-assign, assignment]
 
 __all__ = [
     "Diagnostic",
