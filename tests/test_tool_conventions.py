@@ -207,3 +207,23 @@ def test_python_warnings_print_as_one_tool_line(capsys: pytest.CaptureFixture[st
         "irc-x: warning: UserWarning: Built kernel retrieved from cache. (+1 lines)\n"
         "irc-x: warning: a library warning\n"
     )
+
+
+def test_every_tool_output_is_an_ordinary_file(
+    add_ir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One mode policy (irc.fileio): 0666 less the umask, whichever tool writes."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        assert irc_opt.main([str(add_ir), "-o", str(tmp_path / "opt.mlir")]) == 0
+        assert irc_run.main([str(add_ir), "--outputs", str(tmp_path / "out.npz")]) == 0
+        argv = [str(add_ir), "--targets", "reference", "-o", str(tmp_path / "c.mlir")]
+        assert irc_compile.main(argv) == 0
+    finally:
+        os.umask(old)
+    capsys.readouterr()
+    for name in ("opt.mlir", "out.npz", "c.mlir"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
