@@ -174,7 +174,7 @@ def tune_local_sizes(
         )
         for name, size in buffer_bytes.items()
     }
-    limit = int(device.device.max_work_group_size)
+    limit = device.profile.max_work_group_size
     for launch, key in zip(launches, keys, strict=True):
         if key in chosen:
             continue
