@@ -589,9 +589,18 @@ IRC_INLINE void irc_rq_store_scalar(irc_vi32 acc, const int64_t *restrict q, int
     dst[j] = (uint8_t)(r < lo ? lo : (r > hi ? hi : r));
   }
 }
+#if defined(__AVX2__) && !defined(IRC_PORTABLE)
+"""
+    + kernel_file("x86_64_avx2/requant.h")
+    + r"""
+#define IRC_RQ_PARAMS(NAME, Q, MODE) const int64_t *restrict NAME = (Q)
+#define IRC_RQ_STORE(ACC, P, Q, MODE, ZP, LO, HI, DST, CNT) \
+  irc_rq_store_avx2(ACC, P, MODE, ZP, LO, HI, DST, CNT)
+#else
 #define IRC_RQ_PARAMS(NAME, Q, MODE) const int64_t *restrict NAME = (Q)
 #define IRC_RQ_STORE(ACC, P, Q, MODE, ZP, LO, HI, DST, CNT) \
   irc_rq_store_scalar(ACC, P, MODE, ZP, LO, HI, DST, CNT)
+#endif
 #endif
 
 /* The conv kernel's mode-0 epilogue on four vectors at a time (AVX512BW): the parameters are
@@ -716,7 +725,8 @@ IRC_INLINE void irc_qconv_store4(irc_vi32 *acc, int mr, int nv, const int64_t *r
 #define IRC_QCONV_STORE4 irc_qconv_store4
 #else
 #define IRC_QCONV_PACKED 0
-#define IRC_QCONV_STORE4(...) ((void)0)
+#define IRC_QCONV_STORE4(ACC, MR, NV, Q, ZP, LO, HI, Y, PX, OC, OC0, NN) \
+  ((void)(Q), (void)(Y), (void)(PX), (void)(OC0))
 #endif
 
 /* dst [N][H+PT+PB][W+PL+PR][Cp] bytes = src [N][H][W][C] with `fill` around and in the
