@@ -32,3 +32,30 @@ def test_closed_stdout_pipe_ends_quietly(tmp_path: Path) -> None:
     process.wait(timeout=60)
     assert "internal error" not in stderr
     assert "Traceback" not in stderr
+
+
+def test_write_output_turns_oserror_into_one_tool_message(tmp_path: Path) -> None:
+    import pytest
+
+    from irc.tools.common import ToolError, write_output
+
+    target = tmp_path / "missing dir" / "out.mlir"
+    with pytest.raises(ToolError) as info:
+        write_output(str(target), "text", "the module")
+    assert str(info.value) == (
+        f"could not write the module to '{target}': No such file or directory"
+    )
+    write_output(str(tmp_path / "ok.mlir"), "text", "the module")
+    assert (tmp_path / "ok.mlir").read_text() == "text"
+
+
+def test_target_options_are_parsed_and_checked_here() -> None:
+    import pytest
+
+    from irc.tools.common import ToolError, load_plugins, parse_targets
+
+    assert parse_targets(" opencl, cpu ,") == ["opencl", "cpu"]
+    with pytest.raises(ToolError, match="bad --targets ' , ': expected target names"):
+        parse_targets(" , ")
+    with pytest.raises(ToolError, match="unknown target 'nosuch'"):
+        load_plugins(None, ["reference", "nosuch"])
