@@ -361,3 +361,35 @@ def test_generated_kernels_pass_no_512_bit_vector_to_a_call(name: str) -> None:
     sources = [op.source.data for op in model.module.walk() if isinstance(op, ocl.ProgramOp)]
     assert sources
     assert [call for source in sources for call in wide_vector_calls(source)] == []
+
+
+@needs_device
+def test_one_compiled_model_on_several_threads() -> None:
+    """Device values pass between two OpenCL dispatches while other threads run the model."""
+    module = Parser(make_context(), TWO_EXECUTABLES.replace("4x8", "10x8"), "m").parse_module()
+    model = irc.compile(module, targets=["opencl"])
+    reference = irc.compile(module, targets=["reference"])
+    y = RNG.standard_normal(8).astype(np.float32)
+    feeds = [
+        dict(zip(model.input_names, [RNG.standard_normal((10, 8)).astype(np.float32), y]))
+        for _ in range(4)
+    ]
+    wants = [next(iter(reference.run(feed).values())) for feed in feeds]
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(feeds))
+
+    def work(feed: dict[str, np.ndarray], want: np.ndarray) -> None:
+        try:
+            start.wait()
+            for _ in range(20):
+                got = next(iter(model.run(feed).values()))
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=pair) for pair in zip(feeds, wants)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
