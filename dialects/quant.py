@@ -41,11 +41,18 @@ from xdsl.dialects.builtin import (
     IntegerType,
     NoneAttr,
     Signedness,
-    StringAttr,
     TensorType,
     i32,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -56,10 +63,20 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from irc.dialects.enums import StringEnumSyntax
 
 # ---- Types -------------------------------------------------------------------------------------
 
@@ -337,8 +354,45 @@ def verify_quantized_axis(tensor: TensorType, what: str) -> None:
 
 # ---- Ops ---------------------------------------------------------------------------------------
 
-ROUNDING_MODES = ("half_away_from_zero", "half_to_even")
-RESCALE_ROUNDINGS = ("double_round", "single_round")
+
+class Rounding(StrEnum):
+    """How `quant.qcast` rounds `real / scale` to an integer."""
+
+    HALF_AWAY_FROM_ZERO = "half_away_from_zero"
+    """TFLite's QUANTIZE (the default)."""
+    HALF_TO_EVEN = "half_to_even"
+    """ONNX QuantizeLinear."""
+
+
+class RescaleRounding(StrEnum):
+    """How `quant.rescale` rounds its fixed-point product."""
+
+    DOUBLE_ROUND = "double_round"
+    """TFLite's MultiplyByQuantizedMultiplier (the default)."""
+    SINGLE_ROUND = "single_round"
+    """TFLITE_SINGLE_ROUNDING."""
+
+
+@irdl_attr_definition
+class RoundingAttr(StringEnumSyntax, EnumAttribute[Rounding], SpacedOpaqueSyntaxAttribute):
+    """`rounding = "half_to_even"` of `quant.qcast` (generic form `#quant<rounding "...">`)."""
+
+    name = "quant.rounding"
+    label = "rounding"
+
+
+@irdl_attr_definition
+class RescaleRoundingAttr(
+    StringEnumSyntax, EnumAttribute[RescaleRounding], SpacedOpaqueSyntaxAttribute
+):
+    """`rounding = "single_round"` of `quant.rescale` (`#quant<rescale_rounding "...">`)."""
+
+    name = "quant.rescale_rounding"
+    label = "rounding"
+
+
+ROUNDING_MODES = RoundingAttr.allowed()
+RESCALE_ROUNDINGS = RescaleRoundingAttr.allowed()
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 
@@ -387,6 +441,33 @@ def _verify_same_shape(source: TensorType, result: TensorType) -> None:
         )
 
 
+@irdl_custom_directive
+class I32Array(CustomDirective):
+    """`[1, -2]`: an `array<i32: ...>` property written as a list; a value outside i32 is a
+    parse error naming the property (`multiplier 2147483648 does not fit in i32`)."""
+
+    values: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        def parse_i32() -> int:
+            start = parser.pos
+            value = parser.parse_integer(allow_boolean=False)
+            if not _I32_MIN <= value <= _I32_MAX:
+                parser.raise_error(
+                    f"{self.values.name} {value} does not fit in i32", start, parser.pos
+                )
+            return value
+
+        values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_i32)
+        self.values.set(state, _i32_array(self.values.name, values))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        attr = self.values.get(op)
+        assert isinstance(attr, DenseArrayBase)
+        state.print_whitespace(printer)
+        printer.print_string(f"[{', '.join(str(int(v)) for v in attr.get_values())}]")
+
+
 class _CastOp(IRDLOperation):
     """Shared syntax of the casts: ``%r = quant.xcast %x : tensor<..> to tensor<..>``."""
 
@@ -394,37 +475,7 @@ class _CastOp(IRDLOperation):
     output = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        self._print_extra(printer)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.output.type)
-
-    def _print_extra(self, printer: Printer) -> None:
-        """Hook for op-specific words between the operand and the types."""
-
-    @classmethod
-    def _parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        """Hook for op-specific words between the operand and the types."""
-        return {}
-
-    @classmethod
-    def parse(cls, parser: Parser) -> _CastOp:
-        unresolved = parser.parse_unresolved_operand()
-        properties = cls._parse_extra(parser)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_keyword("to")
-        result_type = parser.parse_type()
-        (operand,) = parser.resolve_operands([unresolved], [source_type], parser.pos)
-        op = cls.build(operands=[operand], result_types=[result_type], properties=properties)
-        op.attributes |= attributes
-        return op
+    assembly_format = "$input attr-dict `:` type($input) `to` type($output)"
 
 
 @irdl_op_definition
@@ -444,37 +495,27 @@ class QCastOp(_CastOp):
 
     name = "quant.qcast"
 
-    rounding = prop_def(StringAttr, default_value=StringAttr("half_away_from_zero"))
+    rounding = prop_def(RoundingAttr, default_value=RoundingAttr(Rounding.HALF_AWAY_FROM_ZERO))
+
+    assembly_format = (
+        "$input (`rounding` `=` $rounding^)? attr-dict `:` type($input) `to` type($output)"
+    )
 
     def __init__(
         self,
         input: SSAValue,
         result_type: Attribute,
-        rounding: str = "half_away_from_zero",
+        rounding: str = Rounding.HALF_AWAY_FROM_ZERO,
     ):
+        """`rounding` outside `Rounding` raises `VerifyException`."""
         super().__init__(
             operands=[input],
             result_types=[result_type],
-            properties={"rounding": StringAttr(rounding)},
+            properties={"rounding": RoundingAttr.from_str(rounding)},
         )
-
-    def _print_extra(self, printer: Printer) -> None:
-        if self.rounding.data != "half_away_from_zero":
-            printer.print_string(f' rounding = "{self.rounding.data}"')
-
-    @classmethod
-    def _parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        if parser.parse_optional_keyword("rounding") is None:
-            return {}
-        parser.parse_punctuation("=")
-        return {"rounding": StringAttr(parser.parse_str_literal())}
 
     def verify_(self) -> None:
         source, result = _tensor(self.input), _tensor(self.output)
-        if self.rounding.data not in ROUNDING_MODES:
-            raise VerifyException(
-                f"rounding must be one of {', '.join(ROUNDING_MODES)}, got '{self.rounding.data}'"
-            )
         if quantized_element(source) is not None or not isinstance(source.element_type, AnyFloat):
             raise VerifyException(f"expected a float input, got {source.element_type}")
         qtype = quantized_element(result)
@@ -613,8 +654,17 @@ class RescaleOp(IRDLOperation):
     multiplier = prop_def(DenseArrayBase.constr(i32))
     shift = prop_def(DenseArrayBase.constr(i32))
     axis = opt_prop_def(IntegerAttr[I32])
-    rounding = prop_def(StringAttr, default_value=StringAttr("double_round"))
+    rounding = prop_def(
+        RescaleRoundingAttr, default_value=RescaleRoundingAttr(RescaleRounding.DOUBLE_ROUND)
+    )
     traits = traits_def(Pure())
+
+    custom_directives = (I32Array,)
+    assembly_format = (
+        "$input `multiplier` `=` custom<I32Array>($multiplier) `shift` `=` "
+        "custom<I32Array>($shift) (`axis` `=` $axis^)? (`rounding` `=` $rounding^)? attr-dict "
+        "`:` type($input) `to` type($output)"
+    )
 
     def __init__(
         self,
@@ -623,12 +673,14 @@ class RescaleOp(IRDLOperation):
         multiplier: Sequence[int],
         shift: Sequence[int],
         axis: int | None = None,
-        rounding: str = "double_round",
+        rounding: str = RescaleRounding.DOUBLE_ROUND,
     ):
+        """`rounding` outside `RescaleRounding` raises `VerifyException`; a multiplier or
+        shift outside i32 raises `ValueError`."""
         properties: dict[str, Attribute] = {
             "multiplier": _i32_array("multiplier", multiplier),
             "shift": _i32_array("shift", shift),
-            "rounding": StringAttr(rounding),
+            "rounding": RescaleRoundingAttr.from_str(rounding),
         }
         if axis is not None:
             properties["axis"] = IntegerAttr(axis, i32)
@@ -642,69 +694,11 @@ class RescaleOp(IRDLOperation):
     def shift_values(self) -> tuple[int, ...]:
         return tuple(int(v) for v in self.shift.get_values())
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        printer.print_string(f" multiplier = {list(self.multiplier_values)}")
-        printer.print_string(f" shift = {list(self.shift_values)}")
-        if self.axis is not None:
-            printer.print_string(f" axis = {self.axis.value.data}")
-        if self.rounding.data != "double_round":
-            printer.print_string(f' rounding = "{self.rounding.data}"')
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.output.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> RescaleOp:
-        unresolved = parser.parse_unresolved_operand()
-
-        def int_list(what: str) -> list[int]:
-            parser.parse_punctuation("=")
-
-            def parse_i32() -> int:
-                start = parser.pos
-                value = parser.parse_integer(allow_boolean=False)
-                if not _I32_MIN <= value <= _I32_MAX:
-                    parser.raise_error(f"{what} {value} does not fit in i32", start, parser.pos)
-                return value
-
-            return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_i32)
-
-        parser.parse_keyword("multiplier")
-        multiplier = int_list("multiplier")
-        parser.parse_keyword("shift")
-        shift = int_list("shift")
-        axis = None
-        if parser.parse_optional_keyword("axis") is not None:
-            parser.parse_punctuation("=")
-            axis = parser.parse_integer(allow_boolean=False)
-        rounding = "double_round"
-        if parser.parse_optional_keyword("rounding") is not None:
-            parser.parse_punctuation("=")
-            rounding = parser.parse_str_literal()
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_keyword("to")
-        result_type = parser.parse_type()
-        (operand,) = parser.resolve_operands([unresolved], [source_type], parser.pos)
-        op = cls(operand, result_type, multiplier, shift, axis, rounding)
-        op.attributes |= attributes
-        return op
-
     def verify_(self) -> None:
         source, result = _tensor(self.input), _tensor(self.output)
         _integer_storage(source, "input")
         _integer_storage(result, "result")
         _verify_same_shape(source, result)
-        if self.rounding.data not in RESCALE_ROUNDINGS:
-            raise VerifyException(
-                f"rounding must be one of {', '.join(RESCALE_ROUNDINGS)}, "
-                f"got '{self.rounding.data}'"
-            )
         multipliers, shifts = self.multiplier_values, self.shift_values
         if len(multipliers) != len(shifts):
             raise VerifyException(
@@ -736,4 +730,8 @@ class RescaleOp(IRDLOperation):
             )
 
 
-Quant = Dialect("quant", [QCastOp, DCastOp, SCastOp, RescaleOp], [UniformQuantizedType])
+Quant = Dialect(
+    "quant",
+    [QCastOp, DCastOp, SCastOp, RescaleOp],
+    [UniformQuantizedType, RoundingAttr, RescaleRoundingAttr],
+)

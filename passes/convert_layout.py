@@ -74,7 +74,6 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IntegerAttr,
     ModuleOp,
-    StringAttr,
     SymbolRefAttr,
     TensorType,
     i32,
@@ -687,7 +686,7 @@ class ConvertLayoutSensitiveOp(RewritePattern):
                 rewriter, op.filter, key, lambda ops: _converted_filter(op, self.to, ops)
             )
         properties = dict(op.properties)
-        properties["layout"] = StringAttr(self.to)
+        properties["layout"] = nn.LayoutAttr.from_str(self.to)
         plan = _Plan(properties, [0], [inverse(perm)])
         new_op = _rebuilt(op, plan, operands)
         transposes, values = _result_transposes(new_op, plan, op)

@@ -53,6 +53,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i32,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -190,7 +191,7 @@ def _activation_bounds(op: Operation, result: TensorType, activation: str) -> tu
 
 def _str_property(op: Operation, name: str, default: str) -> str:
     attr = op.properties.get(name)
-    return attr.data if isinstance(attr, StringAttr) else default
+    return str(attr.data) if isinstance(attr, StringAttr | EnumAttribute) else default
 
 
 def _activation(op: Operation) -> str:

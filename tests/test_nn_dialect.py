@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    IntegerAttr,
     IntegerType,
     ModuleOp,
     Signedness,
+    StringAttr,
     TensorType,
     f16,
     f32,
@@ -26,6 +28,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
@@ -508,7 +511,7 @@ def test_generic_form_may_omit_defaulted_properties() -> None:
     """Generic IR may leave out properties that have defaults; the defaults apply."""
     text = """
     func.func @f(%x: tensor<1x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x6x6x4xf32> {
-      %y = "nn.conv2d"(%x, %w) <{layout = "NHWC"}>
+      %y = "nn.conv2d"(%x, %w) <{layout = #nn<layout "NHWC">}>
         : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x6x6x4xf32>
       func.return %y : tensor<1x6x6x4xf32>
     }
@@ -519,6 +522,55 @@ def test_generic_form_may_omit_defaulted_properties() -> None:
     assert set(conv.all_properties()) >= {"strides", "pads", "dilations", "groups", "activation"}
     assert conv.infer_shapes() == [(1, 6, 6, 4)]
     assert text_of(conv).startswith('%y = nn.conv2d %x, %w layout = "NHWC" :')
+
+
+# ---- Enum properties and declared property kinds ---------------------------------------------
+
+
+def test_layout_and_activation_are_enum_attributes() -> None:
+    block = Block(arg_types=[t(1, 2, 4, 4), t(3, 2, 1, 1)])
+    op = nn.Conv2DOp.make(*block.args, None, layout="NCHW", activation="relu6")
+    assert op.layout == nn.LayoutAttr(nn.Layout.NCHW)
+    assert op.activation == nn.ActivationAttr(nn.Activation.RELU6)
+    assert op.layout.data == "NCHW"  # a StrEnum member compares equal to its string
+    assert f"{op.activation.data}" == "relu6"
+    assert nn.LAYOUTS == ("NHWC", "NCHW")
+    assert nn.ACTIVATIONS == ("none", "relu", "relu6", "relu_n1_to_1", "tanh")
+    text = text_of(op, generic=True)
+    assert 'layout = #nn<layout "NCHW">' in text
+    assert 'activation = #nn<activation "relu6">' in text
+
+
+def test_enum_values_are_checked_where_they_are_built() -> None:
+    block = Block(arg_types=[t(1, 4, 4, 2), t(3, 1, 1, 2)])
+    with raises_verify("layout must be one of NHWC, NCHW, got 'NWHC'"):
+        nn.Conv2DOp.make(*block.args, None, layout="NWHC")
+    with raises_verify("activation must be one of none, relu, relu6, relu_n1_to_1, tanh"):
+        nn.AddOp.make(block.args[0], block.args[0], activation="gelu")
+
+
+def test_a_string_attribute_for_an_enum_property_becomes_the_enum() -> None:
+    block = Block(arg_types=[t(1, 4, 4, 2), t(3, 1, 1, 2)])
+    op = nn.Conv2DOp.make(*block.args, None, layout=StringAttr("NHWC"))
+    assert op.layout == nn.LayoutAttr(nn.Layout.NHWC)
+
+
+def test_every_property_of_every_op_has_a_declared_kind() -> None:
+    for op_type in NN_OPS:
+        declared = {name for name, _, _, _ in op_type._prop_kinds()}
+        assert declared == set(op_type.get_irdl_definition().properties), op_type.name
+
+
+def test_a_property_without_a_declared_kind_is_refused() -> None:
+    @irdl_op_definition
+    class UndeclaredOp(NNOp):
+        name = "nn.test_undeclared"
+        input = operand_def(TensorType)
+        output = result_def(TensorType)
+        axis = prop_def(IntegerAttr)  # not declared through a *_prop helper
+
+    with pytest.raises(TypeError, match=re.escape("properties ['axis'] have no declared kind")):
+        UndeclaredOp._prop_kinds()
 
 
 # ---- Syntax details --------------------------------------------------------------------------

@@ -35,9 +35,15 @@ from xdsl.utils.exceptions import VerifyException
 
 from irc.context import make_context
 from irc.dialects.quant import (
+    RESCALE_ROUNDINGS,
+    ROUNDING_MODES,
     DCastOp,
     QCastOp,
     RescaleOp,
+    RescaleRounding,
+    RescaleRoundingAttr,
+    Rounding,
+    RoundingAttr,
     UniformQuantizedType,
     format_float,
     quantized_element,
@@ -582,6 +588,29 @@ def test_qcast_verify_errors(source: TensorType, result: TensorType, rounding: s
     (x,) = values(source)
     with raises_verify(message):
         QCastOp(x, result, rounding).verify()
+
+
+def test_rounding_is_an_enum_attribute(ctx: Context):
+    (x,) = values(T_F32)
+    op = QCastOp(x, T_Q8, rounding="half_to_even")
+    assert op.rounding == RoundingAttr(Rounding.HALF_TO_EVEN)
+    assert ROUNDING_MODES == ("half_away_from_zero", "half_to_even")
+    assert RESCALE_ROUNDINGS == ("double_round", "single_round")
+    stream = StringIO()
+    Printer(stream=stream, print_generic_format=True).print_op(op)
+    assert '<{rounding = #quant<rounding "half_to_even">}>' in stream.getvalue()
+    (acc,) = values(T_I32)
+    rescale = RescaleOp(acc, T_Q8, [1 << 30], [0], rounding="single_round")
+    assert rescale.rounding == RescaleRoundingAttr(RescaleRounding.SINGLE_ROUND)
+
+
+def test_builders_refuse_unknown_roundings():
+    (x,) = values(T_F32)
+    with raises_verify("rounding must be one of half_away_from_zero, half_to_even, got 'up'"):
+        QCastOp(x, T_Q8, rounding="up")
+    (acc,) = values(T_I32)
+    with raises_verify("rounding must be one of double_round, single_round, got 'half_to_even'"):
+        RescaleOp(acc, T_Q8, [1 << 30], [0], rounding="half_to_even")
 
 
 def test_dcast_builder_infers_result_type(ctx: Context):

@@ -3,12 +3,13 @@
 Ops live in three modules by family: `conv` (convolution, matrix products, pooling,
 normalisation), `elementwise` (arithmetic, activations, cast, comparison, logic, select) and
 `shape` (constants, data movement, broadcast_to, reductions); `base` holds the shared
-syntax, property kinds and shape helpers.
+syntax, property kinds and shape helpers, `attrs` the `layout` and `activation` enums.
 Import the dialect as ``from irc.dialects import nn`` and use ``nn.Conv2DOp``, ``nn.NN``.
 """
 
 from xdsl.ir import Dialect
 
+from irc.dialects.nn.attrs import Activation, ActivationAttr, Layout, LayoutAttr
 from irc.dialects.nn.base import (
     ACTIVATIONS,
     DYNAMIC,
@@ -137,7 +138,7 @@ NN_OPS: tuple[type[NNOp], ...] = (
 )
 """Every op of the dialect, in documentation order."""
 
-NN = Dialect("nn", list(NN_OPS), [])
+NN = Dialect("nn", list(NN_OPS), [LayoutAttr, ActivationAttr])
 
 __all__ = [
     "ACTIVATIONS",
@@ -146,6 +147,8 @@ __all__ = [
     "NN",
     "NN_OPS",
     "AbsOp",
+    "Activation",
+    "ActivationAttr",
     "AddOp",
     "AvgPool2DOp",
     "BatchMatmulOp",
@@ -168,6 +171,8 @@ __all__ = [
     "GeluOp",
     "HardSigmoidOp",
     "HardSwishOp",
+    "Layout",
+    "LayoutAttr",
     "LeakyReluOp",
     "LogOp",
     "LogSoftmaxOp",

@@ -5,9 +5,12 @@ Every `nn` op prints in one readable form::
     %r = nn.<op> %a, %b key = value key2 = [1, 2] {extra attrs} : type(%a), type(%b) -> type(%r)
 
 Properties appear as ``name = value`` in declaration order; a property equal to its default
-(or an absent optional one) is not printed. The parser also accepts the operand types in
-parentheses, ``: (t1, t2) -> t3``, the way MLIR's functional types read. Generic form
-(``"nn.add"(%a, %b) <{...}> : (...) -> ...``) round-trips as for any xDSL op.
+(or an absent optional one) is not printed. How a value reads and prints is the property's
+*kind*, declared with the property by the helper that defines it (`ints_prop`, `float_prop`,
+`layout_prop`, ... at the end of this module); `layout` and `activation` are enum attributes
+(`irc.dialects.nn.attrs`) whose values read as string literals. The parser also accepts the
+operand types in parentheses, ``: (t1, t2) -> t3``, the way MLIR's functional types read.
+Generic form (``"nn.add"(%a, %b) <{...}> : (...) -> ...``) round-trips as for any xDSL op.
 
 Each op implements `infer_shapes()` (result shapes from operand shapes and properties, with
 ``-1`` for dynamic dimensions) and `verify_element_types()`; the shared `verify_` checks the
@@ -19,7 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self, TypeVar
+from weakref import WeakKeyDictionary
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -33,9 +37,9 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f64,
-    i1,
     i64,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -46,11 +50,11 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
 )
-from xdsl.irdl.constraints import BaseAttr, ParamAttrConstraint
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from irc.dialects.nn.attrs import Activation, ActivationAttr, Layout, LayoutAttr
 from irc.dialects.quant import UniformQuantizedType, format_float, verify_quantized_axis
 
 Shape = tuple[int, ...]
@@ -59,34 +63,43 @@ Shape = tuple[int, ...]
 DYNAMIC = DYNAMIC_INDEX
 """xDSL's (and MLIR's) encoding of `?` in a shape."""
 
-LAYOUTS = ("NHWC", "NCHW")
-ACTIVATIONS = ("none", "relu", "relu6", "relu_n1_to_1", "tanh")
+LAYOUTS = tuple(layout.value for layout in Layout)
+ACTIVATIONS = tuple(activation.value for activation in Activation)
 
 # ---- Property kinds ----------------------------------------------------------------------------
 
-PropKind = Literal["ints", "floats", "int", "float", "bool", "str", "attr"]
+EnumKind = type[LayoutAttr] | type[ActivationAttr]
+"""An enum property's attribute class: its value is a string literal of the enum."""
+
+PropKind = Literal["ints", "floats", "int", "float", "bool", "str", "attr"] | EnumKind
+"""The value syntax of a property, declared with the property (`ints_prop`, `layout_prop`,
+...): ``[1, 2]``, ``[0.5]``, ``3``, ``0.5``, ``true``, ``"text"``, an attribute, or an enum."""
+
+_DECLARED_KINDS: WeakKeyDictionary[Any, PropKind] = WeakKeyDictionary()
+"""Property field -> its kind, from the helper that declared it until `NNOp` collects it."""
+
+_CLASS_KINDS: WeakKeyDictionary[type, dict[str, PropKind]] = WeakKeyDictionary()
+"""`nn` op class -> the kinds of the properties it defines itself."""
+
+_FieldT = TypeVar("_FieldT")
 
 
-def _kind_of(constr: object) -> PropKind:
-    """Map an IRDL property constraint to the value syntax it prints with."""
-    if isinstance(constr, BaseAttr):
-        if constr.attr is FloatAttr:
-            return "float"
-        if constr.attr is StringAttr:
-            return "str"
-    if isinstance(constr, ParamAttrConstraint):
-        element = getattr(constr.param_constrs[0], "attr", None)
-        if constr.base_attr is DenseArrayBase:
-            return "floats" if element == f64 else "ints"
-        if constr.base_attr is IntegerAttr:
-            inner = constr.param_constrs[1]
-            attrs = getattr(inner, "attr_constrs", (inner,))
-            return "bool" if any(getattr(c, "attr", None) == i1 for c in attrs) else "int"
-    return "attr"
+def declare_prop(kind: PropKind, field: _FieldT) -> _FieldT:
+    """Declare the kind of a property field (what `prop_def` returns) of an `nn` op.
+
+    The `*_prop` helpers below call it; an `nn` op class collects the kinds of its fields
+    when it is defined, so every property of an `nn` op has a declared kind.
+    """
+    _DECLARED_KINDS[field] = kind
+    return field
 
 
 def print_prop_value(printer: Printer, kind: PropKind, value: Attribute) -> None:
     """Print a property value in the custom syntax of its kind."""
+    if not isinstance(kind, str):
+        assert isinstance(value, kind)
+        value.print_parameter(printer)
+        return
     match kind:
         case "ints":
             assert isinstance(value, DenseArrayBase)
@@ -112,6 +125,8 @@ def print_prop_value(printer: Printer, kind: PropKind, value: Attribute) -> None
 
 def parse_prop_value(parser: Parser, kind: PropKind) -> Attribute:
     """Parse a property value written in the custom syntax of its kind."""
+    if not isinstance(kind, str):
+        return kind(kind.parse_parameter(parser))
     match kind:
         case "ints":
             values = parser.parse_comma_separated_list(
@@ -139,7 +154,14 @@ def parse_prop_value(parser: Parser, kind: PropKind) -> Attribute:
 
 
 def to_prop_attr(kind: PropKind, value: object) -> Attribute:
-    """Convert a Python value to the attribute of a property kind (attributes pass through)."""
+    """Convert a Python value to the attribute of a property kind (attributes pass through,
+    except that a `StringAttr` becomes the enum attribute of an enum property).
+
+    An enum value outside the enum raises `VerifyException`."""
+    if not isinstance(kind, str):
+        if isinstance(value, StringAttr):
+            return kind.from_str(value.data)
+        return value if isinstance(value, Attribute) else kind.from_str(str(value))
     if isinstance(value, Attribute):
         return value
     match kind:
@@ -347,6 +369,27 @@ class NNOp(IRDLOperation):
     ACCEPTS_INTEGER: ClassVar[bool] = False
     """Whether the op takes plain integer tensors (shape arithmetic, lowered int8 math)."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Collect the declared kinds of the properties this class defines."""
+        super().__init_subclass__(**kwargs)
+        kinds: dict[str, PropKind] = {}
+        for name, field in list(vars(cls).items()):
+            try:
+                kind = _DECLARED_KINDS.get(field)
+            except TypeError:  # not weakly referable, so not a property field
+                continue
+            if kind is not None:
+                kinds[name] = kind
+        _CLASS_KINDS[cls] = kinds
+
+    @classmethod
+    def property_kinds(cls) -> dict[str, PropKind]:
+        """The declared kind of every property of the op (inherited ones included)."""
+        kinds: dict[str, PropKind] = {}
+        for klass in reversed(cls.__mro__):
+            kinds.update(_CLASS_KINDS.get(klass, {}))
+        return kinds
+
     # ---- Hooks ----
 
     @classmethod
@@ -451,10 +494,17 @@ class NNOp(IRDLOperation):
     def _prop_kinds(cls) -> tuple[tuple[str, PropKind, Attribute | None, bool], ...]:
         """(name, kind, default, optional) of every property, in declaration order."""
         definition = cls.get_irdl_definition()
+        kinds = cls.property_kinds()
+        undeclared = [name for name in definition.properties if name not in kinds]
+        if undeclared:
+            raise TypeError(
+                f"{cls.name}: properties {undeclared} have no declared kind (define them with "
+                "the *_prop helpers of irc.dialects.nn.base)"
+            )
         return tuple(
             (
                 name,
-                _kind_of(prop.constr),
+                kinds[name],
                 prop.default_value,
                 isinstance(prop, OptPropertyDef),
             )
@@ -623,7 +673,10 @@ def get_bool(props: Mapping[str, Attribute], name: str) -> bool:
 
 
 def get_str(props: Mapping[str, Attribute], name: str) -> str:
+    """A string or enum property's value as a plain `str`."""
     attr = props[name]
+    if isinstance(attr, EnumAttribute):
+        return str(attr.data.value)
     assert isinstance(attr, StringAttr)
     return attr.data
 
@@ -631,50 +684,59 @@ def get_str(props: Mapping[str, Attribute], name: str) -> str:
 # ---- Property definitions shared by many ops ---------------------------------------------------
 
 
-def layout_prop():
+def layout_prop() -> LayoutAttr:
     """`layout = "NHWC" | "NCHW"`: required, so the IR always says which one it is."""
-    return prop_def(StringAttr)
+    return declare_prop(LayoutAttr, prop_def(LayoutAttr))
 
 
-def activation_prop():
+def activation_prop() -> ActivationAttr:
     """A fused activation (TFLite style), `none` by default."""
-    return prop_def(StringAttr, default_value=StringAttr("none"))
+    default = ActivationAttr(Activation.NONE)
+    return declare_prop(ActivationAttr, prop_def(ActivationAttr, default_value=default))
 
 
-def ints_prop(default: Sequence[int] | None = None):
-    if default is None:
-        return prop_def(DenseArrayBase.constr(i64))
-    return prop_def(DenseArrayBase.constr(i64), default_value=ints_attr(default))
+def ints_prop(default: Sequence[int] | None = None) -> DenseArrayBase:
+    """`name = [1, 2]`: i64 integers."""
+    value = None if default is None else ints_attr(default)
+    return declare_prop("ints", prop_def(DenseArrayBase.constr(i64), default_value=value))
 
 
-def int_prop(default: int | None = None):
-    if default is None:
-        return prop_def(IntegerAttr[I64])
-    return prop_def(IntegerAttr[I64], default_value=int_attr(default))
+def int_prop(default: int | None = None) -> IntegerAttr:
+    """`name = 3`: an i64 integer."""
+    value = None if default is None else int_attr(default)
+    return declare_prop("int", prop_def(IntegerAttr[I64], default_value=value))
 
 
-def float_prop(default: float | None = None):
-    if default is None:
-        return prop_def(FloatAttr)
-    return prop_def(FloatAttr, default_value=float_attr(default))
+def float_prop(default: float | None = None) -> FloatAttr:
+    """`name = 0.5`: an f64 float."""
+    value = None if default is None else float_attr(default)
+    return declare_prop("float", prop_def(FloatAttr, default_value=value))
 
 
-def opt_float_prop():
-    return opt_prop_def(FloatAttr)
+def opt_float_prop() -> FloatAttr | None:
+    """An optional `name = 0.5`."""
+    return declare_prop("float", opt_prop_def(FloatAttr))
 
 
-def opt_floats_prop():
-    return opt_prop_def(DenseArrayBase.constr(f64))
+def opt_floats_prop() -> DenseArrayBase | None:
+    """An optional `name = [0.5, 2.0]` (f64 floats)."""
+    return declare_prop("floats", opt_prop_def(DenseArrayBase.constr(f64)))
 
 
-def bool_prop(default: bool):
-    return prop_def(BoolAttr, default_value=bool_attr(default))
+def bool_prop(default: bool) -> IntegerAttr:
+    """`name = true | false`."""
+    return declare_prop("bool", prop_def(BoolAttr, default_value=bool_attr(default)))
 
 
-def str_prop(default: str | None = None):
-    if default is None:
-        return prop_def(StringAttr)
-    return prop_def(StringAttr, default_value=StringAttr(default))
+def str_prop(default: str | None = None) -> StringAttr:
+    """`name = "text"`."""
+    value = None if default is None else StringAttr(default)
+    return declare_prop("str", prop_def(StringAttr, default_value=value))
+
+
+def attr_prop(constraint: type[Attribute]) -> Any:
+    """A property written as an attribute (`nn.constant`'s `dense<...>` value)."""
+    return declare_prop("attr", prop_def(constraint))
 
 
 def check_layout_and_activation(props: Mapping[str, Attribute]) -> None:

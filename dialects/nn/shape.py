@@ -22,7 +22,6 @@ from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    prop_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -39,6 +38,7 @@ from irc.dialects.nn.base import (
     NNOp,
     Shape,
     activation_prop,
+    attr_prop,
     bool_prop,
     check_layout_and_activation,
     check_length,
@@ -90,7 +90,7 @@ class ConstantOp(NNOp):
     name = "nn.constant"
 
     output = result_def(TensorType)
-    value = prop_def(DenseIntOrFPElementsAttr)
+    value = attr_prop(DenseIntOrFPElementsAttr)
 
     traits = traits_def(Pure(), ConstantLike())
 

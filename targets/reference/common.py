@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Operation, SSAValue
 
 from irc.targets.reference.registry import numpy_dtype
@@ -16,7 +17,7 @@ ArrayFn = Callable[[np.ndarray], np.ndarray]
 def activation_name(op: Operation) -> str:
     """The op's fused activation (`none` when it has no such property)."""
     attr = op.properties.get("activation")
-    return attr.data if isinstance(attr, StringAttr) else "none"
+    return str(attr.data) if isinstance(attr, StringAttr | EnumAttribute) else "none"
 
 
 def float_activation(name: str) -> ArrayFn | None:

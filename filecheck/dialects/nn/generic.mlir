@@ -1,14 +1,15 @@
 // RUN: irc-opt %s --split-input-file --print-op-generic | filecheck %s
 
 // The generic form of `nn` ops: properties in `<{...}>` with their builtin attribute
-// types (i64 arrays, i64 integers, f64 floats, booleans, strings). Properties written in the
+// types (i64 arrays, i64 integers, f64 floats, booleans, strings) or, for `layout` and
+// `activation`, the dialect's enum attributes (`#nn<layout "NHWC">`). Properties written in the
 // custom form come first, then the defaults the builder fills in; absent optional properties
 // (`max` of nn.clip) stay absent.
 
 // CHECK-LABEL: "func.func"() <{sym_name = "conv2d"
 // CHECK:         %[[Y:.*]] = "nn.conv2d"(%[[X:.*]], %[[W:.*]], %[[B:.*]]) <{
-// CHECK-SAME:      strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, layout = "NHWC",
-// CHECK-SAME:      dilations = array<i64: 1, 1>, groups = 1 : i64, activation = "none"}>
+// CHECK-SAME:      strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, layout = #nn<layout "NHWC">,
+// CHECK-SAME:      dilations = array<i64: 1, 1>, groups = 1 : i64, activation = #nn<activation "none">}>
 // CHECK-SAME:      : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
 func.func @conv2d(%x: tensor<1x8x8x3xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x4x4xf32> {
   %y = nn.conv2d %x, %w, %b strides = [2, 2] pads = [0, 0, 1, 1] layout = "NHWC" : tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32> -> tensor<1x4x4x4xf32>
@@ -33,7 +34,7 @@ func.func @properties(%x: tensor<4xf32>, %m: tensor<2x2xf32>, %i: tensor<1x4x4x1
 // -----
 
 // CHECK-LABEL: "func.func"() <{sym_name = "variadic"
-// CHECK:         %[[C:.*]] = "nn.concat"(%[[A:.*]], %[[A]], %[[A]]) <{axis = 0 : i64, activation = "none"}>
+// CHECK:         %[[C:.*]] = "nn.concat"(%[[A:.*]], %[[A]], %[[A]]) <{axis = 0 : i64, activation = #nn<activation "none">}>
 // CHECK-SAME:      : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<6xf32>
 // CHECK:         %[[S:.*]], %[[T:.*]] = "nn.split"(%[[C]]) <{axis = 0 : i64, sizes = array<i64: 1, 5>}>
 // CHECK-SAME:      : (tensor<6xf32>) -> (tensor<1xf32>, tensor<5xf32>)

@@ -958,8 +958,8 @@ func.func @broadcast_to(%x: tensor<3x1xf32>, %d: tensor<?x1xi64>, %q: tensor<3x1
 // CHECK-SAME:        tensor<2x3xf32> -> tensor<2x3xf32>
 // CHECK:           func.return %[[S]], %[[C]], %[[R]]
 func.func @generic_input(%a: tensor<2x3xf32>, %w: tensor<4x3x3x3xf32>, %x: tensor<1x8x8x3xf32>) -> (tensor<2x3xf32>, tensor<1x6x6x4xf32>, tensor<2x3xf32>) {
-  %s = "nn.add"(%a, %a) <{activation = "relu"}> : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-  %c = "nn.conv2d"(%x, %w) <{layout = "NHWC", groups = 1 : i64, strides = array<i64: 1, 1>}> : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x6x6x4xf32>
+  %s = "nn.add"(%a, %a) <{activation = #nn<activation "relu">}> : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c = "nn.conv2d"(%x, %w) <{layout = #nn<layout "NHWC">, groups = 1 : i64, strides = array<i64: 1, 1>}> : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x6x6x4xf32>
   %r = nn.relu %a {irc.name = "act0"} : tensor<2x3xf32> -> tensor<2x3xf32>
   func.return %s, %c, %r : tensor<2x3xf32>, tensor<1x6x6x4xf32>, tensor<2x3xf32>
 }

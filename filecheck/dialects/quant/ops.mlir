@@ -150,9 +150,9 @@ func.func @aliases(%a: tensor<4x!q8>, %w: tensor<2x3x!w8>) {
 // CHECK-NEXT:    %[[Q2:.*]] = quant.qcast %[[X]] rounding = "half_to_even" : tensor<2x3xf32> to tensor<2x3x!quant.uniform<u8:f32, 0.1:128>>
 // CHECK-NEXT:    func.return %[[Q0]], %[[Q1]], %[[Q2]]
 // GENERIC-LABEL: "func.func"() <{sym_name = "qcast",
-// GENERIC:         "quant.qcast"(%{{.*}}) <{rounding = "half_away_from_zero"}> : (tensor<2x3xf32>) -> tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>
-// GENERIC-NEXT:    "quant.qcast"(%{{.*}}) <{rounding = "half_away_from_zero"}> : (tensor<2x3xf32>) -> tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>
-// GENERIC-NEXT:    "quant.qcast"(%{{.*}}) <{rounding = "half_to_even"}> : (tensor<2x3xf32>) -> tensor<2x3x!quant.uniform<u8:f32, 0.1:128>>
+// GENERIC:         "quant.qcast"(%{{.*}}) <{rounding = #quant<rounding "half_away_from_zero">}> : (tensor<2x3xf32>) -> tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>
+// GENERIC-NEXT:    "quant.qcast"(%{{.*}}) <{rounding = #quant<rounding "half_away_from_zero">}> : (tensor<2x3xf32>) -> tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>
+// GENERIC-NEXT:    "quant.qcast"(%{{.*}}) <{rounding = #quant<rounding "half_to_even">}> : (tensor<2x3xf32>) -> tensor<2x3x!quant.uniform<u8:f32, 0.1:128>>
 func.func @qcast(%x: tensor<2x3xf32>)
     -> (tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>, tensor<2x3x!quant.uniform<i8:f32, 0.5:-3>>,
         tensor<2x3x!quant.uniform<u8:f32, 0.1:128>>) {
@@ -230,8 +230,8 @@ func.func @qcast_dcast_chain(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    %[[R5:.*]] = quant.rescale %[[ACC]] multiplier = [0] shift = [5] axis = 1 : tensor<2x3xi32> to tensor<2x3xi32>
 // CHECK-NEXT:    func.return %[[R0]], %[[R1]], %[[R2]], %[[R3]], %[[R4]], %[[R5]]
 // GENERIC-LABEL: "func.func"() <{sym_name = "rescale",
-// GENERIC:         "quant.rescale"(%{{.*}}) <{multiplier = array<i32: 1518500250>, shift = array<i32: -7>, rounding = "double_round"}>
-// GENERIC:         "quant.rescale"(%{{.*}}) <{multiplier = array<i32: 1073741824, 0, 2147483647>, shift = array<i32: -31, 0, 30>, rounding = "double_round", axis = 1 : i32}>
+// GENERIC:         "quant.rescale"(%{{.*}}) <{multiplier = array<i32: 1518500250>, shift = array<i32: -7>, rounding = #quant<rescale_rounding "double_round">}>
+// GENERIC:         "quant.rescale"(%{{.*}}) <{multiplier = array<i32: 1073741824, 0, 2147483647>, shift = array<i32: -31, 0, 30>, axis = 1 : i32, rounding = #quant<rescale_rounding "double_round">}>
 func.func @rescale(%acc: tensor<2x3xi32>)
     -> (tensor<2x3x!quant.uniform<i8:f32, 0.05:-4>>, tensor<2x3x!quant.uniform<i8:f32, 0.05:-4>>,
         tensor<2x3xi8>, tensor<2x3xi16>, tensor<2x3x!quant.uniform<i8<-127:127>:f32, 0.1>>,
