@@ -524,7 +524,7 @@ MODEL_FILES = {
 
 
 @needs_device
-@pytest.mark.filterwarnings("ignore")
+@pytest.mark.filterwarnings("ignore:.*dynamic dimension")  # the models' batch size
 @pytest.mark.parametrize("name", sorted(MODEL_FILES))
 def test_shared_float_models_match_the_reference(name: str) -> None:
     from irc.compiler import compile as irc_compile
@@ -744,7 +744,7 @@ INT8_MODELS = {
 
 
 @needs_device
-@pytest.mark.filterwarnings("ignore")
+@pytest.mark.filterwarnings("ignore:.*dynamic dimension")  # the models' batch size
 @pytest.mark.parametrize("name", sorted(INT8_MODELS))
 def test_shared_int8_models_run_on_opencl(name: str) -> None:
     """insert-qdq gives the target the float form; outputs stay within one quantization step
