@@ -1047,6 +1047,11 @@ IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4
     }
   for (long j = right; j < count; ++j) _mm512_store_si512((void *)(dst + j * 64), outside);
 }
+#elif defined(__AVX2__) && !defined(IRC_PORTABLE)
+#define IRC_DWQ_DEFERRED 1
+"""
+    + kernel_file("x86_64_avx2/dwq.h")
+    + r"""
 #else
 IRC_INLINE irc_vi32 irc_dwq_dot(irc_vi32 acc, const uint8_t *restrict col, irc_vi32 w) {
   irc_vu32 a;
@@ -1071,6 +1076,16 @@ IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4
         dst[j * 64 + 4 * c + t] =
             (uint8_t)((inside && c < cnt ? rp[t][iw * rs[t] + c] : fb) ^ xb);
   }
+}
+#endif
+
+#if !defined(IRC_DWQ_DEFERRED)
+/* The dot products accumulate in the int32 lanes themselves, started at the bias. */
+typedef irc_vi32 irc_dwq_acc;
+IRC_INLINE irc_dwq_acc irc_dwq_init(irc_vi32 bias) { return bias; }
+IRC_INLINE irc_vi32 irc_dwq_finish(irc_dwq_acc acc, irc_vi32 bias) {
+  (void)bias;
+  return acc;
 }
 #endif
 
@@ -1125,7 +1140,7 @@ IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4
         for (long p = 0; p < nout; ++p) {                                                     \
           const uint8_t *restrict cp = cols + p * SW * 64;                                    \
           uint8_t *restrict yp = y + (r * OW + ow0 + p) * C + c;                              \
-          irc_vi32 acc = bv;                                                                  \
+          irc_dwq_acc acc = irc_dwq_init(bv);                                                 \
           for (int g = 0; g < G; ++g)                                                         \
             for (int kw = 0; kw < KW; ++kw) {                                                 \
               irc_vi32 wk;                                                                    \
@@ -1135,9 +1150,9 @@ IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4
                 __builtin_memcpy(&wk, wb + (g * KW + kw) * 64, 64);                           \
               acc = irc_dwq_dot(acc, cp + (g * ncol + (long)kw * DW) * 64, wk);               \
             }                                                                                 \
-          IRC_RQ_STORE(acc, rq, q, md, zp, lo, hi, yp, cnt);                                  \
+          IRC_RQ_STORE(irc_dwq_finish(acc, bv), rq, q, md, zp, lo, hi, yp, cnt);              \
           if (two) {                                                                          \
-            acc = bv;                                                                         \
+            acc = irc_dwq_init(bv);                                                           \
             for (int kw = 0; kw < KW; ++kw) {                                                 \
               irc_vi32 wk;                                                                    \
               if ((KHC) && (KWC))                                                             \
@@ -1148,7 +1163,7 @@ IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4
               }                                                                               \
               acc = irc_dwq_dot(acc, cp + (long)kw * DW * 64, wk);                            \
             }                                                                                 \
-            IRC_RQ_STORE(acc, rq, q, md, zp, lo, hi, yp + OW * C, cnt);                       \
+            IRC_RQ_STORE(irc_dwq_finish(acc, bv), rq, q, md, zp, lo, hi, yp + OW * C, cnt);   \
           }                                                                                   \
         }                                                                                     \
       }                                                                                       \
