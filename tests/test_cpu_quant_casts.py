@@ -12,7 +12,7 @@ from cpu_support import assert_each_equal, cases_executable, needs_compiler, ref
 from xdsl.dialects.builtin import Float16Type, TensorType, f32
 from xdsl.ir import Block, Operation, SSAValue
 
-from irc.dialects import quant
+from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType
 from irc.dtypes import element_type
 from irc.targets.cpu.runtime import CpuRuntime
@@ -110,9 +110,37 @@ def dcast_cases() -> list[DCastCase]:
     return cases
 
 
-@pytest.mark.parametrize("kind", ["qcast", "dcast"])
+@dataclass
+class IntToFloatCase:
+    id: str
+    x: np.ndarray
+
+    @property
+    def in_type(self) -> TensorType:
+        return TensorType(element_type(str(self.x.dtype)), self.x.shape)
+
+    def build(self, ops: list[Operation], x: SSAValue) -> SSAValue:
+        ops.append(cast := nn.CastOp.make(x, result_elements=f32))
+        return cast.results[0]
+
+
+def int_to_float_cases() -> list[IntToFloatCase]:
+    """ONNX Cast after MatMulInteger: i32 beyond 2^24 rounds to the nearest float32."""
+    rng = np.random.default_rng(11)
+    wide = rng.integers(-(2**31), 2**31, (3, 17)).astype(np.int32)
+    wide.flat[:3] = [2**24 + 1, -(2**31), 2**31 - 1]
+    return [
+        IntToFloatCase("int32", wide),
+        IntToFloatCase("uint8", rng.integers(0, 256, (5,)).astype(np.uint8)),
+    ]
+
+
+CASES = {"qcast": qcast_cases, "dcast": dcast_cases, "int-to-float": int_to_float_cases}
+
+
+@pytest.mark.parametrize("kind", list(CASES))
 def test_casts_match_the_reference_exactly(kind: str) -> None:
-    cases = qcast_cases() if kind == "qcast" else dcast_cases()
+    cases = CASES[kind]()
     module, executable, inputs = cases_executable(f"test_{kind}_0", cases)
     executable, inputs, expected = reference_then_lower(module, executable, inputs)
     actual = CpuRuntime().load(executable).execute("entry", inputs)

@@ -420,7 +420,7 @@ class OpLowering:
             return Lowered(lambda em, res, tmp: [], alias=True)
         if isinstance(op, quant.RescaleOp):
             return self.rescale(op)
-        if type(op) in quant_casts.CAST_OPS:
+        if quant_casts.handles(op):
             return quant_casts.lower_cast(self, op)
         if isinstance(op, nn.CastOp) and _widening_cast_into_binary(op):
             return Lowered(lambda em, res, tmp: [], alias=True)

@@ -1,5 +1,8 @@
 """CPU kernels of `quant.qcast` and `quant.dcast`, bit-exact with the reference's.
 
+Also `nn.cast` from integers to float32 (ONNX Cast after MatMulInteger / ConvInteger in
+dynamically quantized models), as a dcast of scale 1.
+
 The casts sit at the edges of quantized islands (the graph input's QuantizeLinear, the
 output's DequantizeLinear, a float op left between integer ones); with kernels here such an
 edge stays inside the CPU region instead of splitting it.
@@ -24,10 +27,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType, f32
 from xdsl.ir import Operation
 
-from irc.dialects import quant
+from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType, quantized_element
 from irc.dtypes import numpy_dtype
 from irc.targets.base import Support
@@ -48,25 +51,55 @@ _STORAGE_C_TYPES = {
 Lines = list[str]
 
 
+def is_integer_to_float(op: Operation) -> bool:
+    """An `nn.cast` from a plain integer tensor to float32."""
+    if not isinstance(op, nn.CastOp):
+        return False
+    source, result = op.operands[0].type, op.results[0].type
+    return (
+        isinstance(source, TensorType)
+        and isinstance(result, TensorType)
+        and isinstance(source.element_type, IntegerType)
+        and isinstance(result.element_type, Float32Type)
+    )
+
+
+def handles(op: Operation) -> bool:
+    """Whether `op` is a cast this module lowers (`check_cast` says whether it can)."""
+    return type(op) in CAST_OPS or is_integer_to_float(op)
+
+
 def _sides(op: Operation) -> tuple[TensorType, TensorType]:
-    """(float side, quantized side) of a cast."""
+    """(float side, quantized or integer side) of a cast."""
     source, result = op.operands[0].type, op.results[0].type
     assert isinstance(source, TensorType)
     assert isinstance(result, TensorType)
     return (source, result) if isinstance(op, quant.QCastOp) else (result, source)
 
 
+def _quantized_side(op: Operation) -> UniformQuantizedType:
+    """The stored side's quantization (scale 1, zero point 0 for an integer `nn.cast`)."""
+    _, stored = _sides(op)
+    qtype = quantized_element(stored)
+    if qtype is not None:
+        return qtype
+    element = stored.element_type
+    assert isinstance(element, IntegerType)
+    return UniformQuantizedType.per_tensor(element, f32, 1.0, 0)
+
+
 def check_cast(op: Operation) -> Support:
-    """Whether a qcast/dcast has a kernel here: static shapes, float32 on the float side."""
+    """Whether a cast has a kernel here: static shapes, float32 on the float side, 8- to
+    32-bit integers on the other."""
     real, stored = _sides(op)
     if any(d < 0 for d in real.get_shape()):
         return Support.no("dynamic", f"cpu: '{op.name}' has a dynamic shape ({real})")
     if not isinstance(real.element_type, Float32Type):
         return Support.no("dtype", f"cpu: '{op.name}' on {real.element_type} (float32 only)")
-    qtype = quantized_element(stored)
-    assert qtype is not None
     if numpy_dtype(stored) not in _STORAGE_C_TYPES:
-        return Support.no("dtype", f"cpu: '{op.name}' with {qtype.storage_type} storage")
+        return Support.no(
+            "dtype", f"cpu: '{op.name}' with {_quantized_side(op).storage_type} storage"
+        )
     return Support.yes()
 
 
@@ -131,7 +164,7 @@ def _dcast_body() -> Lines:
 
 
 def lower_cast(lowering: OpLowering, op: Operation) -> Lowered:
-    """The kernel of a `quant.qcast` or `quant.dcast`."""
+    """The kernel of a `quant.qcast`, a `quant.dcast` or an integer-to-float `nn.cast`."""
     from irc.targets.cpu.codegen import Emitter, Lowered, block, describe
 
     support = check_cast(op)
@@ -140,8 +173,7 @@ def lower_cast(lowering: OpLowering, op: Operation) -> Lowered:
 
         raise LoweringError(op, support.reason.removeprefix("cpu: "))
     _, stored = _sides(op)
-    qtype = quantized_element(stored)
-    assert qtype is not None
+    qtype = _quantized_side(op)
     storage = _STORAGE_C_TYPES[numpy_dtype(stored)]
     outer, channels, inner = _layout(op, qtype)
     is_qcast = isinstance(op, quant.QCastOp)

@@ -10,7 +10,7 @@ integer algorithm (logistic, tanh, gelu, exp, log, sqrt, rsqrt, hard_swish) run 
 (`tables.py`); quantized softmax, log_softmax and resize run native kernels bit-exact with
 the reference (`quant_kernels.py`, which says which cases it refuses); other quantized ops
 with their own algorithm are refused with code `quantized`; `quant.qcast`/`quant.dcast`
-run the kernels of `quant_casts.py`. NCHW
+and integer-to-float `nn.cast` run the kernels of `quant_casts.py`. NCHW
 float ops are accepted: inside the target's regions `convert-layout` gives them NHWC, and
 `lower-cpu` wraps any NCHW op it still meets in transposes; integer convolutions and pools
 run NHWC only.
@@ -26,7 +26,7 @@ from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType
 from irc.dtypes import numpy_dtype
 from irc.targets.base import Support
-from irc.targets.cpu.quant_casts import CAST_OPS, check_cast
+from irc.targets.cpu import quant_casts
 from irc.targets.cpu.quant_kernels import NATIVE_OPS, check_native
 from irc.targets.cpu.tables import TABLE_OPS, TableError, lookup_table
 
@@ -146,8 +146,8 @@ def check_op(op: Operation, *, converts_layout: bool = False) -> Support:
 
     `converts_layout`: `op` is the integer form of a quantized op as imported, which
     `convert-layout` gives NHWC inside the target's regions before it is lowered."""
-    if type(op) in CAST_OPS:
-        return check_cast(op)
+    if quant_casts.handles(op):
+        return quant_casts.check_cast(op)
     if type(op) not in SUPPORTED_OPS:
         return Support.no("op", f"cpu: no kernel for '{op.name}'")
     types = [*op.operand_types, *op.result_types]

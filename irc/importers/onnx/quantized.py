@@ -11,13 +11,15 @@ re-read with the node's parameters through `quant.scast` (QOperator tensors betw
 plain uint8/int8 tensors). An integer product whose activation and weights are stored
 differently (uint8 data with int8 weights, onnxruntime's usual mix) shifts the activation to
 the weights' storage first with an exact `quant.rescale` (multiplier 1: ``x - 128`` with the
-zero point moved by 128) and shifts the result back.
+zero point moved by 128) and shifts the result back. `QLinearSoftmax` whose output is not
+quantized as TFLite's integer softmax writes it (scale 1/256, zero point at the storage
+minimum; onnxruntime uses 1/255) is dequantized, computed in float and quantized again.
 
 Dynamic quantization (scales only known at run time) is explicit integer arithmetic:
 
 * `DynamicQuantizeLinear` computes ``scale = (max(x, 0) - min(x, 0)) / 255`` and the zero point
   with `nn.reduce`/float ops, rounds half to even through a `quant.qcast` to
-  ``!quant.uniform<i32:f32, 1.0>`` and saturates with an integer `nn.clip`;
+  ``!quant.uniform<i32:f32, 1.0>`` and saturates to uint8 with a `quant.rescale` by 1;
 * `MatMulInteger` and `ConvInteger` widen both operands to i32, subtract their zero points
   and accumulate into i32 (`nn.fully_connected` when the right operand is a constant matrix,
   else `nn.batch_matmul`; `nn.conv2d`).
@@ -36,7 +38,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from irc.dialects import nn
-from irc.dialects.quant import QCastOp, RescaleOp, SCastOp, UniformQuantizedType
+from irc.dialects.quant import DCastOp, QCastOp, RescaleOp, SCastOp, UniformQuantizedType
 from irc.importers.onnx.dtypes import element_for_dtype
 from irc.importers.onnx.helpers import normalize_axis, reshape, static_shape
 from irc.importers.onnx.ops import (
@@ -547,7 +549,15 @@ def convert_qlinear_softmax(ctx: ConversionContext, node: onnx.NodeProto) -> Res
     axis = normalize_axis(int(attrs.get("axis", -1)), rank)
     if int(attrs.get("opset", 13)) < 13 and axis != rank - 1:
         raise Unsupported("softmax over flattened trailing axes (opset < 13)")
-    return [ctx.result(nn.SoftmaxOp.make(x, axis=axis, result_elements=y_type))]
+    low = y_type.storage_range[0]
+    if abs(y_type.scale_values[0] * 256 - 1) <= 1e-3 and y_type.zero_point_values[0] == low:
+        return [ctx.result(nn.SoftmaxOp.make(x, axis=axis, result_elements=y_type))]
+    # Other output parameters than TFLite's integer softmax takes (onnxruntime writes
+    # 1/255): dequantize, softmax in float, quantize (onnxruntime's own definition).
+    real = ctx.result(DCastOp(x))
+    y = ctx.result(nn.SoftmaxOp.make(real, axis=axis))
+    result = TensorType(y_type, _type_of(y).get_shape())
+    return [ctx.result(QCastOp(y, result, rounding="half_to_even"))]
 
 
 # ---- DynamicQuantizeLinear ---------------------------------------------------------------------
@@ -562,8 +572,9 @@ def _round_half_even_i32(ctx: ConversionContext, x: SSAValue) -> SSAValue:
 
 
 def _saturate_u8(ctx: ConversionContext, x: SSAValue) -> SSAValue:
-    clipped = ctx.result(nn.ClipOp.make(x, min=0.0, max=255.0))
-    return ctx.result(nn.CastOp.make(clipped, result_elements=element_for_dtype(np.uint8)))
+    """i32 -> u8, saturating: a `quant.rescale` by exactly 1 clamps to the result's range."""
+    result = TensorType(element_for_dtype(np.uint8), _type_of(x).get_shape())
+    return ctx.result(RescaleOp(x, result, [_UNIT_MULTIPLIER], [_UNIT_SHIFT]))
 
 
 @converter("DynamicQuantizeLinear")
