@@ -15,7 +15,7 @@ ReLU, 1x1 conv halving the channels, 2x2 average pool); then BatchNormalization,
 global average pooling, flatten and a fully connected layer. Convs have no bias. Growth
 32, bn_size 4, 64 stem channels and a 224x224 input by default; `--growth`, `--blocks`,
 `--stem` and `--size` give the small variants the tests use. Input `image` is `1x3xSxS`
-(NCHW), output `logits` is `1xCLASSES`.
+(NCHW), output `logits` is `1xCLASSES`. At the defaults: 427 nodes, 5.7 GFLOP.
 
 Pre-activation batch norms follow a `Concat`, not a conv, so no compiler can fold them into
 one: they are the case `canonicalize` decomposes into a per-channel multiply-add.
