@@ -210,9 +210,16 @@ def check_batch(
     inputs: Sequence[list[np.ndarray]],
     edges: Sequence[bool],
     targets: Sequence[str],
+    timings: dict[str, float] | None = None,
 ) -> list[GraphResult]:
-    """Run a batch on every target and compare each with the reference."""
-    per_target = {t: run_target(graphs, inputs, t) for t in dict.fromkeys(["reference", *targets])}
+    """Run a batch on every target and compare each with the reference; `timings` adds up
+    the seconds spent per target (compile and run)."""
+    per_target = {}
+    for t in dict.fromkeys(["reference", *targets]):
+        start = time.perf_counter()
+        per_target[t] = run_target(graphs, inputs, t)
+        if timings is not None:
+            timings[t] = timings.get(t, 0.0) + time.perf_counter() - start
     results = []
     for k, graph in enumerate(graphs):
         outcomes = {t: per_target[t][k] for t in per_target}
@@ -341,6 +348,8 @@ class Summary:
     crashes: Counter[str] = field(default_factory=Counter)
     compile_failures: Counter[str] = field(default_factory=Counter)
     onnx_models: int = 0
+    target_seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds per target, compiling (cold: most of it) and running."""
     findings: list[tuple[str, int, str, str]] = field(default_factory=list)
     """(target, seed, what, saved path)"""
 
@@ -349,11 +358,15 @@ class Summary:
             f"graphs {self.graphs} ({self.edge_graphs} with edge values), ops {self.ops}, "
             f"onnx models {self.onnx_models}, time {self.seconds:.1f} s "
             f"({self.graphs / max(self.seconds, 1e-9):.1f} graphs/s)",
-            f"{'target':<12}{'mismatches':>12}{'crashes':>10}{'compile failures':>18}",
+            f"{'target':<12}{'mismatches':>12}{'crashes':>10}{'compile failures':>18}"
+            f"{'seconds':>10}",
         ]
         for t in targets:
+            seconds = self.target_seconds.get(t)
             rows.append(
-                f"{t:<12}{self.mismatches[t]:>12}{self.crashes[t]:>10}{self.compile_failures[t]:>18}"
+                f"{t:<12}{self.mismatches[t]:>12}{self.crashes[t]:>10}"
+                f"{self.compile_failures[t]:>18}"
+                f"{'' if seconds is None else f'{seconds:.1f}':>10}"
             )
         return "\n".join(rows)
 
@@ -370,6 +383,7 @@ def run(
     onnx: bool = False,
     progress: bool = False,
     max_findings: int = 20,
+    quantized_share: float = 0.2,
 ) -> Summary:
     """Generate `count` graphs from `seed` on, run them on `targets`, compare with the
     reference; minimise and save mismatches (up to `max_findings`) when `save_dir` is set."""
@@ -383,10 +397,10 @@ def run(
 
     for first in range(seed, seed + count, batch):
         seeds = list(range(first, min(first + batch, seed + count)))
-        graphs = [generate(s, max_ops=max_ops) for s in seeds]
+        graphs = [generate(s, max_ops=max_ops, quantized_share=quantized_share) for s in seeds]
         edges = [s % 2 == 1 for s in seeds]
         inputs = [make_inputs(g, s, e) for g, s, e in zip(graphs, seeds, edges, strict=True)]
-        results = check_batch(graphs, inputs, edges, all_targets)
+        results = check_batch(graphs, inputs, edges, all_targets, summary.target_seconds)
         for s, res in zip(seeds, results, strict=True):
             summary.graphs += 1
             summary.ops += res.graph.op_count()

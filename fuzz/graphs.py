@@ -299,14 +299,14 @@ def build_module(graphs: Sequence[Graph], entry: str = "main") -> ModuleOp:
 class Gen:
     """The state of one graph's generation."""
 
-    def __init__(self, seed: int, *, quantized: bool | None = None):
+    def __init__(self, seed: int, *, quantized_share: float = 0.2):
         self.rng = np.random.default_rng(seed)
         self.seed = seed
         self.layout = "NHWC" if self.rng.random() < 0.5 else "NCHW"
         self.values: list[VType] = []
         self.inputs: list[int] = []
         self.nodes: list[Node] = []
-        self.quantized = bool(self.rng.random() < 0.2) if quantized is None else quantized
+        self.quantized = bool(self.rng.random() < quantized_share)
 
     # -- values --
     def new_value(self, t: VType) -> int:
@@ -912,9 +912,16 @@ def _first_input(g: Gen) -> None:
         g.new_input(tuple(int(d) for d in rng.integers(1, 7, size=int(rng.integers(1, 4)))))
 
 
-def generate(seed: int, *, max_ops: int = 30, families: Sequence[str] | None = None) -> Graph:
-    """A random valid graph of 1 to `max_ops` ops, deterministic for `seed`."""
-    g = Gen(seed)
+def generate(
+    seed: int,
+    *,
+    max_ops: int = 30,
+    families: Sequence[str] | None = None,
+    quantized_share: float = 0.2,
+) -> Graph:
+    """A random valid graph of 1 to `max_ops` ops (a quantized tail adds up to 2 + `max_ops`
+    more in `quantized_share` of the graphs), deterministic for `seed`."""
+    g = Gen(seed, quantized_share=quantized_share)
     rng = g.rng
     _first_input(g)
     names = list(families or FAMILIES)
@@ -931,11 +938,11 @@ def generate(seed: int, *, max_ops: int = 30, families: Sequence[str] | None = N
         if not g.nodes:
             g.add("relu", [g.inputs[0]], {})
     if g.quantized:
-        _quantize_tail(g)
+        _quantize_tail(g, max_ops)
     return _finish(g)
 
 
-def _quantize_tail(g: Gen) -> None:
+def _quantize_tail(g: Gen, max_ops: int = 4) -> None:
     """Append a quantized chain: qcast of a float value, 1-4 quantized ops, dcast."""
     rng = g.rng
     x = g.pick(lambda t: t.kind == "f32" and len(t.shape) == 4)
@@ -955,7 +962,7 @@ def _quantize_tail(g: Gen) -> None:
 
     q = g.new_value(VType(g.values[x].shape, "q", qtype()))
     g.nodes.append(Node("qcast", [x], {}, [q]))
-    for _ in range(int(rng.integers(1, 5))):
+    for _ in range(int(rng.integers(1, min(4, max_ops) + 1))):
         kind = str(
             rng.choice(
                 [

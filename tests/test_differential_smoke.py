@@ -1,11 +1,11 @@
 """Seeded smoke run of the differential fuzzer (fuzz/differential.py): 100 small random graphs
-(1-2 ops, half with NaN/±Inf/-0.0/denormal/huge inputs) in one module per target, on the
-reference, cpu and opencl targets, compared with docs/semantics.md's rule.
+(one op each, a tenth with a quantized int8/uint8 tail; half with NaN/±Inf/-0.0/denormal/huge
+inputs) in one module per target, on the reference, cpu and opencl targets, compared with
+docs/semantics.md's rule.
 
-Cost: the compiled programs are cached by source (the irc cache), so a warm run takes a few
-seconds; a cold one (a fresh cache) compiles ~200 kernels per target, which on the 2-core
-Xeon took ~40 s (gcc) and ~80 s (PoCL) while other jobs ran: the long run is
-`python -m fuzz.differential --graphs N` (fuzz/README.md).
+Cost: programs are cached by source (the irc cache, PoCL's own kernel cache), so a warm run
+takes ~15 s; a cold one builds ~180 kernels per target: 26 s of gcc and 54 s of PoCL on the
+2-core Xeon while other jobs ran. The long run is `python -m fuzz.differential`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
 from cpu_support import needs_compiler
 from opencl_support import needs_device
 
@@ -22,14 +21,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fuzz.differential import run
 
 
-@pytest.mark.parametrize(
-    "target",
-    [pytest.param("cpu", marks=needs_compiler), pytest.param("opencl", marks=needs_device)],
-)
-def test_smoke_run_has_no_mismatch(target: str) -> None:
-    summary = run(100, 5000, [target], batch=100, max_ops=2, minimise=False)
+@needs_compiler
+@needs_device
+def test_smoke_run_has_no_mismatch() -> None:
+    summary = run(
+        100, 5000, ["cpu", "opencl"], batch=100, max_ops=1, minimise=False, quantized_share=0.1
+    )
     assert summary.graphs == 100
     assert summary.ops >= 100
-    assert not summary.findings, "\n".join(
-        f"{t} seed {s}: {why}" for t, s, why, _ in summary.findings
-    )
+    found = [f"{t} seed {s}: {why}" for t, s, why, _ in summary.findings]
+    assert not found, "\n".join(found)
