@@ -71,8 +71,8 @@ def test_without_check_the_wrong_result_goes_through(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     np.savez(
         tmp_path / "inputs.npz",
-        arg0=rng.standard_normal((2, 3)).astype(np.float32),
-        arg1=rng.standard_normal((2, 3)).astype(np.float32),
+        x=rng.standard_normal((2, 3)).astype(np.float32),  # irc-run: named as written
+        b=rng.standard_normal((2, 3)).astype(np.float32),
     )
     outputs = {}
     for targets in ("brokenrelu", "reference"):
@@ -92,6 +92,6 @@ def test_without_check_the_wrong_result_goes_through(tmp_path: Path) -> None:
         with np.load(out) as saved:
             outputs[targets] = saved[saved.files[0]]
     with np.load(tmp_path / "inputs.npz") as inputs:
-        bias = inputs["arg1"]  # %b
+        bias = inputs["b"]
     assert np.array_equal(outputs["reference"], bias)
     assert (outputs["brokenrelu"] < bias).all()
