@@ -6,7 +6,7 @@
 // RUN: not irc-opt %s -p 'convert-layout{targets=npu keep-signature=false}' 2>&1 | filecheck %s --check-prefix=OPTIONS
 
 // keep-signature=false only means something for whole-graph conversion.
-// OPTIONS: irc-opt: error: invalid options for pass 'convert-layout': keep-signature=false cannot be combined with targets
+// OPTIONS: irc-opt: error: convert-layout: keep-signature=false cannot be combined with targets
 
 // ---- Layout-sensitive ops ------------------------------------------------------------------
 
