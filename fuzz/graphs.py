@@ -78,7 +78,7 @@ class VType:
         return np.dtype(np.uint8 if self.qtype.storage_type == u8 else np.int8)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Const:
     """A constant operand (weights, slopes, indices)."""
 
@@ -89,7 +89,7 @@ class Const:
 Operand = int | Const | None | list  # value id, constant, absent optional, variadic list
 
 
-@dataclass
+@dataclass(eq=False)
 class Node:
     """One op: its kind (key of `OPS`), operands, properties and result value ids."""
 
