@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import secrets
 import stat
@@ -57,7 +58,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr
 from xdsl.ir import Attribute
 
@@ -150,6 +150,8 @@ class WeightsWriter:
 
 
 def _is_splat(attr: DenseIntOrFPElementsAttr) -> bool:
+    import numpy as np  # not at import: the tools start without numpy
+
     data = attr.data.data
     count = len(attr)
     if count <= 1 or len(data) % count:
@@ -385,7 +387,7 @@ def dense_from_weights(
     if (
         -1 in shape
         or len(attr) * attr.type.element_type.compile_time_size != len(data)
-        or (len(attr) != int(np.prod(shape, dtype=np.int64)))
+        or len(attr) != math.prod(shape)
     ):
         parser.raise_error(
             f"dense_resource<{handle}> holds {len(data)} bytes, which do not fit {type_}", *span
