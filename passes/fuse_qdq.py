@@ -22,9 +22,12 @@ it natively (TVM's FakeQuantizationToInteger, onnxruntime's QDQ selectors):
   monotone activation commutes with quantization).
 
 The rewritten op's result has the qcast's type; dcasts left without users are erased, so a
-`dcast`/`qcast` stays only at an island's edge. The qcast's rounding (ONNX: half to even)
-becomes the kernel's (TFLite's fixed-point requantization), which agrees to within one
-quantization step. Uint8 data with int8 weights moves to int8 first with an exact
+`dcast`/`qcast` stays only at an island's edge. An island closed by a `half_to_even` qcast
+(ONNX QuantizeLinear) requantizes with one rounding, as onnxruntime does: the new op carries
+`irc.rescale_rounding = "single_round"` (`lower_quantized.RESCALE_ROUNDING`); TFLite-style
+qcasts keep TFLite's double rounding. Either agrees with the float island to within one
+quantization step (ties and the float island's own float32 rounding aside, one rounding gives
+the same integers). Uint8 data with int8 weights moves to int8 first with an exact
 `quant.rescale` (zero point - 128) and back.
 
 Islands that match but cannot become integer ops stay as they are, with a remark at the op:
@@ -40,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerType, ModuleOp, Signedness, TensorType
+from xdsl.dialects.builtin import IntegerType, ModuleOp, Signedness, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -48,6 +51,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from irc.diagnostics import emit_remark
 from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType, quantized_element
+from irc.passes.lower_quantized import RESCALE_ROUNDING
 
 _PRODUCTS = (nn.Conv2DOp, nn.FullyConnectedOp)
 """Ops with constant weights and an optional bias."""
@@ -174,11 +178,16 @@ def _with_storage(qtype: UniformQuantizedType, unsigned: bool) -> UniformQuantiz
 class _Builder:
     """Inserts the integer form before the island's qcast."""
 
-    def __init__(self, anchor: Operation) -> None:
+    def __init__(self, anchor: quant.QCastOp) -> None:
         self.point = InsertPoint.before(anchor)
+        self.onnx = anchor.rounding.data == "half_to_even"
+        """An ONNX QuantizeLinear closes the island: requantize with one rounding."""
 
     def emit(self, op: Operation, like: Operation) -> SSAValue:
         op.location = like.location
+        quantized = quantized_element(_tensor(op.results[0])) is not None
+        if self.onnx and quantized and isinstance(op, nn.NNOp):
+            op.attributes[RESCALE_ROUNDING] = StringAttr("single_round")
         Rewriter.insert_op(op, self.point)
         return op.results[0]
 

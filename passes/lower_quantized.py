@@ -22,6 +22,9 @@ plain integer `nn` ops plus `quant.rescale` (TFLite's MultiplyByQuantizedMultipl
 * relu/relu6/clip/leaky_relu/prelu/maximum/minimum/abs/neg requantize to the result's
   parameters as TFLite's int8 activation kernels do.
 
+The rescales round as TFLite's MultiplyByQuantizedMultiplier (`double_round`) unless the op
+carries `irc.rescale_rounding = "single_round"` (`RESCALE_ROUNDING`: ONNX models).
+
 Fused activations clamp in the integer domain: the final `quant.rescale` writes the result's
 quantized type (adding its zero point, saturating to its storage range); when the activation
 range (`irc.quantization.activation_range`, TFLite's CalculateActivationRangeQuantized) is
@@ -86,7 +89,20 @@ _ADD_LEFT_SHIFT = 20
 
 """`quant.rescale` requires multipliers in [2^30, 2^31) (or 0)."""
 
+RESCALE_ROUNDING = "irc.rescale_rounding"
+"""Discardable attribute of a quantized op: the rounding of the `quant.rescale`s that
+requantize it. Absent: TFLite's `double_round`. ONNX QOperator ops and fused QDQ islands
+carry `single_round`: onnxruntime requantizes with one rounding (a float multiply), and
+two roundings differ from it by one step on a fraction of the values, which deep networks
+amplify."""
+
 # ---- Small helpers -----------------------------------------------------------------------------
+
+
+def rescale_rounding(op: Operation) -> str:
+    """The `quant.rescale` rounding of `op`'s requantization (`RESCALE_ROUNDING`)."""
+    attr = op.attributes.get(RESCALE_ROUNDING)
+    return attr.data if isinstance(attr, StringAttr) else "double_round"
 
 
 def _tensor(value: SSAValue) -> TensorType:
@@ -290,7 +306,8 @@ class _Emitter:
         if len(set(pairs)) == 1:
             multipliers, shifts, axis = multipliers[:1], shifts[:1], None
         result = _with_element(_tensor(value), element)
-        return self.emit(quant.RescaleOp(value, result, multipliers, shifts, axis))
+        rounding = rescale_rounding(self.anchor)
+        return self.emit(quant.RescaleOp(value, result, multipliers, shifts, axis, rounding))
 
     def clamp(self, value: SSAValue, low: int, high: int) -> SSAValue:
         """`nn.clip` of an integer tensor to stored bounds (nothing for its full range)."""
@@ -314,9 +331,11 @@ class _Emitter:
         return self.to_quantized(self.clamp(stored, *bounds), type_)
 
     def requantize(
-        self, value: SSAValue, element: UniformQuantizedType, rounding: str = "double_round"
+        self, value: SSAValue, element: UniformQuantizedType, rounding: str | None = None
     ) -> SSAValue:
-        """A quantized value re-expressed in another per-tensor quantized type."""
+        """A quantized value re-expressed in another per-tensor quantized type (rounding:
+        the anchor's, `rescale_rounding`, unless given)."""
+        rounding = rescale_rounding(self.anchor) if rounding is None else rounding
         source = _qtype(value)
         assert source is not None
         if source == element:

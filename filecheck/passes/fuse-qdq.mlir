@@ -2,12 +2,13 @@
 
 // A conv island with per-channel weights and an i32 bias stored at s_x * s_w[c]
 // (0.5 * 0.25 and 0.5 * 0.125): the quantized conv writes the qcast's type, the bias
-// is the stored integers, and no cast is left inside.
+// is the stored integers, and no cast is left inside. The ONNX qcast (half to even) makes
+// it requantize with one rounding, as onnxruntime.
 // CHECK-LABEL: func.func @conv
 // CHECK-SAME:    (%[[X:.*]]: tensor<1x2x4x4x!quant.uniform<i8:f32, 0.5:-3>>)
 // CHECK-DAG:     %[[W:.*]] = nn.constant dense<{{.*}}> : tensor<2x2x1x1xi8> -> tensor<2x2x1x1x!quant.uniform<i8:f32:0, {0.25, 0.125}>>
 // CHECK-DAG:     %[[B:.*]] = nn.constant dense<[8, -16]> : tensor<2xi32>
-// CHECK:         %[[Y:.*]] = nn.conv2d %[[X]], %[[W]], %[[B]] layout = "NCHW" : {{.*}} -> tensor<1x2x4x4x!quant.uniform<i8:f32, 2.0:1>>
+// CHECK:         %[[Y:.*]] = nn.conv2d %[[X]], %[[W]], %[[B]] layout = "NCHW" {irc.rescale_rounding = "single_round"} : {{.*}} -> tensor<1x2x4x4x!quant.uniform<i8:f32, 2.0:1>>
 // CHECK-NEXT:    func.return %[[Y]]
 // CHECK-NOT:     quant.{{[dq]}}cast
 func.func @conv(%x: tensor<1x2x4x4x!quant.uniform<i8:f32, 0.5:-3>>) -> tensor<1x2x4x4x!quant.uniform<i8:f32, 2.0:1>> {
@@ -49,8 +50,8 @@ func.func @fully_connected_with_bias_add(%x: tensor<1x2x!quant.uniform<i8:f32, 0
 // only the island's edges keep their casts (the dcast of the output).
 // CHECK-LABEL: func.func @add_concat_pool
 // CHECK-SAME:    (%[[A:.*]]: tensor<1x2x2x2x!quant.uniform<i8:f32, 0.1>>, %[[B:.*]]: tensor<1x2x2x2x!quant.uniform<i8:f32, 0.2:4>>)
-// CHECK-NEXT:    %[[S:.*]] = nn.add %[[A]], %[[B]] : {{.*}} -> tensor<1x2x2x2x!quant.uniform<i8:f32, 0.3:-2>>
-// CHECK-NEXT:    %[[C:.*]] = nn.concat %[[S]], %[[A]] axis = 1 : {{.*}} -> tensor<1x4x2x2x!quant.uniform<i8:f32, 0.3:-2>>
+// CHECK-NEXT:    %[[S:.*]] = nn.add %[[A]], %[[B]] {irc.rescale_rounding = "single_round"} : {{.*}} -> tensor<1x2x2x2x!quant.uniform<i8:f32, 0.3:-2>>
+// CHECK-NEXT:    %[[C:.*]] = nn.concat %[[S]], %[[A]] axis = 1 {irc.rescale_rounding = "single_round"} : {{.*}} -> tensor<1x4x2x2x!quant.uniform<i8:f32, 0.3:-2>>
 // CHECK-NEXT:    %[[P:.*]] = nn.max_pool2d %[[C]]
 // CHECK-SAME:      -> tensor<1x4x1x1x!quant.uniform<i8:f32, 0.3:-2>>
 // CHECK-NEXT:    %[[D:.*]] = quant.dcast %[[P]]
@@ -94,7 +95,7 @@ func.func @uint8_data_int8_weights(%x: tensor<1x1x2x2x!quant.uniform<u8:f32, 0.5
 // ReLU clamps in it.
 // CHECK-LABEL: func.func @conv_relu
 // CHECK:         %[[Y:.*]] = nn.conv2d {{.*}} -> tensor<1x1x2x2x!quant.uniform<i8:f32, 0.1:-128>>
-// CHECK-NEXT:    %[[R:.*]] = nn.relu %[[Y]] : tensor<1x1x2x2x!quant.uniform<i8:f32, 0.1:-128>> -> tensor<1x1x2x2x!quant.uniform<i8:f32, 0.1:-128>>
+// CHECK-NEXT:    %[[R:.*]] = nn.relu %[[Y]] {irc.rescale_rounding = "single_round"} : tensor<1x1x2x2x!quant.uniform<i8:f32, 0.1:-128>> -> tensor<1x1x2x2x!quant.uniform<i8:f32, 0.1:-128>>
 // CHECK-NEXT:    func.return %[[R]]
 func.func @conv_relu(%x: tensor<1x1x2x2x!quant.uniform<i8:f32, 0.5>>) -> tensor<1x1x2x2x!quant.uniform<i8:f32, 0.1:-128>> {
   %wq = nn.constant dense<3> : tensor<1x1x1x1xi8> -> tensor<1x1x1x1x!quant.uniform<i8:f32, 0.25>>
@@ -122,4 +123,18 @@ func.func @not_islands(%x: tensor<4x!quant.uniform<i8:f32, 0.1>>) -> (tensor<4x!
   %r = nn.reshape %xd shape = [2, 2] : tensor<4xf32> -> tensor<2x2xf32>
   %rq = quant.qcast %r rounding = "half_to_even" : tensor<2x2xf32> to tensor<2x2x!quant.uniform<i8:f32, 0.2>>
   func.return %q, %s, %rq : tensor<4x!quant.uniform<i8:f32, 0.1>>, tensor<4xf32>, tensor<2x2x!quant.uniform<i8:f32, 0.2>>
+}
+
+// -----
+
+// A TFLite-style qcast (half away from zero) keeps TFLite's double rounding: no attribute.
+// CHECK-LABEL: func.func @tflite_rounding
+// CHECK:         %[[Y:.*]] = nn.add %{{.*}}, %{{.*}} : {{.*}} -> tensor<4x!quant.uniform<i8:f32, 0.3>>
+// CHECK-NOT:     irc.rescale_rounding
+func.func @tflite_rounding(%a: tensor<4x!quant.uniform<i8:f32, 0.1>>, %b: tensor<4x!quant.uniform<i8:f32, 0.2>>) -> tensor<4x!quant.uniform<i8:f32, 0.3>> {
+  %ad = quant.dcast %a : tensor<4x!quant.uniform<i8:f32, 0.1>> to tensor<4xf32>
+  %bd = quant.dcast %b : tensor<4x!quant.uniform<i8:f32, 0.2>> to tensor<4xf32>
+  %s = nn.add %ad, %bd : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %q = quant.qcast %s : tensor<4xf32> to tensor<4x!quant.uniform<i8:f32, 0.3>>
+  func.return %q : tensor<4x!quant.uniform<i8:f32, 0.3>>
 }

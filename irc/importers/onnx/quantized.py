@@ -6,7 +6,8 @@ QOperator ops (`QLinearConv`, `QLinearMatMul` and onnxruntime's `com.microsoft` 
 scales and zero points as inputs. When those are compile-time constants they become the
 quantized `nn` op of the float operator, on `!quant.uniform` tensors (per-tensor activations,
 per-tensor or per-output-channel weights, int8 or uint8): `lower-quantized` defines its
-integer arithmetic, exactly as for TFLite models. The stored integers of an input are
+integer arithmetic, as for TFLite models but requantizing with one rounding as onnxruntime
+does (`irc.rescale_rounding = "single_round"`). The stored integers of an input are
 re-read with the node's parameters through `quant.scast` (QOperator tensors between ops are
 plain uint8/int8 tensors). An integer product whose activation and weights are stored
 differently (uint8 data with int8 weights, onnxruntime's usual mix) shifts the activation to
@@ -33,12 +34,27 @@ from collections.abc import Sequence
 
 import numpy as np
 import onnx
-from xdsl.dialects.builtin import Float32Type, IntegerType, Signedness, TensorType, f32, i32
+from xdsl.dialects.builtin import (
+    Float32Type,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    TensorType,
+    f32,
+    i32,
+)
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from irc.dialects import nn
-from irc.dialects.quant import DCastOp, QCastOp, RescaleOp, SCastOp, UniformQuantizedType
+from irc.dialects.quant import (
+    DCastOp,
+    QCastOp,
+    RescaleOp,
+    SCastOp,
+    UniformQuantizedType,
+    quantized_element,
+)
 from irc.importers.onnx.dtypes import element_for_dtype
 from irc.importers.onnx.helpers import normalize_axis, reshape, static_shape
 from irc.importers.onnx.ops import (
@@ -49,6 +65,7 @@ from irc.importers.onnx.ops import (
     convert_pool,
 )
 from irc.importers.onnx.registry import ConversionContext, Results, Unsupported, converter
+from irc.passes.lower_quantized import RESCALE_ROUNDING
 
 _STORAGE: dict[np.dtype, IntegerType] = {
     np.dtype(np.int8): IntegerType(8),
@@ -58,6 +75,8 @@ _STORAGE: dict[np.dtype, IntegerType] = {
 
 _SHIFT = 128
 """uint8 and int8 storage of one real value differ by 128 (and so do their zero points)."""
+
+_SINGLE_ROUND = StringAttr("single_round")
 
 _UNIT_MULTIPLIER, _UNIT_SHIFT = 1 << 30, 1
 """A `quant.rescale` by exactly 1: ``2^30 * 2^(1 - 31)``."""
@@ -212,8 +231,17 @@ def _retyped(ctx: ConversionContext, value: SSAValue, qtype: UniformQuantizedTyp
         attributes=dict(old.attributes),
     )
     new.location = old.location
+    new.attributes[RESCALE_ROUNDING] = _SINGLE_ROUND
     Rewriter.replace_op(old, new)
     return new.results[0]
+
+
+def _qresult(ctx: ConversionContext, op: Operation) -> SSAValue:
+    """Emit a QOperator op's quantized `nn` op: it requantizes as onnxruntime does, with one
+    rounding (`RESCALE_ROUNDING`); returns its result."""
+    if quantized_element(_type_of(op.results[0])) is not None:
+        op.attributes[RESCALE_ROUNDING] = _SINGLE_ROUND
+    return ctx.result(op)
 
 
 # ---- QLinearConv / ConvInteger -----------------------------------------------------------------
@@ -275,7 +303,7 @@ def convert_qlinear_conv(ctx: ConversionContext, node: onnx.NodeProto) -> Result
     def build(data: SSAValue, result: UniformQuantizedType) -> SSAValue:
         data = _data_4d(ctx, data, shape)
         op = nn.Conv2DOp.make(data, weights, bias, result_elements=result, **props)
-        return _restore_rank(ctx, ctx.result(op), len(shape))
+        return _restore_rank(ctx, _qresult(ctx, op), len(shape))
 
     return [_product(ctx, x, _is_unsigned(w_type), y_type, build)]
 
@@ -342,8 +370,8 @@ def _matmul(
             w = ctx.result(nn.ConstantOp.from_array(weights, TensorType(w_type, weights.shape)))
         else:
             w = ctx.constant(weights)
-        return ctx.result(nn.FullyConnectedOp.make(a, w, None, result_elements=result))
-    return ctx.result(nn.BatchMatmulOp.make(a, b, result_elements=result))
+        return _qresult(ctx, nn.FullyConnectedOp.make(a, w, None, result_elements=result))
+    return _qresult(ctx, nn.BatchMatmulOp.make(a, b, result_elements=result))
 
 
 @converter("QLinearMatMul")
@@ -367,7 +395,7 @@ def convert_qlinear_matmul(ctx: ConversionContext, node: onnx.NodeProto) -> Resu
 
     def build_batched(data: SSAValue, result: UniformQuantizedType) -> SSAValue:
         rhs = _to_storage_of(ctx, b, _is_unsigned(b_type))
-        return ctx.result(nn.BatchMatmulOp.make(data, rhs, result_elements=result))
+        return _qresult(ctx, nn.BatchMatmulOp.make(data, rhs, result_elements=result))
 
     return [_product(ctx, a, _is_unsigned(b_type), y_type, build_batched)]
 
@@ -429,7 +457,7 @@ def convert_qgemm(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
         return [_float_gemm(ctx, a, w, bias, ctx.const(node.input[1]), w_type)]
 
     def build(data: SSAValue, result: UniformQuantizedType) -> SSAValue:
-        return ctx.result(nn.FullyConnectedOp.make(data, w, bias, result_elements=result))
+        return _qresult(ctx, nn.FullyConnectedOp.make(data, w, bias, result_elements=result))
 
     y_type = _qtype(ctx, node.input[7], ctx.input(node, 8), ctx.dtype(a_name))
     return [_product(ctx, a, _is_unsigned(w_type), y_type, build)]
@@ -472,7 +500,7 @@ def convert_qlinear_binary(ctx: ConversionContext, node: onnx.NodeProto) -> Resu
     a = _to_storage_of(ctx, a, _is_unsigned(y_type))
     b = _to_storage_of(ctx, b, _is_unsigned(y_type))
     op_class = nn.AddOp if node.op_type == "QLinearAdd" else nn.MulOp
-    return [ctx.result(op_class.make(a, b, result_elements=y_type))]
+    return [_qresult(ctx, op_class.make(a, b, result_elements=y_type))]
 
 
 def _unary_types(
@@ -489,7 +517,7 @@ def convert_qlinear_activation(ctx: ConversionContext, node: onnx.NodeProto) -> 
     if node.op_type == "QLinearSigmoid":
         return [ctx.result(nn.SigmoidOp.make(x, result_elements=y_type))]
     alpha = float(ctx.attrs(node).get("alpha", 0.01))
-    return [ctx.result(nn.LeakyReluOp.make(x, alpha=alpha, result_elements=y_type))]
+    return [_qresult(ctx, nn.LeakyReluOp.make(x, alpha=alpha, result_elements=y_type))]
 
 
 @converter("com.microsoft.QLinearGlobalAveragePool")
@@ -499,7 +527,7 @@ def convert_qlinear_global_pool(ctx: ConversionContext, node: onnx.NodeProto) ->
     channels_last = bool(ctx.attrs(node).get("channels_last", 0))
     axes = list(range(1, rank - 1)) if channels_last else list(range(2, rank))
     op = nn.ReduceOp.make(x, kind="mean", axes=axes, keepdims=True, result_elements=y_type)
-    return [ctx.result(op)]
+    return [_qresult(ctx, op)]
 
 
 @converter("com.microsoft.QLinearAveragePool")
@@ -538,7 +566,7 @@ def convert_qlinear_concat(ctx: ConversionContext, node: onnx.NodeProto) -> Resu
         inputs.append(_to_storage_of(ctx, x, _is_unsigned(y_type)))
     rank = len(ctx.shape(first))
     axis = normalize_axis(int(ctx.attrs(node)["axis"]), rank)
-    return [ctx.result(nn.ConcatOp.make(inputs, axis=axis, result_elements=y_type))]
+    return [_qresult(ctx, nn.ConcatOp.make(inputs, axis=axis, result_elements=y_type))]
 
 
 @converter("com.microsoft.QLinearSoftmax")
