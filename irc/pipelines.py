@@ -266,7 +266,8 @@ def pipeline_specs(text: str) -> list[ArgSpec]:
             f"nested pass pipelines ('{nested.group(0).strip()}...)') are not supported: irc's "
             "passes run on the module; write 'builtin.module(a,b)' or just 'a,b'"
         )
-    if not body.strip():
+    body = _outside_braces_unspaced(body)
+    if not body:
         return []
     try:
         specs = list(parse_specs(body))
@@ -281,6 +282,24 @@ def pipeline_specs(text: str) -> list[ArgSpec]:
             continue
         expanded += pipeline_specs(named.build(**_named_options(spec)))
     return expanded
+
+
+def _outside_braces_unspaced(text: str) -> str:
+    """`text` without the whitespace around its top-level commas and at its ends (MLIR
+    allows `a, b`; xDSL's pipeline lexer does not); whitespace inside `{...}` stays."""
+    pieces: list[str] = []
+    depth, quote, start = 0, False, 0
+    for position, char in enumerate(text):
+        if char == '"' and (position == 0 or text[position - 1] != "\\"):
+            quote = not quote
+        elif not quote:
+            depth += char == "{"
+            depth -= char == "}"
+            if depth == 0 and char == ",":
+                pieces.append(text[start:position].strip())
+                start = position + 1
+    pieces.append(text[start:].strip())
+    return ",".join(pieces) if any(pieces) else ""
 
 
 def _named_options(spec: ArgSpec) -> dict[str, Any]:

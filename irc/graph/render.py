@@ -419,8 +419,7 @@ def write_graph(path: str, graph: ModelGraph, title: str = "model") -> None:
     """Write the SVG, the HTML page or the Graphviz source (`.dot`, `.gv`), by `path`'s
     suffix, atomically (all or nothing).
 
-    Raises ValueError for any other suffix and `irc.tools.common.ToolError` when the file
-    cannot be written.
+    Raises ValueError for any other suffix and `OSError` when the file cannot be written.
     """
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in GRAPH_SUFFIXES:
@@ -431,7 +430,6 @@ def write_graph(path: str, graph: ModelGraph, title: str = "model") -> None:
         text = render_dot(graph)
     else:
         text = render_html(graph, title)
-    from irc.tools.common import write_atomically
+    from irc.fileio import write_atomically
 
-    data = text.encode("utf-8")
-    write_atomically(path, lambda stream: stream.write(data), "the graph")
+    write_atomically(path, text)
