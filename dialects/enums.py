@@ -10,7 +10,7 @@ the form it had when these were plain strings (``layout = "NHWC"``, ``rounding =
         NCHW = "NCHW"
 
     @irdl_attr_definition
-    class LayoutAttr(StringEnumSyntax, EnumAttribute[Layout], SpacedOpaqueSyntaxAttribute):
+    class LayoutAttr(StringEnumSyntax[Layout], EnumAttribute[Layout], SpacedOpaqueSyntaxAttribute):
         name = "nn.layout"
         label = "layout"
 
@@ -20,9 +20,8 @@ verifiers gave: ``layout must be one of NHWC, NCHW, got 'NWHC'``.
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
-from xdsl.dialects.utils import EnumAttribute
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -30,16 +29,19 @@ from xdsl.utils.str_enum import StrEnum
 
 __all__ = ["StringEnumSyntax"]
 
+EnumT = TypeVar("EnumT", bound=StrEnum)
 
-class StringEnumSyntax:
-    """Mixin for an `EnumAttribute` subclass (listed first among its bases): its value is a
-    string literal, and `from_str` builds it from a Python string."""
+
+class StringEnumSyntax(Generic[EnumT]):
+    """Mixin for an `EnumAttribute[E]` subclass, listed first among its bases as
+    `StringEnumSyntax[E]`: its value is a string literal, and `from_str` builds it from a
+    Python string."""
 
     label: ClassVar[str]
     """What the value is, for messages (`layout`, `rounding`)."""
 
     enum_type: ClassVar[type[StrEnum]]
-    data: StrEnum
+    data: EnumT
 
     @classmethod
     def allowed(cls) -> tuple[str, ...]:
@@ -52,23 +54,36 @@ class StringEnumSyntax:
         return f"{cls.label} must be one of {', '.join(cls.allowed())}, got '{value}'"
 
     @classmethod
+    def _of(cls, member: EnumT) -> Self:
+        # The EnumAttribute (a Data attribute) this mixin is combined with takes the member.
+        return cast(Any, cls)(member)
+
+    @classmethod
+    def _member(cls, value: str) -> EnumT:
+        return cast(EnumT, cls.enum_type(value))
+
+    @classmethod
     def from_str(cls, value: str) -> Self:
         """The attribute of a value; `VerifyException` when it is not one of the enum's."""
         try:
-            member = cls.enum_type(value)
+            member = cls._member(value)
         except ValueError:
             raise VerifyException(cls.refusal(str(value))) from None
-        assert issubclass(cls, EnumAttribute)
-        return cls(member)  # type: ignore[call-arg]  # EnumAttribute's Data constructor
+        return cls._of(member)
+
+    @classmethod
+    def parse_value(cls, parser: AttrParser) -> Self:
+        """The attribute, read unqualified (its string literal), as op syntax writes it."""
+        return cls._of(cls.parse_parameter(parser))
 
     def print_parameter(self, printer: Printer) -> None:
         printer.print_string_literal(self.data.value)
 
     @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> StrEnum:
+    def parse_parameter(cls, parser: AttrParser) -> EnumT:
         start = parser.pos
         value = parser.parse_str_literal()
         try:
-            return cls.enum_type(value)
+            return cls._member(value)
         except ValueError:
             parser.raise_error(cls.refusal(value), start, parser.pos)

@@ -374,7 +374,9 @@ class RescaleRounding(StrEnum):
 
 
 @irdl_attr_definition
-class RoundingAttr(StringEnumSyntax, EnumAttribute[Rounding], SpacedOpaqueSyntaxAttribute):
+class RoundingAttr(
+    StringEnumSyntax[Rounding], EnumAttribute[Rounding], SpacedOpaqueSyntaxAttribute
+):
     """`rounding = "half_to_even"` of `quant.qcast` (generic form `#quant<rounding "...">`)."""
 
     name = "quant.rounding"
@@ -383,7 +385,7 @@ class RoundingAttr(StringEnumSyntax, EnumAttribute[Rounding], SpacedOpaqueSyntax
 
 @irdl_attr_definition
 class RescaleRoundingAttr(
-    StringEnumSyntax, EnumAttribute[RescaleRounding], SpacedOpaqueSyntaxAttribute
+    StringEnumSyntax[RescaleRounding], EnumAttribute[RescaleRounding], SpacedOpaqueSyntaxAttribute
 ):
     """`rounding = "single_round"` of `quant.rescale` (`#quant<rescale_rounding "...">`)."""
 

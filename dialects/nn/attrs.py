@@ -35,7 +35,7 @@ class Activation(StrEnum):
 
 
 @irdl_attr_definition
-class LayoutAttr(StringEnumSyntax, EnumAttribute[Layout], SpacedOpaqueSyntaxAttribute):
+class LayoutAttr(StringEnumSyntax[Layout], EnumAttribute[Layout], SpacedOpaqueSyntaxAttribute):
     """`layout = "NHWC" | "NCHW"` (generic form `#nn<layout "NHWC">`)."""
 
     name = "nn.layout"
@@ -43,7 +43,9 @@ class LayoutAttr(StringEnumSyntax, EnumAttribute[Layout], SpacedOpaqueSyntaxAttr
 
 
 @irdl_attr_definition
-class ActivationAttr(StringEnumSyntax, EnumAttribute[Activation], SpacedOpaqueSyntaxAttribute):
+class ActivationAttr(
+    StringEnumSyntax[Activation], EnumAttribute[Activation], SpacedOpaqueSyntaxAttribute
+):
     """`activation = "none" | "relu" | ...` (generic form `#nn<activation "relu">`)."""
 
     name = "nn.activation"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, ClassVar, Literal, Self, TypeVar
+from typing import Any, ClassVar, Literal, Self, TypeVar, cast
 from weakref import WeakKeyDictionary
 
 from xdsl.dialects.builtin import (
@@ -126,7 +126,7 @@ def print_prop_value(printer: Printer, kind: PropKind, value: Attribute) -> None
 def parse_prop_value(parser: Parser, kind: PropKind) -> Attribute:
     """Parse a property value written in the custom syntax of its kind."""
     if not isinstance(kind, str):
-        return kind(kind.parse_parameter(parser))
+        return kind.parse_value(parser)
     match kind:
         case "ints":
             values = parser.parse_comma_separated_list(
@@ -206,11 +206,13 @@ def bool_attr(value: bool) -> IntegerAttr:
 
 
 def ints_of(attr: DenseArrayBase) -> tuple[int, ...]:
-    return tuple(int(v) for v in attr.get_values())
+    """The values of an integer array property."""
+    return tuple(int(v) for v in cast(DenseArrayBase[IntegerType], attr).get_values())
 
 
 def floats_of(attr: DenseArrayBase) -> tuple[float, ...]:
-    return tuple(float(v) for v in attr.get_values())
+    """The values of a float array property."""
+    return tuple(float(v) for v in cast(DenseArrayBase[AnyFloat], attr).get_values())
 
 
 # ---- Type helpers ------------------------------------------------------------------------------
@@ -430,7 +432,7 @@ class NNOp(IRDLOperation):
         strings) keyed by property name; `result_elements` defaults to the element type of the
         first operand (quantized results must say theirs).
         """
-        kinds = {name: kind for name, kind, _, _ in cls._prop_kinds()}
+        kinds: dict[str, PropKind] = {name: kind for name, kind, _, _ in cls._prop_kinds()}
         properties: dict[str, Attribute] = {}
         for name, value in props.items():
             if name not in kinds:
@@ -535,7 +537,7 @@ class NNOp(IRDLOperation):
             unresolved.append(first)
             while parser.parse_optional_punctuation(",") is not None:
                 unresolved.append(parser.parse_unresolved_operand())
-        kinds = {name: kind for name, kind, _, _ in cls._prop_kinds()}
+        kinds: dict[str, PropKind] = {name: kind for name, kind, _, _ in cls._prop_kinds()}
         properties: dict[str, Attribute] = {}
         while True:
             pos = parser.pos
@@ -634,7 +636,9 @@ class NNOp(IRDLOperation):
         return grouped
 
     @classmethod
-    def _group_results(cls, result_types: Sequence[Attribute]) -> list[object]:
+    def _group_results(
+        cls, result_types: Sequence[Attribute]
+    ) -> list[Attribute | Sequence[Attribute] | None]:
         defs = [d for _, d in cls.get_irdl_definition().results]
         if len(defs) == 1 and isinstance(defs[0], VarResultDef):
             return [list(result_types)]

@@ -48,6 +48,7 @@ from irc.dialects.nn.base import (
     is_integer,
     is_quantized,
     layout_prop,
+    tensor_type,
 )
 from irc.dialects.quant import UniformQuantizedType, quantized_element
 
@@ -147,17 +148,10 @@ def _verify_conv_like_elements(op: NNOp, channel_axis: int, weights_name: str) -
     input_el = element_of(op.operands[0])
     weights = op.operands[1].type
     assert isinstance(weights, TensorType)
-    bias = op.operands[2].type if len(op.operands) > 2 else None
+    bias = tensor_type(op.operands[2], "bias") if len(op.operands) > 2 else None
     result_el = element_of(op.results[0])
     if is_quantized(input_el):
-        _verify_quantized_weights(
-            input_el,
-            weights,
-            bias,
-            result_el,
-            channel_axis,
-            weights_name,  # type: ignore[arg-type]
-        )
+        _verify_quantized_weights(input_el, weights, bias, result_el, channel_axis, weights_name)
         return
     if is_integer(input_el):
         _verify_integer_product(

@@ -13,6 +13,7 @@ from typing import Self
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     IntegerType,
@@ -65,6 +66,7 @@ from irc.dialects.nn.base import (
     product,
     shape_of,
     str_prop,
+    tensor_type,
 )
 from irc.dialects.quant import UniformQuantizedType, quantized_element
 from irc.dtypes import element_type, numpy_dtype
@@ -115,7 +117,7 @@ class ConstantOp(NNOp):
     ) -> list[Shape]:
         value = props["value"]
         assert isinstance(value, DenseIntOrFPElementsAttr)
-        return [value.get_type().get_shape()]
+        return [tensor_type(value.get_type(), "value").get_shape()]
 
     def verify_element_types(self) -> None:
         data = self.value.get_type().element_type
@@ -163,12 +165,13 @@ def dense_from_array(array: np.ndarray) -> DenseIntOrFPElementsAttr:
         raise ValueError(f"unsupported constant dtype {dtype}") from None
     if dtype == np.bool_:
         array = -array.astype(np.int8)  # xDSL stores an i1 `true` as all ones (-1), as it parses
+    assert isinstance(element, IntegerType | AnyFloat)  # element_type makes no other kind
     return DenseIntOrFPElementsAttr(TensorType(element, array.shape), BytesAttr(array.tobytes()))
 
 
 def array_from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     """The data of a dense attribute as a numpy array of its shape."""
-    type_ = attr.get_type()
+    type_ = tensor_type(attr.get_type(), "value")
     dtype = numpy_dtype(type_)
     stored = np.dtype(np.int8) if dtype == np.bool_ else dtype  # i1: one byte, 0 or -1
     shape = type_.get_shape()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 from onnx import numpy_helper
 from xdsl.dialects.builtin import TensorType
@@ -202,7 +203,7 @@ class ConversionContext:
         """Emit a single-result op and return its result."""
         return self.emit(op).results[0]
 
-    def constant(self, array: np.ndarray) -> SSAValue:
+    def constant(self, array: npt.ArrayLike) -> SSAValue:
         """Emit an `nn.constant` holding `array`."""
         return self._materialise(np.asarray(array), self._location_name())
 

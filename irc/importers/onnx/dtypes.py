@@ -7,6 +7,7 @@ irc's element types are float32, float16, float64, int8, int16, int32, int64, ui
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType, Signedness
 from xdsl.ir import Attribute
@@ -39,7 +40,7 @@ def dtype_for_onnx(elem_type: int) -> np.dtype | None:
     return _ONNX_DTYPES.get(elem_type)
 
 
-def element_for_dtype(dtype: np.dtype) -> Attribute:
+def element_for_dtype(dtype: npt.DTypeLike) -> Attribute:
     """The xDSL element type of a numpy dtype (ValueError when irc has none)."""
     dtype = np.dtype(dtype)
     if dtype == np.float32:

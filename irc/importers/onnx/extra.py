@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
-from xdsl.dialects.builtin import IntegerType, Signedness, TensorType, i1
+from xdsl.dialects.builtin import AnyFloat, IntegerType, Signedness, TensorType, i1
 from xdsl.ir import Attribute, SSAValue
 
 from irc.dialects import nn
@@ -133,7 +134,7 @@ def _mul(ctx: ConversionContext, a: Val, b: Val) -> Val:
     return _binary(ctx, nn.MulOp, np.multiply, a, b)
 
 
-def _unary(ctx: ConversionContext, op: type[nn.NNOp], x: Val, **props: object) -> SSAValue:
+def _unary(ctx: ConversionContext, op: type[nn.NNOp], x: Val, **props: Any) -> SSAValue:
     return ctx.result(op.make(_value(ctx, x), **props))
 
 
@@ -368,6 +369,8 @@ def _quantized_type(
     shape: Sequence[int],
 ) -> UniformQuantizedType | str:
     """The `!quant.uniform` type a Q/DQ node describes, or the reason it cannot be imported."""
+    if not isinstance(expressed, AnyFloat):
+        raise ctx.error(node, f"the scale must be a float tensor, got {expressed}")
     attrs = ctx.attrs(node)
     if int(attrs.get("block_size", 0)):
         return "blocked quantization (block_size)"

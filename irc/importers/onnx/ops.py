@@ -212,7 +212,7 @@ def convert_clip(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     x = node.input[0]
     if ctx.opset < 11:  # bounds as attributes (a model read without the upgrade)
         attrs = ctx.attrs(node)
-        props = {k: attrs[k] for k in ("min", "max") if k in attrs}
+        props: dict[str, Any] = {k: attrs[k] for k in ("min", "max") if k in attrs}
         return [ctx.result(nn.ClipOp.make(ctx.value(x), **props))]
     bounds = [ctx.input(node, 1), ctx.input(node, 2)]
     array = ctx.const(x)
@@ -224,7 +224,7 @@ def convert_clip(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
             array = np.minimum(array, high.astype(array.dtype))
         return [array]
     value = ctx.value(x)
-    props: dict[str, float] = {}
+    props: dict[str, Any] = {}
     for name, key, op_class in (
         (bounds[0], "min", nn.MaximumOp),
         (bounds[1], "max", nn.MinimumOp),

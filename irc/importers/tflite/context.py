@@ -97,8 +97,8 @@ class TFLiteImporter:
         from irc.diagnostics import Diagnostic, Severity, SourceLocation, emit
 
         by_name = {self.tensors[i].name: i for i in self.model.inputs}
-        for what, names in (("bind", bind), ("input_shapes", input_shapes)):
-            for name in names:
+        for what, given in (("bind", bind), ("input_shapes", input_shapes)):
+            for name in given:
                 if name not in by_name:
                     raise ModelImportError(
                         f"{self.path}: {what}: the model has no input named '{name}' "

@@ -17,6 +17,7 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import flatbuffers
 import numpy as np
@@ -137,6 +138,16 @@ class _Corrupt(Exception):
     """A structural problem found while reading; becomes a ModelImportError."""
 
 
+_T = TypeVar("_T")
+
+
+def _present(value: _T | None, what: str) -> _T:
+    """A table the generated accessors return, refused when its offset is absent (None)."""
+    if value is None:
+        raise _Corrupt(f"{what} is missing")
+    return value
+
+
 def read_model(data: bytes, path: str | Path) -> ModelInfo:
     """Parse and check the flatbuffer; every failure is one `ModelImportError` naming `path`."""
     if len(data) < 8 or data[4:8] != _IDENTIFIER:
@@ -173,15 +184,18 @@ class _Reader:
         if subgraphs == 0:
             raise _Corrupt("the model has no subgraphs")
         codes = [
-            self.opcode(root.OperatorCodes(i))
+            self.opcode(_present(root.OperatorCodes(i), f"operator code {i}"))
             for i in range(self.count(root.OperatorCodesLength(), "the operator code list"))
         ]
         buffers = self.count(root.BuffersLength(), "the buffer list")
-        graph = root.Subgraphs(0)
+        graph = _present(root.Subgraphs(0), "subgraph 0")
         tensor_count = self.count(graph.TensorsLength(), "the tensor list")
-        tensors = [self.tensor(i, graph.Tensors(i), buffers) for i in range(tensor_count)]
+        tensors = [
+            self.tensor(i, _present(graph.Tensors(i), f"tensor {i}"), buffers)
+            for i in range(tensor_count)
+        ]
         operators = [
-            self.operator(i, graph.Operators(i), codes, tensor_count)
+            self.operator(i, _present(graph.Operators(i), f"operator {i}"), codes, tensor_count)
             for i in range(self.count(graph.OperatorsLength(), "the operator list"))
         ]
         inputs = self.indices(graph.InputsAsNumpy(), tensor_count, "subgraph inputs")
@@ -248,7 +262,7 @@ class _Reader:
     def buffer(self, index: int) -> np.ndarray | None:
         if index == 0:
             return None  # buffer 0 is the empty sentinel of every model
-        buffer = self.root.Buffers(index)
+        buffer = _present(self.root.Buffers(index), f"buffer {index}")
         offset, size = buffer.Offset(), buffer.Size()
         if offset > 1:  # models over 2 GB keep their data after the flatbuffer
             if offset + size > len(self.data):
@@ -282,7 +296,10 @@ class _Reader:
         return Sparsity(
             () if isinstance(order, int) else tuple(int(v) for v in order),
             () if isinstance(block_map, int) else tuple(int(v) for v in block_map),
-            tuple(self.dim_metadata(s.DimMetadata(i)) for i in range(levels)),
+            tuple(
+                self.dim_metadata(_present(s.DimMetadata(i), f"sparsity level {i}"))
+                for i in range(levels)
+            ),
         )
 
     @staticmethod
@@ -372,7 +389,7 @@ class Options:
         self._table_name = table_name
         self._values = values
 
-    def __getattr__(self, name: str) -> Callable[[], object]:
+    def __getattr__(self, name: str) -> Callable[[], Any]:
         try:
             value = self._values[name]
         except KeyError:

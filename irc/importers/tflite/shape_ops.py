@@ -9,6 +9,8 @@ Data movement copies stored values, so a quantized output keeps its input's para
 
 from __future__ import annotations
 
+from typing import Any
+
 import tflite
 from xdsl.ir import SSAValue
 
@@ -347,7 +349,7 @@ def resize(imp: TFLiteImporter, op: OperatorInfo) -> None:
     if align and half:
         raise Unsupported("align_corners together with half_pixel_centers")
     if bilinear:
-        props = {
+        props: dict[str, Any] = {
             "mode": "bilinear",
             "coordinate_mode": "align_corners" if align else "half_pixel" if half else "asymmetric",
         }
