@@ -11,8 +11,10 @@ AArch64 profile needs a cross compiler, else it is skipped. A profiled run names
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,11 +35,13 @@ from cpu_support import (
 
 from irc.dialects import nn
 from irc.runtime.profiling import Profile, kernel_profiling
-from irc.targets.cpu import csrc, isa, toolchain
+from irc.targets.cpu import codegen, csrc, isa, toolchain
 from irc.targets.cpu.runtime import CpuLoadError, CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 
 pytestmark = needs_compiler
+
+assert codegen  # registers every kernel snippet (quant_kernels' too)
 
 AVX2_HOST = isa.PROFILES["avx2"].features
 
@@ -159,23 +163,55 @@ def test_profiled_run_names_the_isa(lowered, name: str) -> None:
     assert row.dispatch == "@test_cpu_isa::@entry"
 
 
-KERNEL_FILES = ("conv2d", "depthwise", "pool2d", "batch_matmul", "softmax", "pad_nhwc")
-
-
 @pytest.mark.parametrize("name", [n for n in isa.PREFERENCE if n != "neon"])
 def test_kernel_files_are_warning_free(name: str, tmp_path: Path) -> None:
-    """The kernels moved to C files (targets/cpu/kernels) build with -Wall -Werror for
-    every x86 profile (an unused kernel of a translation unit and gcc's note on 64-byte
-    vector arguments without AVX-512 aside)."""
+    """The whole kernel library (every snippet, targets/cpu/kernels included) builds with
+    -Wall -Werror for every x86 profile (an unused kernel of a translation unit and gcc's
+    note on 64-byte vector arguments without AVX-512 aside)."""
     if isa.machine() != "x86_64":
         pytest.skip("not an x86_64 host")
     chain = toolchain.probe().toolchain
     assert chain is not None
     flags = toolchain.flags_for(chain, isa.PROFILES[name]).flags
     source = tmp_path / "kernels.c"
-    source.write_text(csrc.source_for(KERNEL_FILES))
+    source.write_text(csrc.source_for(csrc.snippet_names()))
     warn = ["-Wall", "-Werror", "-Wno-unused-function", "-Wno-psabi", "-fsyntax-only"]
     proc = subprocess.run(
         [chain.compiler, *flags, *warn, str(source)], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+_AFFINITY_CHECK = """
+import ctypes, os, sys
+from irc.targets.cpu import toolchain
+toolchain.prepare_openmp()
+before = os.sched_getaffinity(0)
+if sys.argv[2] == "raw":
+    ctypes.CDLL(sys.argv[1])
+else:
+    toolchain.load_library(sys.argv[1])
+print(os.sched_getaffinity(0) == before)
+"""
+
+
+@pytest.mark.parametrize("how", ["raw", "load_library"])
+def test_loading_keeps_the_callers_cpu_affinity(lowered, how: str) -> None:
+    """libgomp with OMP_PROC_BIND=true binds the thread that loads it; the runtime gives
+    the caller its mask back (a plain dlopen shows what it would otherwise keep)."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: nothing to pin")
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    if not chain.openmp:
+        pytest.skip("no OpenMP")
+    library = toolchain.build(generated_source(lowered[0]), chain)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_", "KMP_"))}
+    proc = subprocess.run(
+        [sys.executable, "-c", _AFFINITY_CHECK, str(library.path), how],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert proc.stdout.strip() == ("False" if how == "raw" else "True")

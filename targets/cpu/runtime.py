@@ -210,7 +210,7 @@ class CpuRuntime(TargetRuntime):
             raise CpuLoadError(f"cpu: target not available: {exc}") from None
         if probe.toolchain.openmp:
             toolchain.prepare_openmp()
-        handle = ctypes.CDLL(str(library.path))
+        handle = toolchain.load_library(library.path)
         handle.irc_set_threads.argtypes = [ctypes.c_int]
         handle.irc_set_threads.restype = None
         handle.irc_get_threads.restype = ctypes.c_int

@@ -95,6 +95,23 @@ def prepare_openmp() -> None:
             os.environ.setdefault(name, value)
 
 
+def load_library(path: str | Path) -> ctypes.CDLL:
+    """`ctypes.CDLL(path)`, keeping the calling thread's CPU affinity: with
+    `OMP_PROC_BIND=true`, libgomp binds the thread that loads it to the first core when it
+    initialises, which would pin the user's Python thread (and every thread pool it starts
+    later, e.g. another runtime's) to one core. The OpenMP workers are bound as they are
+    created, so giving the caller its mask back leaves them bound."""
+    try:
+        before = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return ctypes.CDLL(str(path))
+    handle = ctypes.CDLL(str(path))
+    with contextlib.suppress(OSError):
+        if os.sched_getaffinity(0) != before:
+            os.sched_setaffinity(0, before)
+    return handle
+
+
 class CompilerError(Exception):
     """The C compiler failed on generated code (an irc bug) or could not be run."""
 
@@ -213,7 +230,7 @@ def _probe_compiler_now(path: str) -> ProbeResult:
                 lines = (proc.stderr or proc.stdout).strip().splitlines()
                 return False, lines[-1] if lines else f"exit status {proc.returncode}"
             try:
-                lib = ctypes.CDLL(str(out))
+                lib = load_library(out)
                 lib.irc_probe.restype = ctypes.c_float
                 lib.irc_probe.argtypes = [ctypes.c_float]
                 if abs(lib.irc_probe(1.0) - 17.0) > 1e-3:
