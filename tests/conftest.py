@@ -1,0 +1,86 @@
+"""Test-session infrastructure: the `slow` tier, and models compiled once per session.
+
+* `slow` marks the tests that cost the most (measured with `pytest --durations`, see
+  `SLOW_TESTS`): real models compiled and run, whole kernel families built, tools started in
+  fresh processes. CI and README's test command run every test; `pytest -m "not slow"` is the
+  quick tier while editing.
+* `compile_once` (session-scoped) compiles a model for a target list once per test session:
+  modules that check the same shared model on the same targets reuse one `CompiledModel`
+  (compiling MobileNetV2 costs seconds). Tests treat it as read-only: `run` it, read its
+  module and summary, never `resize` or mutate it.
+* `SHARED_MODELS` is `../shared/models` beside the checkout; tests that read it skip when it
+  is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    import irc
+
+SHARED_MODELS = Path(__file__).resolve().parents[1].parent / "shared" / "models"
+"""../shared/models from the repository root."""
+
+SLOW_TESTS: tuple[str, ...] = (
+    # Node-id prefixes (file, file::test, file::test[param]); from a `--durations` run on the
+    # 2-core development machine: each costs 2 s of CPU or more (most build a kernel family
+    # or compile and run a real model; the first test of a family builds it for the rest).
+    "tests/test_aot.py::test_artifact_runs_in_a_fresh_process_without_the_model",
+    "tests/test_batch_norm_decompose.py::test_densenet_runs_as_one_cpu_region",
+    "tests/test_compile.py::test_compiled_models_match_the_reference",
+    "tests/test_compile.py::test_console_scripts_with_plugins",
+    "tests/test_convert_layout.py::test_model_inside_a_region",
+    "tests/test_convert_layout.py::test_shared_model",
+    "tests/test_cpu_conv_threads.py::test_conv_against_reference_on_1_and_2_threads",
+    "tests/test_cpu_conv_transpose.py::test_float",
+    "tests/test_cpu_int8.py::test_shared_int8_models",
+    "tests/test_cpu_int8_depthwise.py::test_depthwise_bit_exact",
+    "tests/test_cpu_int8_pointwise.py::test_pointwise_bit_exact",
+    "tests/test_cpu_isa.py::test_every_x86_profile_compiles",
+    "tests/test_cpu_qfused.py::test_fused_bit_exact",
+    "tests/test_cpu_quant.py::test_generated_rescale_matches_reference",
+    "tests/test_models.py",
+    "tests/test_readme.py::test_quick_start_runs_as_written",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "slow: among the costliest tests (CI runs them; `-m 'not slow'` skips them while editing)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests named by `SLOW_TESTS` as `slow`."""
+    for item in items:
+        if any(_matches(item.nodeid, prefix) for prefix in SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
+
+
+def _matches(nodeid: str, prefix: str) -> bool:
+    return nodeid == prefix or nodeid.startswith((prefix + "::", prefix + "["))
+
+
+@pytest.fixture(scope="session")
+def compile_once() -> Callable[..., irc.CompiledModel]:
+    """`compile_once(model, targets, **options)`: `irc.compile` of a model file once per
+    session and argument list (the same object again for the same arguments)."""
+    import irc
+
+    compiled: dict[tuple[Any, ...], irc.CompiledModel] = {}
+
+    def compile_model(
+        model: str | Path, targets: Sequence[str], **options: Any
+    ) -> irc.CompiledModel:
+        key = (str(Path(model).resolve()), tuple(targets), repr(sorted(options.items())))
+        if key not in compiled:
+            compiled[key] = irc.compile(Path(model), list(targets), **options)
+        return compiled[key]
+
+    return compile_model
