@@ -184,9 +184,17 @@ def run(
         from irc.fileio import is_model_file
 
         if is_model_file(module_or_path):
-            from irc.importers import import_model
+            from irc.specialize import ModelSource
 
-            module = import_model(module_or_path)
+            # Dynamic input dimensions take the shapes of the given inputs.
+            source = ModelSource.read(os.fspath(module_or_path), None)
+            signature = source.signature()
+            shapes = {
+                name: tuple(getattr(value, "shape", ()))
+                for name, value in (inputs.items() if isinstance(inputs, Mapping) else ())
+                if any(d < 0 for d in signature.get(name, ()))
+            }
+            module = source.instantiate(shapes)
         else:
             module = read_module(module_or_path)
     else:

@@ -48,7 +48,11 @@ Dynamic shapes (`irc.specialize`): a model with dynamic input dimensions keeps i
 (the model file's bytes, or the IR before specialisation); `run()` on inputs of other shapes
 compiles a specialisation for them, cached per shape signature (LRU of
 `irc.specialize.SHAPE_CACHE_SIZE`), and `resize({name: shape})` does it explicitly and makes
-those shapes current. `compile(..., shape_buckets={"x": [1, 4, 8]})` compiles several
+those shapes current. A model whose dynamic dimensions (beyond a leading batch, which
+defaults to 1) have no `input_shapes` compiles nothing up front: its `module` is the model
+with `?` dims (`ModelSource.unspecialised`), `unspecialised` is True, and every input-shape
+signature it runs on is specialised on first use (`save` needs shapes first).
+`compile(..., shape_buckets={"x": [1, 4, 8]})` compiles several
 specialisations into one module behind a guarded entry; running a bucketed shape compiles
 nothing, and a shape outside the buckets is specialised when the source is at hand (a model
 compiled in this process) and an `InputError` otherwise (an artifact loaded with `irc.load`).
@@ -249,6 +253,30 @@ class CompiledModel:
         return tuple(dict(key) for key in self._buckets)
 
     @property
+    def unspecialised(self) -> bool:
+        """Whether this model was compiled before its input shapes were known (it has no
+        program of its own until `resize` or a `run` specialises it)."""
+        return (
+            self.program.steps == ()
+            and any(d < 0 for spec in self.program.inputs for d in spec.shape)
+            and self._source is not None
+            and not self._buckets
+        )
+
+    def missing_shapes(self) -> Exception:
+        """The `MissingShapesError` (to raise) of an unspecialised model: what ahead-of-time
+        compilation needs first (`irc-compile` without `--input-shape`)."""
+        from irc.importers.onnx.driver import MissingShapesError
+        from irc.specialize import format_shape
+
+        dynamic = [s for s in self.inputs if any(d < 0 for d in s.shape)]
+        path = self._source.path if self._source is not None else "<module>"
+        described = [
+            f"'{s.name}' [" + format_shape(s.shape).replace("x", ", ") + "]" for s in dynamic
+        ]
+        return MissingShapesError(path, described, [s.name for s in dynamic])
+
+    @property
     def specializations(self) -> int:
         """How many specialisations (the first compilation's included) are cached."""
         return len(self._variants)
@@ -298,6 +326,14 @@ class CompiledModel:
             raise ValueError(f"resize: no input named {unknown[0]!r} (inputs: {known})")
         current = {spec.name: spec.shape for spec in self.inputs}
         wanted = current | {name: tuple(int(d) for d in shape) for name, shape in shapes.items()}
+        dynamic = [name for name, shape in wanted.items() if any(d < 0 for d in shape)]
+        if dynamic and self._source is not None:
+            from irc.specialize import format_shape
+
+            raise ValueError(
+                "resize: give a static shape for every input with dynamic dimensions: "
+                + ", ".join(f"{n} ({format_shape(wanted[n])})" for n in dynamic)
+            )
         if wanted == current and all(d >= 0 for s in current.values() for d in s):
             return
         from irc.runtime import InputError
@@ -360,6 +396,14 @@ class CompiledModel:
     def _artifact_module(self, embed_binaries: bool) -> ModuleOp:
         """The module as saved: marked with `irc.format_version`, with the OpenCL binaries
         when asked (on a clone: the module in memory is left alone)."""
+        if self.unspecialised:
+            from irc.specialize import format_shape
+
+            shapes = ", ".join(f"{s.name}={format_shape(s.shape)}" for s in self.inputs)
+            raise ValueError(
+                f"@{self.entry} has dynamic input dimensions ({shapes}) and is compiled when "
+                "it runs; resize() it, or compile with input shapes or shape buckets, to save it"
+            )
         module = self.module
         if embed_binaries:
             from irc.targets.opencl.aot import embed_binaries as embed
@@ -625,8 +669,13 @@ def compile(
         )
     if source.module is not None and input_shapes:
         source.check(input_shapes)
+    from irc.importers.onnx.driver import MissingShapesError
+
     with step("import"):
-        module = source.instantiate(input_shapes)
+        try:
+            module = source.instantiate(input_shapes)
+        except MissingShapesError:  # only a model with dynamic dimensions raises it
+            return _unspecialised(source, input_shapes, names, entry, check, options)
     compiled = _compile_module(module, names, entry, check, options)
     if keep is not None:
         compiled._source, compiled._options = keep, dict(options)
@@ -690,6 +739,77 @@ def _compile_source(
 ) -> CompiledModel:
     """One specialisation of `source` (no source kept: it is a cache entry)."""
     return _compile_module(source.instantiate(shapes), list(targets), entry, check, options)
+
+
+def _unspecialised_program(module: ModuleOp, entry: str) -> Program:
+    """Placeholder program of a model compiled before its input shapes are known: the
+    entry's signature (with `?` dims) and no schedule. `CompiledModel.run` never runs it
+    (inputs of static shapes go to their specialisation); run directly, it checks the
+    inputs and says so."""
+    from irc.runtime import InputError, Program
+    from irc.runtime.executor import TensorSpec
+    from irc.specialize import find_function
+    from irc.targets.reference import numpy_dtype
+
+    func = find_function(module, entry)
+    if func is None:
+        raise ValueError(f"no function @{entry} in the model")
+
+    def specs(types: Sequence[Any], attr: str, prefix: str, first: int) -> list[TensorSpec]:
+        names = func.attributes.get(attr)
+        out = []
+        for i, t in enumerate(types):
+            name = names.data[i].data if names is not None else f"{prefix}{i}"  # type: ignore[attr-defined]
+            out.append(TensorSpec(name, first + i, t, tuple(t.get_shape()), numpy_dtype(t)))
+        return out
+
+    inputs = specs(func.function_type.inputs.data, "irc.input_names", "arg", 0)
+    outputs = specs(func.function_type.outputs.data, "irc.output_names", "result", len(inputs))
+
+    class Unspecialised(Program):
+        def _execute(self, slots: list[Any], listener: Any, profile: Any) -> list[Any]:
+            raise InputError(
+                f"@{self.entry} has dynamic input dimensions and no program of its own; "
+                "run it through CompiledModel.run, which specialises it to the inputs' shapes"
+            )
+
+    return Unspecialised(entry, inputs, outputs, (), {}, len(inputs) + len(outputs))
+
+
+def _unspecialised(
+    source: ModelSource,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    names: list[str],
+    entry: str,
+    check: bool,
+    options: Mapping[str, Any],
+) -> CompiledModel:
+    """A model compiled before its input shapes are known: its `module` is the model with
+    `?` dims (`ModelSource.unspecialised`), and every input-shape signature it runs on is
+    specialised on first use (cached, see the module docstring)."""
+    from irc.specialize import format_shape
+
+    module = source.unspecialised(input_shapes)
+    program = _unspecialised_program(module, entry)
+    dynamic = ", ".join(
+        f"{spec.name}={format_shape(spec.shape)}"
+        for spec in program.inputs
+        if any(d < 0 for d in spec.shape)
+    )
+    summary = (
+        f"targets: {', '.join(names)}\n@{entry} is compiled on its first run for each input "
+        f"shape signature (dynamic inputs: {dynamic})"
+    )
+    return CompiledModel(
+        module,
+        entry=entry,
+        targets=names,
+        summary=summary,
+        program=program,
+        check=check,
+        source=source,
+        options=options,
+    )
 
 
 def _compile_buckets(

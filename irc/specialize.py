@@ -178,6 +178,75 @@ class ModelSource:
             raise ModelImportError(f"{self.path}: the imported IR does not verify: {exc}") from None
         return module
 
+    def unspecialised(self, shapes: Shapes | None = None) -> ModuleOp:
+        """The model before specialisation: dimensions `shapes` does not give stay dynamic
+        (`?`). An ONNX model imports whole where every converter on the way handles dynamic
+        sizes (`infer-shapes` refines it once its arguments are static); otherwise (shape
+        computations that fold only for static shapes) it is the entry's declaration with
+        the model's declared input and output types. `ModelImportError` when the model
+        cannot be imported for any shapes (a node without a converter)."""
+        if self.module is not None:
+            return self.module.clone()
+        from irc.importers import ModelImportError, detect_format
+
+        data = self.data or b""
+        if detect_format(data, self.path) == "tflite":
+            return self.instantiate(shapes)
+        from irc.importers.onnx import import_onnx
+
+        try:
+            return import_onnx(
+                data, self.path, bind=self.bind, input_shapes=shapes, keep_dynamic=True
+            )
+        except ModelImportError:
+            return _onnx_declaration(data, self.path, self.bind, self.entry, shapes or {})
+
+
+def _onnx_declaration(
+    data: bytes, path: str, bind: Mapping[str, object], entry: str, shapes: Shapes
+) -> ModuleOp:
+    """`func.func private @entry(inputs) -> outputs` with the ONNX graph's declared types
+    (`shapes` where given); re-raises the import error of a node without a converter."""
+    import onnx
+    from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+    from xdsl.dialects.func import FuncOp
+
+    from irc.importers import ModelImportError
+    from irc.importers.common import tensor_type
+    from irc.importers.onnx.context import op_key
+    from irc.importers.onnx.dtypes import dtype_for_onnx, element_for_dtype
+    from irc.importers.onnx.registry import CONVERTERS
+
+    graph = onnx.load_model_from_string(data).graph
+    unknown = sorted({op_key(n) for n in graph.node if op_key(n) not in CONVERTERS})
+    if unknown:
+        raise ModelImportError(
+            f"{path}: no converter for ONNX op type{'s' if len(unknown) > 1 else ''} "
+            + ", ".join(unknown)
+        )
+    initializers = {t.name for t in graph.initializer}
+
+    def declared(info: onnx.ValueInfoProto) -> TensorType:
+        tensor = info.type.tensor_type
+        dtype = dtype_for_onnx(tensor.elem_type)
+        if dtype is None or not tensor.HasField("shape"):
+            raise ModelImportError(
+                f"{path}: '{info.name}' needs a declared element type and rank to be "
+                "compiled before its shapes are known; give input shapes"
+            )
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor.shape.dim]
+        if info.name in shapes:
+            dims = [int(d) for d in shapes[info.name]]
+        return tensor_type(element_for_dtype(dtype), dims)
+
+    inputs = [i for i in graph.input if i.name not in initializers and i.name not in bind]
+    func = FuncOp.external(
+        entry, [declared(i) for i in inputs], [declared(o) for o in graph.output]
+    )
+    func.attributes["irc.input_names"] = ArrayAttr([StringAttr(i.name) for i in inputs])
+    func.attributes["irc.output_names"] = ArrayAttr([StringAttr(o.name) for o in graph.output])
+    return ModuleOp([func])
+
 
 def _module_signature(module: ModuleOp, entry: str) -> dict[str, tuple[int, ...]]:
     from xdsl.dialects.builtin import TensorType

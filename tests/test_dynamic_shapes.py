@@ -309,3 +309,184 @@ def test_irc_compile_bad_shape_buckets(
     assert code == 1
     assert err == f"irc-compile: error: {message}\n"
     assert not out_file.exists()
+
+
+# ---- Compiled before the shapes are known ------------------------------------------------------
+
+FILTER = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+
+
+def write_conv_model(path: Path) -> Path:
+    """An ONNX model y = relu(conv3x3(x)) with x of shape [N, 3, H, W] (N, H, W dynamic)."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c"], ["y"]),
+        ],
+        "dynamic_image",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, "H", "W"])],
+        initializer=[numpy_helper.from_array(FILTER, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 10
+    onnx.save(model, path)
+    return path
+
+
+def conv_expected(x: np.ndarray) -> np.ndarray:
+    """relu(conv3x3(x)) with zero padding 1, in numpy."""
+    n, _, h, w = x.shape
+    padded = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
+    out = np.zeros((n, 4, h, w), np.float64)
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum(
+                "nchw,oc->nohw", padded[:, :, i : i + h, j : j + w], FILTER[:, :, i, j]
+            )
+    return np.maximum(out, 0.0).astype(np.float32)
+
+
+@pytest.fixture
+def conv_path(tmp_path: Path) -> Path:
+    return write_conv_model(tmp_path / "dynconv.onnx")
+
+
+def image(*shape: int) -> dict[str, np.ndarray]:
+    return {"x": RNG.standard_normal(shape).astype(np.float32)}
+
+
+def test_compile_without_shapes(conv_path: Path, pipeline_runs: list[int]) -> None:
+    model = irc.compile(conv_path, ["reference"])
+    assert pipeline_runs == []  # nothing to compile before the shapes are known
+    assert model.unspecialised
+    assert "dynamic inputs: x=?x3x?x?" in model.summary
+    assert "func.func private @main(tensor<?x3x?x?xf32>) -> tensor<?x4x?x?xf32>" in str(
+        model.module
+    )
+    for shape in ((2, 3, 10, 7), (1, 3, 5, 5), (2, 3, 10, 7)):
+        inputs = image(*shape)
+        got = model.run(inputs)["y"]
+        np.testing.assert_allclose(got, conv_expected(inputs["x"]), rtol=1e-4, atol=1e-5)
+    assert len(pipeline_runs) == 2  # once per input-shape signature
+    assert model.specializations == 2
+    assert model.unspecialised  # running does not change the current shapes
+    with pytest.raises(InputError, match="does not fit input 'x' of shape"):
+        model.run({"x": np.zeros((1, 2, 4, 4), np.float32)})
+    with pytest.raises(InputError, match="input 'x'"):
+        model.run({})
+    with pytest.raises(ValueError, match=r"has dynamic input dimensions \(x=\?x3x\?x\?\)"):
+        model.save(conv_path.with_suffix(".mlir"))
+    with pytest.raises(InputError, match=r"run it through CompiledModel\.run"):
+        model.program.run(image(1, 3, 4, 4))
+
+
+def test_unspecialised_threads(conv_path: Path, pipeline_runs: list[int]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = irc.compile(conv_path, ["reference"])
+    work = [image(1, 3, h, 6) for h in (4, 5, 6, 4, 5, 6, 4, 5)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(model.run, work))
+    for inputs, got in zip(work, results, strict=True):
+        np.testing.assert_allclose(got["y"], conv_expected(inputs["x"]), rtol=1e-4, atol=1e-5)
+    assert len(pipeline_runs) == 3
+
+
+def test_unspecialised_resize_and_buckets(
+    conv_path: Path, tmp_path: Path, pipeline_runs: list[int]
+) -> None:
+    model = irc.compile(conv_path, ["reference"])
+    with pytest.raises(ValueError, match=r"resize: give a static shape .* x \(\?x3x\?x\?\)"):
+        model.resize({})
+    model.resize({"x": (2, 3, 6, 6)})
+    assert not model.unspecialised
+    assert model.inputs[0].shape == (2, 3, 6, 6)
+    inputs = image(2, 3, 6, 6)
+    np.testing.assert_allclose(
+        model.run(inputs)["y"], conv_expected(inputs["x"]), rtol=1e-4, atol=1e-5
+    )
+    model.save(tmp_path / "resized.mlir")  # static now: an artifact like any other
+    assert len(pipeline_runs) == 1
+    bucketed = irc.compile(
+        conv_path, ["reference"], shape_buckets={"x": [(1, 3, 4, 4), (1, 3, 8, 8)]}
+    )
+    assert bucketed.buckets == ({"x": (1, 3, 4, 4)}, {"x": (1, 3, 8, 8)})
+    inputs = image(1, 3, 8, 8)
+    np.testing.assert_allclose(
+        bucketed.run(inputs)["y"], conv_expected(inputs["x"]), rtol=1e-4, atol=1e-5
+    )
+
+
+def test_unspecialised_ir_keeps_dynamic_dims(tmp_path: Path) -> None:
+    """A graph whose converters all handle dynamic sizes imports whole with `?` dims, and
+    `infer-shapes` refines them once the arguments are static."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["m"]),
+            helper.make_node("Add", ["m", "b"], ["a"]),
+            helper.make_node("Relu", ["a"], ["y"]),
+        ],
+        "dynamic_sequence",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "S", 3])],
+        initializer=[numpy_helper.from_array(W, "w"), numpy_helper.from_array(B, "b")],
+    )
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx_model.ir_version = 10
+    path = tmp_path / "seq.onnx"
+    onnx.save(onnx_model, path)
+    model = irc.compile(path, ["reference"])
+    text = str(model.module)
+    assert "func.func @main(%x: tensor<?x?x4xf32>) -> tensor<?x?x3xf32>" in text, text
+    assert "nn.relu" in text
+    refined = irc.specialize.ModelSource("<module>", module=model.module).instantiate(
+        {"x": (2, 5, 4)}
+    )
+    assert "tensor<?" not in str(refined)
+    assert "tensor<2x5x3xf32>" in str(refined)
+    x = RNG.standard_normal((2, 5, 4)).astype(np.float32)
+    np.testing.assert_allclose(model.run({"x": x})["y"], expected(x), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(irc.run(path, {"x": x})["y"], expected(x), rtol=1e-4, atol=1e-5)
+
+
+def test_irc_run_names_input_shape(
+    conv_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _tool(run_main, [conv_path], capsys)
+    assert code == 1
+    assert err == (
+        f"irc-run: error: {conv_path}: inputs with dynamic dimensions need static shapes: "
+        "'x' [?, 3, ?, ?]; give them with --input-shape x=DIMS (e.g. x=1x3x224x224), or give "
+        "input values with --inputs FILE.npz\n"
+    )
+    code, out, err = _tool(run_main, [conv_path, "--input-shape", "x=2x3x5x6"], capsys)
+    assert code == 0, err
+    assert out.startswith("y: shape=(2, 4, 5, 6) dtype=float32")
+    inputs = image(1, 3, 7, 4)
+    np.savez(tmp_path / "in.npz", **inputs)
+    outputs = tmp_path / "out.npz"
+    args = [conv_path, "--targets", "reference", "--inputs", tmp_path / "in.npz"]
+    code, _, err = _tool(run_main, [*args, "--outputs", outputs], capsys)
+    assert code == 0, err
+    with np.load(outputs) as saved:
+        np.testing.assert_allclose(saved["y"], conv_expected(inputs["x"]), rtol=1e-4, atol=1e-5)
+    code, _, err = _tool(
+        compile_main, [conv_path, "--targets", "reference", "-o", tmp_path / "c.mlir"], capsys
+    )
+    assert code == 1
+    assert "'x' [?, 3, ?, ?]; give them with --input-shape x=DIMS" in err
+    assert not (tmp_path / "c.mlir").exists()
+
+
+def test_irc_run_without_targets_takes_input_shapes(conv_path: Path) -> None:
+    inputs = image(1, 3, 6, 9)
+    np.testing.assert_allclose(
+        irc.run(conv_path, inputs)["y"], conv_expected(inputs["x"]), rtol=1e-4, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        irc.run(conv_path, inputs, targets="reference")["y"],
+        conv_expected(inputs["x"]),
+        rtol=1e-4,
+        atol=1e-5,
+    )

@@ -129,6 +129,7 @@ def _compile(args: argparse.Namespace) -> int:
     from irc.diagnostics import diagnostic_from_exception
     from irc.graph import GRAPH_SUFFIXES, GraphCapture, write_graph
     from irc.importers import ModelImportError
+    from irc.importers.onnx.driver import MissingShapesError
     from irc.runtime import ExecutorError
     from irc.targets import TargetError
     from irc.timing import PassTiming, Progress, instrumented, step
@@ -179,6 +180,10 @@ def _compile(args: argparse.Namespace) -> int:
                 strict=args.strict,
                 **options,
             )
+            if compiled.unspecialised:  # ahead of time needs the input shapes
+                raise compiled.missing_shapes()
+    except MissingShapesError as exc:
+        raise ToolError(exc.cli_message()) from None
     except (ModelImportError, TargetError) as exc:
         raise ToolError(str(exc)) from None
     except (ParseError, DiagnosticException) as exc:

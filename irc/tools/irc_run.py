@@ -750,8 +750,12 @@ def _import(
     for name, array in (given or {}).items():
         if name not in bindings:
             shapes.setdefault(name, tuple(array.shape))
+    from irc.importers.onnx.driver import MissingShapesError
+
     try:
         return import_model(path, bind=bindings, input_shapes=shapes)
+    except MissingShapesError as exc:
+        raise ToolError(exc.cli_message()) from None
     except ModelImportError as exc:
         raise ToolError(str(exc)) from None
 

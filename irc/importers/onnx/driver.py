@@ -19,18 +19,50 @@ from onnx import numpy_helper
 from xdsl.dialects.builtin import ModuleOp
 
 from irc.importers.common import GraphBuilder, ModelImportError, fit_scalar_binding, tensor_type
-from irc.importers.onnx import extra, ops, quantized, shape  # noqa: F401  (they register the converters)
+from irc.importers.onnx import (  # noqa: F401  (they register the converters)
+    extra,
+    ops,
+    quantized,
+    shape,
+    transformer,
+)
 from irc.importers.onnx.context import DEFAULT_DOMAINS, ConversionContext
 from irc.importers.onnx.dtypes import dtype_for_onnx, element_for_dtype, onnx_type_name
 from irc.importers.onnx.registry import CONVERTERS
 from irc.importers.onnx.untrusted import check_model_tensors
 
-__all__ = ["MIN_NATIVE_OPSET", "UPGRADE_OPSET", "import_onnx"]
+__all__ = ["MIN_NATIVE_OPSET", "UPGRADE_OPSET", "MissingShapesError", "import_onnx"]
 
 MIN_NATIVE_OPSET = 11
 """Older models are upgraded to `UPGRADE_OPSET` first."""
 
 UPGRADE_OPSET = 13
+
+
+class MissingShapesError(ModelImportError):
+    """Inputs with dynamic dimensions (other than a leading batch) and no given shape;
+    `missing` describes them (`'x' [?, 3, ?, ?]`), so that a tool can name its own option."""
+
+    def __init__(self, path: str, missing: Sequence[str], names: Sequence[str] = ()) -> None:
+        self.path = path
+        self.missing = list(missing)
+        self.names = list(names)
+        super().__init__(self.message("pass input_shapes={name: shape}"))
+
+    def message(self, hint: str) -> str:
+        """The message with `hint` (what to pass) in place of the Python keyword."""
+        return (
+            f"{self.path}: inputs with dynamic dimensions need static shapes: "
+            f"{', '.join(self.missing)}; {hint}"
+        )
+
+    def cli_message(self) -> str:
+        """The message as the tools say it (`--input-shape`, `--inputs`)."""
+        name = self.names[0] if self.names else "NAME"
+        return self.message(
+            f"give them with --input-shape {name}=DIMS (e.g. {name}=1x3x224x224), "
+            "or give input values with --inputs FILE.npz"
+        )
 
 
 # ---- Loading and checking the model ------------------------------------------------------------
@@ -124,10 +156,13 @@ def _resolve_input_shapes(
     inputs: Sequence[onnx.ValueInfoProto],
     input_shapes: Mapping[str, Sequence[int]],
     path: str,
+    keep_dynamic: bool = False,
 ) -> dict[str, list[int]]:
-    """Static shapes of the graph inputs; dynamic batch dims default to 1 (with a warning)."""
+    """Static shapes of the graph inputs; dynamic batch dims default to 1 (with a warning).
+    With `keep_dynamic`, dimensions not given stay dynamic (-1)."""
     shapes: dict[str, list[int]] = {}
     missing: list[str] = []
+    names: list[str] = []
     for info in inputs:
         declared = _declared_shape(info)
         if info.name in input_shapes:
@@ -148,8 +183,16 @@ def _resolve_input_shapes(
             continue
         if declared is None:
             missing.append(f"'{info.name}' (unknown rank)")
+            names.append(info.name)
             continue
         dims = list(declared)
+        if keep_dynamic:
+            shapes[info.name] = dims
+            continue
+        if any(d < 0 for d in dims[1:]):
+            missing.append(f"'{info.name}' {_format_dims(declared)}")
+            names.append(info.name)
+            continue
         if dims and dims[0] < 0:
             dims[0] = 1
             print(
@@ -157,14 +200,9 @@ def _resolve_input_shapes(
                 "(pass input_shapes to choose another)",
                 file=sys.stderr,
             )
-        if any(d < 0 for d in dims):
-            missing.append(f"'{info.name}' {_format_dims(declared)}")
         shapes[info.name] = dims
     if missing:
-        raise ModelImportError(
-            f"{path}: inputs with dynamic dimensions need static shapes: {', '.join(missing)}; "
-            "pass input_shapes={name: shape}"
-        )
+        raise MissingShapesError(path, missing, names)
     return shapes
 
 
@@ -202,12 +240,16 @@ def import_onnx(
     *,
     bind: Mapping[str, object] | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    keep_dynamic: bool = False,
 ) -> ModuleOp:
     """Import an ONNX model (its serialized bytes) into an `nn` module.
 
     `bind` turns inputs into constants (so shapes and conditions that depend on them fold);
     `input_shapes` fixes the shapes of inputs with dynamic dimensions (a dynamic first
-    dimension alone defaults to 1, with a warning). Raises `ModelImportError`.
+    dimension alone defaults to 1, with a warning; other dynamic dimensions raise
+    `MissingShapesError`). `keep_dynamic=True` keeps the dimensions `input_shapes` does not
+    give dynamic (`?`): the unspecialised model, which imports only where every converter
+    on the way handles dynamic sizes. Raises `ModelImportError`.
     """
     path = str(path)
     bind = dict(bind or {})
@@ -233,7 +275,7 @@ def import_onnx(
             )
     free = [i for i in inputs if i.name not in bind]
     dtypes = {i.name: _input_dtype(i, path) for i in inputs}
-    shapes = _resolve_input_shapes(free, input_shapes, path)
+    shapes = _resolve_input_shapes(free, input_shapes, path, keep_dynamic)
     types = [tensor_type(element_for_dtype(dtypes[i.name]), shapes[i.name]) for i in free]
     builder = GraphBuilder(path, [i.name for i in free], types)
     ctx = ConversionContext(path, model, opset, builder, CONVERTERS, source_opset)

@@ -1,0 +1,302 @@
+"""The converters of irc.importers.onnx.transformer (Range, Trilu, CumSum, Mod, LRN) against
+onnxruntime, and BERT-like / GPT-2-like graphs with the exporters' dynamic-axis patterns
+(tests/transformer_graphs.py) compiled without shapes and run at sequence lengths 16, 32
+and 128 on the reference and cpu targets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from cpu_support import needs_compiler
+from onnx import helper, numpy_helper
+from transformer_graphs import bert_inputs, bert_like, gpt2_inputs, gpt2_like
+
+import irc
+from irc.dialects import nn
+from irc.importers import ModelImportError, import_model
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def make_model(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: Mapping[str, np.ndarray],
+    outputs: Sequence[str],
+    initializers: Mapping[str, np.ndarray] | None = None,
+    opset: int = 18,
+    typed: Sequence[np.ndarray] | None = None,
+) -> onnx.ModelProto:
+    """A model of `nodes`; outputs typed like `typed` (untyped without it: onnxruntime
+    accepts that, the importer's checker does not)."""
+    out_infos = [
+        helper.make_empty_tensor_value_info(name)
+        if typed is None
+        else helper.make_tensor_value_info(
+            name, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)
+        )
+        for name, a in zip(outputs, typed or [None] * len(outputs), strict=True)
+    ]
+    graph = helper.make_graph(
+        list(nodes),
+        "g",
+        [
+            helper.make_tensor_value_info(
+                name, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)
+            )
+            for name, a in inputs.items()
+        ],
+        out_infos,
+        initializer=[numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+def run_ort(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = onnxruntime.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    return session.run(None, dict(feeds))
+
+
+def check(
+    tmp_path: Path,
+    nodes: Sequence[onnx.NodeProto],
+    feeds: Mapping[str, np.ndarray],
+    outputs: Sequence[str],
+    initializers: Mapping[str, np.ndarray] | None = None,
+    targets: str = "reference",
+) -> str:
+    """Import, run and compare every output with onnxruntime; returns the module's text."""
+    expected = run_ort(make_model(nodes, feeds, outputs, initializers), feeds)
+    model = make_model(nodes, feeds, outputs, initializers, typed=expected)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    got = irc.compile(path, targets).run(dict(feeds))
+    for name, want in zip(outputs, expected, strict=True):
+        assert got[name].dtype == want.dtype, name
+        assert got[name].shape == want.shape, name
+        if want.dtype.kind in "biu":
+            np.testing.assert_array_equal(got[name], want, err_msg=name)
+        else:
+            np.testing.assert_allclose(got[name], want, rtol=RTOL, atol=ATOL, err_msg=name)
+    return str(import_model(path))
+
+
+def scalar(value: float | int, dtype: type) -> np.ndarray:
+    return np.array(value, dtype)
+
+
+# ---- Range -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("start", "delta", "dtype"),
+    [(0, 1, np.int64), (7, -2, np.int32), (0.5, 0.25, np.float32), (3, 5, np.int64)],
+)
+def test_range_from_a_shape(tmp_path: Path, start: float, delta: float, dtype: type) -> None:
+    """`arange` with the limit from Shape -> Gather (folds once the shapes are static)."""
+    x = np.zeros((2, 9), np.float32)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+        helper.make_node(
+            "Cast", ["n"], ["limit"], to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+        ),
+        helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
+    ]
+    if delta < 0:
+        nodes[-1] = helper.make_node("Range", ["start", "zero", "delta"], ["r"])
+    constants = {
+        "one": scalar(1, np.int64),
+        "start": scalar(start, dtype),
+        "delta": scalar(delta, dtype),
+        "zero": scalar(0, dtype),
+    }
+    text = check(tmp_path, nodes, {"x": x}, ["r"], constants)
+    assert "nn.constant" in text
+
+
+def test_range_of_run_time_values(tmp_path: Path) -> None:
+    model = make_model(
+        [helper.make_node("Range", ["n", "limit", "delta"], ["r"])],
+        {"n": scalar(0, np.int64)},
+        ["r"],
+        {"limit": scalar(5, np.int64), "delta": scalar(1, np.int64)},
+        typed=[np.zeros(5, np.int64)],
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    with pytest.raises(ModelImportError, match="Range with a start only known at run time"):
+        import_model(path)
+
+
+# ---- Trilu -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("upper", "k"), [(1, 0), (1, 1), (0, 0), (0, -1), (1, -2), (0, 3)])
+def test_trilu(tmp_path: Path, upper: int, k: int) -> None:
+    x = np.random.default_rng(1).standard_normal((2, 5, 6)).astype(np.float32)
+    nodes = [
+        helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper),  # run time: nn.select
+        helper.make_node("Trilu", ["c", "k"], ["z"], upper=upper),  # folded
+    ]
+    constants = {"k": scalar(k, np.int64), "c": x[0] + 1}
+    text = check(tmp_path, nodes, {"x": x}, ["y", "z"], constants)
+    assert nn.SelectOp.name in text
+
+
+def test_trilu_without_k(tmp_path: Path) -> None:
+    x = np.random.default_rng(2).standard_normal((4, 4)).astype(np.float32)
+    check(tmp_path, [helper.make_node("Trilu", ["x"], ["y"], upper=0)], {"x": x}, ["y"])
+
+
+# ---- CumSum ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+@pytest.mark.parametrize("axis", [1, -1])
+def test_cumsum(tmp_path: Path, exclusive: int, reverse: int, axis: int) -> None:
+    x = np.random.default_rng(3).standard_normal((2, 5, 3)).astype(np.float32)
+    mask = np.array([[1, 1, 0, 1], [0, 1, 1, 1]], np.int64)
+    attrs = {"exclusive": exclusive, "reverse": reverse}
+    nodes = [
+        helper.make_node("CumSum", ["x", "axis"], ["y"], **attrs),  # a matmul
+        helper.make_node("CumSum", ["mask", "one"], ["ids"], **attrs),  # folded
+    ]
+    constants = {"axis": scalar(axis, np.int64), "one": scalar(1, np.int32), "mask": mask}
+    check(tmp_path, nodes, {"x": x}, ["y", "ids"], constants)
+
+
+def test_cumsum_of_run_time_integers(tmp_path: Path) -> None:
+    model = make_model(
+        [helper.make_node("CumSum", ["m", "axis"], ["y"])],
+        {"m": np.ones((2, 3), np.int64)},
+        ["y"],
+        {"axis": scalar(1, np.int64)},
+        typed=[np.zeros((2, 3), np.int64)],
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    with pytest.raises(ModelImportError, match="CumSum"):
+        import_model(path)
+
+
+# ---- Mod ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "fmod"),
+    [
+        (np.array([-7, 7, 5, -5], np.int64), np.array([3, -3, 2, 2], np.int64), 0),
+        (np.array([-7.5, 7.25, 5.0], np.float32), np.array([2.0, -3.0, 1.5], np.float32), 1),
+        (np.array([-7, 7, 5], np.int32), np.array([3, -3, 2], np.int32), 1),
+    ],
+)
+def test_mod_folds(tmp_path: Path, a: np.ndarray, b: np.ndarray, fmod: int) -> None:
+    nodes = [
+        helper.make_node("Mod", ["a", "b"], ["m"], fmod=fmod),
+        helper.make_node("Add", ["m", "x"], ["y"]),
+    ]
+    check(tmp_path, nodes, {"x": np.zeros_like(a)}, ["y"], {"a": a, "b": b})
+
+
+# ---- LRN ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("size", "attrs"),
+    [
+        (5, {"alpha": 1e-4, "beta": 0.75, "bias": 1.0}),
+        (3, {"alpha": 0.5, "beta": 0.5, "bias": 2.0}),
+        (7, {"alpha": 0.1, "beta": 1.0, "bias": 1.0}),
+        (1, {}),
+        (9, {"alpha": 0.01}),
+    ],
+)
+def test_lrn(tmp_path: Path, size: int, attrs: dict[str, float]) -> None:
+    x = np.random.default_rng(size).standard_normal((2, 7, 4, 5)).astype(np.float32) * 3
+    nodes = [
+        helper.make_node("LRN", ["x"], ["y"], size=size, **attrs),
+        helper.make_node("LRN", ["c"], ["z"], size=size, **attrs),  # folded
+    ]
+    check(tmp_path, nodes, {"x": x}, ["y", "z"], {"c": x[:1] + 1})
+
+
+@needs_compiler
+def test_lrn_on_cpu(tmp_path: Path) -> None:
+    x = np.random.default_rng(5).standard_normal((1, 16, 6, 6)).astype(np.float32)
+    node = helper.make_node("LRN", ["x"], ["y"], size=5, alpha=1e-3, beta=0.75, bias=2.0)
+    check(tmp_path, [node], {"x": x}, ["y"], targets="cpu")
+
+
+def test_lrn_needs_a_size(tmp_path: Path) -> None:
+    model = make_model(
+        [helper.make_node("LRN", ["x"], ["y"], size=0)],
+        {"x": np.zeros((1, 2, 2, 2), np.float32)},
+        ["y"],
+        typed=[np.zeros((1, 2, 2, 2), np.float32)],
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    with pytest.raises(ModelImportError, match="LRN needs a positive size, got 0"):
+        import_model(path)
+
+
+# ---- Transformer graphs with dynamic axes ------------------------------------------------------
+
+SEQUENCES = (16, 32, 128)
+
+
+def _transformer_case(tmp_path: Path, which: str, target: str) -> None:
+    build, inputs = (bert_like, bert_inputs) if which == "bert" else (gpt2_like, gpt2_inputs)
+    model = build()
+    path = tmp_path / f"{which}.onnx"
+    onnx.save(model, path)
+    compiled = irc.compile(path, target)  # no shapes: specialised per sequence length
+    assert compiled.unspecialised
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for seq in SEQUENCES:
+        feeds = inputs(2, seq)
+        expected = session.run(None, feeds)
+        got = compiled.run(feeds)
+        for name, want in zip(compiled.output_names, expected, strict=True):
+            assert got[name].shape == want.shape
+            error = float(np.max(np.abs(got[name] - want)) / np.max(np.abs(want)))
+            assert error <= 2e-3, f"{which} {target} seq {seq} {name}: {error:.3g}"
+    assert compiled.specializations == len(SEQUENCES)
+
+
+@pytest.mark.parametrize("which", ["bert", "gpt2"])
+def test_transformer_reference(tmp_path: Path, which: str) -> None:
+    _transformer_case(tmp_path, which, "reference")
+
+
+@needs_compiler
+@pytest.mark.parametrize("which", ["bert", "gpt2"])
+def test_transformer_cpu(tmp_path: Path, which: str) -> None:
+    _transformer_case(tmp_path, which, "cpu")
+
+
+def test_bert_imports_with_static_shapes(tmp_path: Path) -> None:
+    """With static shapes every shape chain (Range included) folds: no shape op reaches
+    the IR, only the run-time mask and embedding lookups."""
+    path = tmp_path / "bert.onnx"
+    onnx.save(bert_like(), path)
+    shapes = {name: (1, 16) for name in ("input_ids", "attention_mask", "token_type_ids")}
+    text = str(import_model(path, input_shapes=shapes))
+    assert "tensor<?" not in text
+    # word and token-type embeddings, the pooler's first token (position embeddings fold)
+    assert text.count("nn.gather") == 3
+    assert "nn.select" in text
+    assert "nn.compare" in text
