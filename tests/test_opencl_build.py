@@ -393,3 +393,21 @@ def test_one_compiled_model_on_several_threads() -> None:
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+@needs_device
+def test_binary_cache_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    device = _device()
+    pocl = "portable computing language" in str(device.device.platform.name).lower()
+    monkeypatch.delenv(ocl_runtime.BINARY_CACHE_ENV, raising=False)
+    monkeypatch.delenv("POCL_KERNEL_CACHE", raising=False)
+    assert ocl_runtime.saves_binaries(device) is not pocl  # PoCL caches its own kernels
+    monkeypatch.setenv("POCL_KERNEL_CACHE", "0")
+    assert ocl_runtime.saves_binaries(device)
+    monkeypatch.setenv(ocl_runtime.BINARY_CACHE_ENV, "off")
+    assert not ocl_runtime.saves_binaries(device)
+    monkeypatch.setenv(ocl_runtime.BINARY_CACHE_ENV, "on")
+    monkeypatch.delenv("POCL_KERNEL_CACHE")
+    assert ocl_runtime.saves_binaries(device)
+    built = ocl_runtime.build_program(device, _unique(WARNING_SOURCE))
+    assert not built.saved  # to be written at load
