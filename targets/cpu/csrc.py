@@ -3,15 +3,24 @@ generated entry functions.
 
 Each snippet is C99 with GNU vector extensions (gcc and clang); a translation unit contains
 only the snippets its functions use (`source_for`), so small executables compile quickly.
-Kernels take sizes as arguments; the generated code passes literal constants. The hot
-kernels follow PERF_NOTES.md: NHWC with channels innermost, weights packed at compile time
-as ``[G][OCg/NB][KH][KW][Cg][NB]`` (NB = 16 or 32 output channels, one or two 16-lane
-vectors), an 8-pixel x NB-channel accumulator tile kept in registers with the bias,
-activation and residual epilogue applied there (masked loads/stores for a partial channel
-block), and one OpenMP parallel loop per op over pixel chunks (and output-channel block
-ranges for small images), only when the op is big enough to pay for the fork/join
-(IRC_PARALLEL_CONV_WORK, IRC_PARALLEL_DW_WORK). Depthwise convolutions run 16-channel
-vectors for any C >= 16 (the last block overlaps its neighbour), borders included.
+Kernels take sizes as arguments; the generated code passes literal constants. The kernel
+text lives in C files where it has been moved (package data, `kernels/`: common/ for every
+ISA, x86_64_avx512/, x86_64_avx2/ and generic/ for what differs, read with
+importlib.resources; `per_isa` puts each ISA's file under its preprocessor condition), the
+rest still in this module's strings. Which ISA's code the compiler keeps, and the register
+tiles, are the ISA profile's (`isa.py`: `-march`, `IRC_ISA_*`, `IRC_<FAMILY>_MR/NR`), chosen
+when the library is built, so a lowered executable runs with any profile.
+
+The hot float kernels follow PERF_NOTES.md: NHWC with channels innermost, weights packed
+at compile time as ``[G][OCg/NB][KH][KW][Cg][NB]`` (NB = 16 or 32 output channels), an MR
+pixel x NR channel accumulator tile of the ISA's native vectors (`irc_vf`, IRC_VL lanes:
+AVX-512 8 x 32 in zmm, AVX2 6 x 16 in ymm, generic 4 x 8) with the bias, activation and
+residual epilogue applied there (masked loads/stores for a partial channel block), a
+packed block wider than the tile walked in tile-wide slices, and one OpenMP parallel loop
+per op over pixel chunks (and output-channel block ranges for small images), only when the
+op is big enough to pay for the fork/join (IRC_PARALLEL_CONV_WORK, IRC_PARALLEL_DW_WORK).
+Depthwise convolutions run IRC_VL-channel vectors for any C >= IRC_VL (the last block
+overlaps its neighbour), borders included.
 
 Integer kernels (snippets "quant", "conv_int", "pool_int") run the `lower-quantized` form
 with the reference's exact integer semantics; `irc_mbqm` is TFLite's
@@ -19,7 +28,8 @@ MultiplyByQuantizedMultiplier as targets/reference/quant.py defines it. The fuse
 kernels ("qfused" and its instances `fused_conv_kernel`, `fused_depthwise_quads_kernel` and
 `fused_depthwise_kernel`) run a whole conv -> rescale -> clamp chain: AVX512-VNNI vpdpbusd
 when the compiler targets it (depthwise: on input columns gathered into quads of 4 kernel
-rows), AVX-512 requantization, and portable C paths for both (IRC_PORTABLE, tested).
+rows), AVX-512 requantization; on AVX2 without VNNI exact int16 pair sums (vpmaddwd) and a
+vectorised mode-0 requantization; portable C paths for all (the generic profile, tested).
 
 Float semantics follow the reference kernels: NaN propagates through max/min/relu/clip like
 numpy's `maximum`/`minimum`, fused activations are TFLite's.

@@ -4,16 +4,18 @@
   on the PATH. It must build and load a shared library using GNU vector extensions. Optional
   flags are kept when they work here: `-march=native`, `-mprefer-vector-width=512` (gcc
   defaults to 256-bit vectors on AVX-512 machines, PERF_NOTES.md) and `-fopenmp` (the
-  library must also load). Results are cached per compiler for the process, and a
-  successful probe on disk (`cpu-probe` namespace) keyed by the compiler file's path, size,
-  mtime and inode.
-* **Cache.** A library is keyed by the SHA-256 of its source, the flags and the compiler's
-  identity (path and `--version` text), and lives in the `cpu` directory of the private irc
-  cache (`irc.cache`: `$IRC_CACHE_DIR`, else `$XDG_CACHE_HOME/irc`, else `~/.cache/irc`,
-  mode 0700) as `<key>.so` plus `<key>.json`, which records the library's size and SHA-256.
-  Both are written to a temporary name and renamed into place (atomic), under a per-key
-  file lock; right before loading, the library's hash is checked against the record, and a
-  missing, truncated or tampered entry is rebuilt, never loaded.
+  library must also load). At build time the ISA profile (`isa.select()`, `$IRC_CPU_ISA`)
+  replaces the first two with its own flags (`flags_for`): `-march=native` only for the
+  host's best profile, else the profile's `-march` level, plus its defines. Results are
+  cached per compiler for the process, and a successful probe on disk (`cpu-probe`
+  namespace) keyed by the compiler file's path, size, mtime and inode.
+* **Cache.** A library is keyed by the SHA-256 of its source, the flags (so the ISA) and
+  the compiler's identity (path and `--version` text), and lives in the `cpu` directory of
+  the private irc cache (`irc.cache`: `$IRC_CACHE_DIR`, else `$XDG_CACHE_HOME/irc`, else
+  `~/.cache/irc`, mode 0700) as `<key>.so` plus `<key>.json`, which records the library's
+  size and SHA-256. Both are written to a temporary name and renamed into place (atomic),
+  under a per-key file lock; right before loading, the library's hash is checked against
+  the record, and a missing, truncated or tampered entry is rebuilt, never loaded.
 """
 
 from __future__ import annotations
