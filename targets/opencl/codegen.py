@@ -198,9 +198,7 @@ RESIDUAL_LOAD = re.compile(r"RESIDUAL([0-9]+)\[gid(?: % ([0-9]+))?\]")
 def _binary_expr(op: Operation, a: str, b: str) -> str:
     """The binary op's expression with `a` and `b` replaced by the given operands."""
     expr = BINARY_EXPR[type(op)]
-    return (
-        "(" + re.sub(r"\b[ab]\b", lambda m: f"({a})" if m.group(0) == "a" else f"({b})", expr) + ")"
-    )
+    return "(" + re.sub(r"\b[ab]\b", lambda m: a if m.group(0) == "a" else b, expr) + ")"
 
 
 def _is_chain_binary(op: Operation, chain: SSAValue) -> bool:

@@ -19,7 +19,7 @@
 // size (16: the largest power of two up to 64 dividing 144); the constants are uploaded
 // once by the program; the source holds generated identifiers only. The last RUN line
 // shows lower-opencl is the four passes in order.
-// CHECK:       "ocl.program"() <{sym_name = "kernels", source = "{{.*}}__kernel void k0(__global const float* restrict x0, __global const float* restrict x1, __global const float* restrict x2, __global float* restrict y){{.*}}v = fmax(v, 0.0f);{{.*}}__kernel void k1({{.*}}"}> ({
+// CHECK:       "ocl.program"() <{sym_name = "kernels", source = "{{.*}}__kernel void k0(__global const float* restrict x0, __global const float* restrict x1, __global const float* restrict x2, __global float* restrict y){{.*}}v = (v < 0.0f ? 0.0f : v);{{.*}}__kernel void k1({{.*}}"}> ({
 // CHECK-NEXT:    "ocl.upload"() <{index = 0 : i64, value = dense<5.000000e-01> : tensor<4x3x3x3xf32>}> : () -> ()
 // CHECK-NEXT:    "ocl.upload"() <{index = 1 : i64, value = dense<2.500000e-01> : tensor<4xf32>}> : () -> ()
 // CHECK-NEXT:  }) : () -> ()

@@ -7,7 +7,7 @@
 // relu. One ocl.alloc per intermediate tensor (no reuse yet), local sizes left empty.
 // CHECK:       "ocl.program"() <{sym_name = "kernels", source = ""}> ({
 // CHECK-NEXT:    "ocl.upload"() <{index = 0 : i64, value = dense<5.000000e-01> : tensor<1x8x1x8xf32>}> : () -> ()
-// CHECK-NEXT:    "ocl.kernel"() <{sym_name = "k0", body = "__kernel void KERNEL_NAME(__global const float* restrict x0, __global const float* restrict x1, __global const float* restrict x2, __global float* restrict y){{.*}}float8 v = acc0_0;\0A            v = (v + ((__global const float8*)x2)[(m0 + 0) * 1 + cg * 1 + 0]);\0A            v = fmax(v, 0.0f);{{.*}}", description = "nn.conv2d 1x4x4x8, 8x1x1x8 -> 1x4x4x8 (tiled x8) [8x8 tile] + fused nn.add, nn.relu"}> : () -> ()
+// CHECK-NEXT:    "ocl.kernel"() <{sym_name = "k0", body = "__kernel void KERNEL_NAME(__global const float* restrict x0, __global const float* restrict x1, __global const float* restrict x2, __global float* restrict y){{.*}}float8 v = acc0_0;\0A            v = (v + ((__global const float8*)x2)[(m0 + 0) * 1 + cg * 1 + 0]);\0A            v = (v < 0.0f ? 0.0f : v);{{.*}}", description = "nn.conv2d 1x4x4x8, 8x1x1x8 -> 1x4x4x8 (tiled x8) [8x8 tile] + fused nn.add, nn.relu"}> : () -> ()
 // CHECK-NEXT:    "ocl.kernel"() <{sym_name = "k1", body = "{{.*}}", description = "nn.transpose 1x4x4x8 -> 1x8x4x4"}> : () -> ()
 // CHECK-NEXT:  }) : () -> ()
 // CHECK:       "ocl.execute"(%{{.*}}, %{{.*}}) <{program = @kernels, peak_bytes = 512 : i64}> ({
@@ -59,10 +59,10 @@ delegate.executable private @unsupported target("opencl") {
 // -----
 
 // One-element constants are literals in the epilogue (not uploaded, not kernel inputs);
-// fmax keeps the (vector) value first.
+// maximum keeps the (vector) value first.
 // CHECK:       "ocl.program"() <{sym_name = "kernels", source = ""}> ({
 // CHECK-NEXT:    "ocl.upload"() <{index = 0 : i64, value = dense<5.000000e-01> : tensor<1x4x1x8xf32>}> : () -> ()
-// CHECK-NEXT:    "ocl.kernel"() <{sym_name = "k0", body = "__kernel void KERNEL_NAME(__global const float* restrict x0, __global const float* restrict x1, __global float* restrict y){{.*}}float8 v = acc0_0;\0A            v = (fmax(v, 0.25f));\0A            v = (0.25f - v);\0A{{.*}}", description = "nn.conv2d 1x3x3x4, 8x1x1x4 -> 1x3x3x8 (tiled x8) [6x8 tile] + fused nn.maximum, nn.sub"}> : () -> ()
+// CHECK-NEXT:    "ocl.kernel"() <{sym_name = "k0", body = "__kernel void KERNEL_NAME(__global const float* restrict x0, __global const float* restrict x1, __global float* restrict y){{.*}}float8 v = acc0_0;\0A            v = ((v > 0.25f || isnan(v) ? v : 0.25f));\0A            v = (0.25f - v);\0A{{.*}}", description = "nn.conv2d 1x3x3x4, 8x1x1x4 -> 1x3x3x8 (tiled x8) [6x8 tile] + fused nn.maximum, nn.sub"}> : () -> ()
 // CHECK-NEXT:  }) : () -> ()
 // CHECK:         "ocl.launch"() <{kernel = "k0", args = ["in0", "c0", "out0"], global = [2 : i64], local = []}>
 delegate.executable private @scalar_literals target("opencl") {
