@@ -167,6 +167,7 @@ def pass_spec(name: str, options: Mapping[str, Any]) -> str:
 def default_pipeline(targets: Sequence[str], **options: Any) -> str:
     """The module-level default pipeline for `targets` (priority order), in `-p` syntax.
 
+    `fuse-qdq` when a target other than the host's runs quantized ops natively,
     `canonicalize`, `partition{targets=...}` with every option but `emulate_rounding`
     (`min_ops`, `max_regions`, `deny_ops`, `place`, `strict`, `report`, ...: Python names,
     passed on with dashes), one `convert-layout{targets=... to=X}` per distinct
@@ -185,6 +186,10 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
     qdq_options = {k: options.pop(k) for k in _INSERT_QDQ_OPTIONS if k in options}
 
     steps = ["canonicalize", pass_spec("partition", {"targets": names, **options})]
+    if any(target.runs_quantized and target.name != HOST_TARGET for target in resolved):
+        # Native int8 targets take QDQ islands as integer ops; before canonicalize, which
+        # would fold the dequantized weights into float constants.
+        steps.insert(0, "fuse-qdq")
     layouts: dict[str, list[str]] = {}
     for target in resolved:
         if target.preferred_layout is not None:

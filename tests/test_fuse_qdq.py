@@ -29,6 +29,7 @@ from irc.context import make_context
 from irc.dialects import nn, quant
 from irc.importers import import_model
 from irc.passes.fuse_qdq import FuseQDQPass
+from irc.pipelines import default_pipeline
 from irc.targets import get_target
 
 ort = pytest.importorskip("onnxruntime")
@@ -195,3 +196,12 @@ def test_pool_island(tmp_path: Path, op_type: str) -> None:
     if op_type == "AveragePool":
         fused = nn.AvgPool2DOp
     fuse_and_check(path, (1, 4, 6, 6), fused)
+
+
+# ---- The default pipeline ----------------------------------------------------------------------
+
+
+def test_the_default_pipeline_fuses_for_native_int8_targets_only() -> None:
+    assert default_pipeline(["cpu"]).startswith("fuse-qdq,canonicalize,")
+    assert "fuse-qdq" not in default_pipeline(["reference"])
+    assert "fuse-qdq" not in default_pipeline(["opencl"])
