@@ -608,16 +608,9 @@ def gen_batch_matmul(g: Gen) -> bool:
     if batch and rng.random() < 0.3:
         batch = [1] * len(batch)
     rshape = (*batch, n, k) if adj_y else (*batch, k, n)
-    if rng.random() < 0.5:
-        other: Operand = g.new_input(rshape)
-    else:
-        other = Const(g.weights(rshape, 1 / math.sqrt(max(k, 1))))
-    if isinstance(other, Const):
-        return (
-            g.add("batch_matmul", [x, g.new_input(rshape)], {"adj_x": adj_x, "adj_y": adj_y})
-            is not None
-        )
-    return g.add("batch_matmul", [x, other], {"adj_x": adj_x, "adj_y": adj_y}) is not None
+    # the right operand is a graph input (a second activation, as in attention)
+    props = {"adj_x": adj_x, "adj_y": adj_y}
+    return g.add("batch_matmul", [x, g.new_input(rshape)], props) is not None
 
 
 def gen_pool(g: Gen) -> bool:

@@ -104,8 +104,6 @@ def minimise_graph(
         for node in reversed(best.nodes[:-1]):
             if checks >= budget:
                 break
-            if any(best.values[r].kind == "i1" for r in node.results):
-                pass  # masks travel as inputs too
             g = best.copy()
             idx = g.nodes.index(next(n for n in g.nodes if n.results == node.results))
             del g.nodes[idx]
