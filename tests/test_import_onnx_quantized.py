@@ -3,9 +3,10 @@
 Every test builds a small model with `onnx.helper`, imports it, runs it on the reference target
 (`irc.run`, where `lower-quantized` defines the integer arithmetic) and compares with
 onnxruntime (CPU, one thread, graph optimisations off). QOperator results are 8-bit integers
-that onnxruntime requantizes in float (one rounding, half to even) and irc with TFLite's
-fixed-point `quant.rescale`, so they may differ by one quantization step; integer ops
-(`MatMulInteger`, `ConvInteger`, `DynamicQuantizeLinear`) must match exactly.
+that onnxruntime requantizes in float (one rounding, half to even) and irc with a fixed-point
+`quant.rescale` rounding once (ties upward; pools and lookup tables keep TFLite's own
+algorithms), so they may differ by one quantization step; integer ops (`MatMulInteger`,
+`ConvInteger`, `DynamicQuantizeLinear`) must match exactly.
 """
 
 from __future__ import annotations
