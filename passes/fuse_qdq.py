@@ -186,7 +186,12 @@ class _Builder:
     def emit(self, op: Operation, like: Operation) -> SSAValue:
         op.location = like.location
         quantized = quantized_element(_tensor(op.results[0])) is not None
-        if self.onnx and quantized and isinstance(op, nn.NNOp):
+        if (
+            self.onnx
+            and quantized
+            and isinstance(op, nn.NNOp)
+            and not isinstance(op, nn.ConstantOp)
+        ):
             op.attributes[RESCALE_ROUNDING] = StringAttr("single_round")
         Rewriter.insert_op(op, self.point)
         return op.results[0]

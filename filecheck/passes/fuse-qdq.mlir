@@ -138,3 +138,44 @@ func.func @tflite_rounding(%a: tensor<4x!quant.uniform<i8:f32, 0.1>>, %b: tensor
   %q = quant.qcast %s : tensor<4xf32> to tensor<4x!quant.uniform<i8:f32, 0.3>>
   func.return %q : tensor<4x!quant.uniform<i8:f32, 0.3>>
 }
+
+// -----
+
+// ONNX MatMul by a constant quantized per column: a fully_connected whose [N, K] weights
+// are the transposed constant, quantized per output channel.
+// CHECK-LABEL: func.func @matmul_by_constant
+// CHECK-DAG:     %[[W:.*]] = nn.constant dense<{{\[}}[1, 3], [2, 4]]> : tensor<2x2xi8> -> tensor<2x2x!quant.uniform<i8:f32:0, {0.5, 0.25}>>
+// CHECK:         %[[Y:.*]] = nn.fully_connected %{{.*}}, %[[W]] {irc.rescale_rounding = "single_round"}
+// CHECK-NOT:     nn.batch_matmul
+func.func @matmul_by_constant(%x: tensor<3x2x!quant.uniform<i8:f32, 0.1>>) -> tensor<3x2x!quant.uniform<i8:f32, 0.2>> {
+  %wq = nn.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi8> -> tensor<2x2x!quant.uniform<i8:f32:1, {0.5, 0.25}>>
+  %xd = quant.dcast %x : tensor<3x2x!quant.uniform<i8:f32, 0.1>> to tensor<3x2xf32>
+  %w = quant.dcast %wq : tensor<2x2x!quant.uniform<i8:f32:1, {0.5, 0.25}>> to tensor<2x2xf32>
+  %y = nn.batch_matmul %xd, %w : tensor<3x2xf32>, tensor<2x2xf32> -> tensor<3x2xf32>
+  %q = quant.qcast %y rounding = "half_to_even" : tensor<3x2xf32> to tensor<3x2x!quant.uniform<i8:f32, 0.2>>
+  func.return %q : tensor<3x2x!quant.uniform<i8:f32, 0.2>>
+}
+
+// -----
+
+// Swish (x * sigmoid(x)) and a global average pool, as EfficientNet's QDQ islands.
+// CHECK-LABEL: func.func @swish_and_mean
+// CHECK-SAME:    (%[[X:.*]]: tensor<1x2x2x2x!quant.uniform<i8:f32, 0.1>>)
+// CHECK-NEXT:    %[[S:.*]] = nn.sigmoid %[[X]] {{.*}} -> tensor<1x2x2x2x!quant.uniform<i8:f32, 0.00390625:-128>>
+// CHECK-NEXT:    %[[M:.*]] = nn.mul %[[X]], %[[S]] {{.*}} -> tensor<1x2x2x2x!quant.uniform<i8:f32, 0.05:-20>>
+// CHECK-NEXT:    %[[R:.*]] = nn.reduce %[[M]] kind = "mean" axes = [2, 3] keepdims = true {{.*}} -> tensor<1x2x1x1x!quant.uniform<i8:f32, 0.05:-20>>
+// CHECK-NEXT:    %[[D:.*]] = quant.dcast %[[R]]
+// CHECK-NEXT:    func.return %[[D]]
+func.func @swish_and_mean(%x: tensor<1x2x2x2x!quant.uniform<i8:f32, 0.1>>) -> tensor<1x2x1x1xf32> {
+  %xd = quant.dcast %x : tensor<1x2x2x2x!quant.uniform<i8:f32, 0.1>> to tensor<1x2x2x2xf32>
+  %s = nn.sigmoid %xd : tensor<1x2x2x2xf32> -> tensor<1x2x2x2xf32>
+  %sq = quant.qcast %s rounding = "half_to_even" : tensor<1x2x2x2xf32> to tensor<1x2x2x2x!quant.uniform<i8:f32, 0.00390625:-128>>
+  %sd = quant.dcast %sq : tensor<1x2x2x2x!quant.uniform<i8:f32, 0.00390625:-128>> to tensor<1x2x2x2xf32>
+  %m = nn.mul %xd, %sd : tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32> -> tensor<1x2x2x2xf32>
+  %mq = quant.qcast %m rounding = "half_to_even" : tensor<1x2x2x2xf32> to tensor<1x2x2x2x!quant.uniform<i8:f32, 0.05:-20>>
+  %md = quant.dcast %mq : tensor<1x2x2x2x!quant.uniform<i8:f32, 0.05:-20>> to tensor<1x2x2x2xf32>
+  %r = nn.reduce %md kind = "mean" axes = [2, 3] keepdims = true : tensor<1x2x2x2xf32> -> tensor<1x2x1x1xf32>
+  %rq = quant.qcast %r rounding = "half_to_even" : tensor<1x2x1x1xf32> to tensor<1x2x1x1x!quant.uniform<i8:f32, 0.05:-20>>
+  %rd = quant.dcast %rq : tensor<1x2x1x1x!quant.uniform<i8:f32, 0.05:-20>> to tensor<1x2x1x1xf32>
+  func.return %rd : tensor<1x2x1x1xf32>
+}
