@@ -38,6 +38,7 @@ from xdsl.transforms.dead_code_elimination import region_dce
 from irc.dialects import nn, quant
 from irc.dialects.nn.base import floats_of, ints_attr, ints_of, product, shape_of
 from irc.passes.batch_norm_patterns import batch_norm_patterns
+from irc.passes.transformer_patterns import transformer_patterns
 from irc.targets import reference
 
 # ---- Helpers -----------------------------------------------------------------------------------
@@ -355,6 +356,7 @@ def canonicalization_patterns() -> list[RewritePattern]:
         FoldConstantOperands(),
         FoldBatchNormIntoConv(),
         *batch_norm_patterns(),
+        *transformer_patterns(),
         FoldTransposePair(),
         RemoveIdentityTranspose(),
         FoldReshapePair(),

@@ -300,3 +300,24 @@ def test_bert_imports_with_static_shapes(tmp_path: Path) -> None:
     assert text.count("nn.gather") == 3
     assert "nn.select" in text
     assert "nn.compare" in text
+
+
+@pytest.mark.parametrize(("which", "approximate"), [("bert", "none"), ("gpt2", "tanh")])
+def test_canonicalize_fuses_exported_gelu(tmp_path: Path, which: str, approximate: str) -> None:
+    """The exporters' GELU arithmetic becomes one `nn.gelu` per layer (transformer_patterns),
+    and the model still matches onnxruntime (the transformer tests above)."""
+    from irc.pipelines import parse_pipeline, run_passes
+
+    path = tmp_path / f"{which}.onnx"
+    onnx.save(bert_like() if which == "bert" else gpt2_like(), path)
+    shapes = {"input_ids": (1, 16)}
+    if which == "bert":
+        shapes |= {"attention_mask": (1, 16), "token_type_ids": (1, 16)}
+    module = import_model(path, input_shapes=shapes)
+    assert "nn.gelu" not in str(module)
+    run_passes(module, parse_pipeline("canonicalize"))
+    text = str(module)
+    assert text.count("nn.gelu") == 2, text
+    assert text.count(f'approximate = "{approximate}"') == (2 if approximate == "tanh" else 0)
+    assert "nn.erf" not in text
+    assert "nn.pow" not in text or which == "bert"  # the decomposed LayerNorm keeps its pow

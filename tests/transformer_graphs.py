@@ -7,7 +7,8 @@ Built with `onnx.helper` (no torch, no transformers), small and seeded:
   position / token-type embeddings (Gather), LayerNorm decomposed as the exporter writes it
   before opset 17 (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add), the
   attention mask expanded to [batch, 1, seq, seq] through Concat of shape pieces, Expand,
-  ConstantOfShape, Equal and Where, heads split with Reshape (shape from Concat) and
+  ConstantOfShape, Equal and Where (even layers) or cast to float, ``(1 - m) * min``
+  (odd layers), heads split with Reshape (shape from Concat) and
   Transpose, scaled dot-product attention (MatMul, Div, Add, Softmax, MatMul), erf GELU
   (Div, Erf, Add, Mul, Mul), and a tanh pooler (Gather, Gemm).
 * GPT-2 without past (opset 17): Range position ids, LayerNormalization, the fused qkv
@@ -137,10 +138,14 @@ def bert_like(
         "ConstantOfShape", shape4, value=helper.make_tensor("v", TensorProto.INT64, [1], [0])
     )
     masked = g.op("Equal", expanded, zeros)
-    bias = g.op("Where", masked, g.scalar(FLOAT_MIN), g.scalar(0.0))
+    where_bias = g.op("Where", masked, g.scalar(FLOAT_MIN), g.scalar(0.0))
+    # The older form: (1 - float(mask[:, None, None, :])) * min, broadcast over the rows.
+    as_float = g.op("Cast", mask4, to=TensorProto.FLOAT)
+    cast_bias = g.op("Mul", g.op("Sub", g.scalar(1.0), as_float), g.scalar(FLOAT_MIN))
 
     head = hidden // heads
-    for _ in range(layers):
+    for layer in range(layers):
+        bias = where_bias if layer % 2 == 0 else cast_bias
         q = g.heads(g.linear(h, hidden, hidden), batch, seq, heads, [0, 2, 1, 3])
         k = g.heads(g.linear(h, hidden, hidden), batch, seq, heads, [0, 2, 3, 1])
         v = g.heads(g.linear(h, hidden, hidden), batch, seq, heads, [0, 2, 1, 3])

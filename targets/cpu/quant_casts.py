@@ -97,9 +97,9 @@ def check_cast(op: Operation) -> Support:
     if not isinstance(real.element_type, Float32Type):
         return Support.no("dtype", f"cpu: '{op.name}' on {real.element_type} (float32 only)")
     if numpy_dtype(stored) not in _STORAGE_C_TYPES:
-        return Support.no(
-            "dtype", f"cpu: '{op.name}' with {_quantized_side(op).storage_type} storage"
-        )
+        qtype = quantized_element(stored)  # no unit-scale type for i64: name the element
+        storage = qtype.storage_type if qtype is not None else stored.element_type
+        return Support.no("dtype", f"cpu: '{op.name}' with {storage} storage")
     return Support.yes()
 
 
