@@ -477,7 +477,12 @@ def gen_binary(g: Gen, kinds: Sequence[str] = tuple(BINARY)) -> bool:
     else:
         shape = _broadcast_partner(g, sa)
         b = Const(g.weights(shape, 1.0) + (2.0 if kind in ("div", "pow") else 0.0))
-    operands = [a, b] if rng.random() < 0.8 else [b, a]
+    if kind == "pow":
+        # exponents as in models (x^2, x^0.5, ...): pow multiplies its base's relative error
+        # by |exponent|, so a random 1e20 exponent only measures libm's last bits
+        exponents = np.array([-2.0, -1.0, -0.5, 0.5, 1.0, 2.0, 3.0], np.float32)
+        b = Const(rng.choice(exponents, size=_broadcast_partner(g, sa)).astype(np.float32))
+    operands = [a, b] if rng.random() < 0.8 or kind == "pow" else [b, a]
     props: dict[str, Any] = {}
     if kind in ACTIVATED and rng.random() < 0.4:
         props["activation"] = str(rng.choice(nn.ACTIVATIONS[1:]))
