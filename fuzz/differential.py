@@ -386,6 +386,7 @@ def run(
     progress: bool = False,
     max_findings: int = 20,
     quantized_share: float = 0.2,
+    time_limit: float | None = None,
 ) -> Summary:
     """Generate `count` graphs from `seed` on, run them on `targets`, compare with the
     reference; minimise and save mismatches (up to `max_findings`) when `save_dir` is set."""
@@ -398,6 +399,8 @@ def run(
         from fuzz.onnx_emit import KNOWN_ORT, check_onnx
 
     for first in range(seed, seed + count, batch):
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            break
         seeds = list(range(first, min(first + batch, seed + count)))
         graphs = [generate(s, max_ops=max_ops, quantized_share=quantized_share) for s in seeds]
         edges = [s % 2 == 1 for s in seeds]
@@ -450,7 +453,8 @@ def run(
             print(
                 f"[{summary.graphs}/{count}] {summary.seconds:.0f} s, {summary.ops} ops, "
                 f"{bad} mismatches+crashes, "
-                f"{sum(summary.compile_failures.values())} compile failures",
+                f"{sum(summary.compile_failures.values())} compile failures, "
+                f"{summary.onnx_models} onnx models",
                 flush=True,
             )
     summary.seconds = time.perf_counter() - start
@@ -472,6 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--onnx", action="store_true", help="also compare ONNX forms with onnxruntime"
     )
     parser.add_argument("--replay", type=Path, help="run a saved finding (.mlir) again")
+    parser.add_argument(
+        "--time-limit", type=float, help="start no new batch after this many seconds"
+    )
     args = parser.parse_args(argv)
     targets = [t for t in args.targets.split(",") if t]
     if args.replay is not None:
@@ -486,6 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         minimise=not args.no_minimise,
         onnx=args.onnx,
         progress=True,
+        time_limit=args.time_limit,
     )
     shown = ["reference", *[t for t in targets if t != "reference"]]
     if args.onnx:
