@@ -41,8 +41,9 @@ own `strict`, refuses to leave any op on the host). A logged warning rather than
 Artifacts (`CompiledModel.save`, `irc-compile -o`) carry `irc.format_version = 2` on the
 module and keep their weights in a binary file next to the text (`irc.artifact`); `irc.load`
 refuses a version it does not know (a newer irc wrote it) and runs an artifact as it is,
-without running any pass. `save(path, embed_binaries=True)` adds the
-OpenCL program binaries built on this machine's device (`irc.targets.opencl.aot`).
+without running any pass. `save(path, embed_binaries=True)` adds the device binaries
+built on this machine (`Target.embed_binaries` of each executable's target: the OpenCL
+program binaries of `irc.targets.opencl.aot`).
 
 Dynamic shapes (`irc.specialize`): a model with dynamic input dimensions keeps its source
 (the model file's bytes, or the IR before specialisation); `run()` on inputs of other shapes
@@ -406,10 +407,11 @@ class CompiledModel:
             )
         module = self.module
         if embed_binaries:
-            from irc.targets.opencl.aot import embed_binaries as embed
+            from irc.targets import get_target
 
             module = module.clone()
-            embed(module)
+            for target in dict.fromkeys(self._executable_targets()):
+                get_target(target).embed_binaries(module)
         _mark_artifact(module)
         return module
 
@@ -445,6 +447,16 @@ class CompiledModel:
             f"<CompiledModel @{self.entry} [{targets}]: {len(self.input_names)} inputs, "
             f"{len(self.output_names)} outputs, {len(self.executables())} executables>"
         )
+
+    def _executable_targets(self) -> list[str]:
+        """The target of each of the module's executables, in module order."""
+        from irc.dialects import delegate
+
+        return [
+            op.target.data
+            for op in self.module.body.block.ops
+            if isinstance(op, delegate.ExecutableOp)
+        ]
 
     def executables(self) -> list[str]:
         """The symbol names of the module's executables, in module order."""

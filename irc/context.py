@@ -88,7 +88,8 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """Passes registered under their DESIGN.md §6 names."""
+    """Passes registered under their DESIGN.md §6 names: irc's own (graph, quantization,
+    partitioning), then the targets' passes (`get_target_passes()`)."""
 
     def get_canonicalize() -> type[ModulePass]:
         from irc.passes.canonicalize import CanonicalizePass
@@ -140,52 +141,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return OutlineDelegatesPass
 
-    def get_lower_cpu() -> type[ModulePass]:
-        from irc.targets.cpu.lower import LowerCpuPass
-
-        return LowerCpuPass
-
-    def get_cpu_fuse() -> type[ModulePass]:
-        from irc.targets.cpu.fuse import CpuFusePass
-
-        return CpuFusePass
-
-    def get_cpu_plan_memory() -> type[ModulePass]:
-        from irc.targets.cpu.memory_plan import CpuPlanMemoryPass
-
-        return CpuPlanMemoryPass
-
-    def get_cpu_codegen() -> type[ModulePass]:
-        from irc.targets.cpu.generate import CpuCodegenPass
-
-        return CpuCodegenPass
-
-    def get_lower_opencl() -> type[ModulePass]:
-        from irc.targets.opencl.lower import LowerOpenCLPass
-
-        return LowerOpenCLPass
-
-    def get_opencl_fuse() -> type[ModulePass]:
-        from irc.targets.opencl.fuse import OpenCLFusePass
-
-        return OpenCLFusePass
-
-    def get_opencl_bufferize() -> type[ModulePass]:
-        from irc.targets.opencl.bufferize import OpenCLBufferizePass
-
-        return OpenCLBufferizePass
-
-    def get_opencl_plan_memory() -> type[ModulePass]:
-        from irc.targets.opencl.memory_plan import OpenCLPlanMemoryPass
-
-        return OpenCLPlanMemoryPass
-
-    def get_opencl_codegen() -> type[ModulePass]:
-        from irc.targets.opencl.generate import OpenCLCodegenPass
-
-        return OpenCLCodegenPass
-
-    return {
+    passes: dict[str, Callable[[], type[ModulePass]]] = {
         "canonicalize": get_canonicalize,
         "infer-shapes": get_infer_shapes,
         "dce": get_dce,
@@ -196,16 +152,30 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fuse-qdq": get_fuse_qdq,
         "partition": get_partition,
         "outline-delegates": get_outline_delegates,
-        "lower-cpu": get_lower_cpu,
-        "cpu-fuse": get_cpu_fuse,
-        "cpu-plan-memory": get_cpu_plan_memory,
-        "cpu-codegen": get_cpu_codegen,
-        "lower-opencl": get_lower_opencl,
-        "opencl-fuse": get_opencl_fuse,
-        "opencl-bufferize": get_opencl_bufferize,
-        "opencl-plan-memory": get_opencl_plan_memory,
-        "opencl-codegen": get_opencl_codegen,
     }
+    for name, factory in get_target_passes().items():
+        passes.setdefault(name, factory)
+    return passes
+
+
+def get_target_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """The passes every registered target declares through `Target.passes()` (the built-in
+    `cpu` and `opencl` targets' `lower-cpu`, `opencl-fuse`, ... and a plugin's own), as lazy
+    factories: a pass module is imported when its factory is called.
+
+    irc's own passes keep their names: `get_all_passes()` lets them win over a target's pass
+    of the same name (a target's lowering still gets its own, `irc.pipelines.parse_pipeline`'s
+    `extra_passes`); between targets, the first registered wins. Raises `TargetError` for a
+    bad `IRC_PLUGINS` spec, as every lookup of a target does.
+    """
+    from irc.targets import registered_targets
+
+    factories: dict[str, Callable[[], type[ModulePass]]] = {}
+    for target in registered_targets().values():
+        table = target.passes()
+        for name in table:
+            factories.setdefault(name, lambda table=table, name=name: table[name])
+    return factories
 
 
 def make_context(*, allow_unregistered: bool = False) -> Context:

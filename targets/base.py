@@ -9,6 +9,9 @@ A target is what TFLite calls a delegate, LiteRT a compiler plugin, MindSpore Li
 | capability | `Target.supports(op)` -> `Support` (yes, or a reason code and text) |
 | layout / quantization | `preferred_layout` ("NHWC", "NCHW" or None), `runs_quantized` |
 | compile | `Target.lowering_passes()`: pass pipeline applied to its executables |
+| own passes | `Target.passes()`: the passes that pipeline names besides irc's (`PassTable`) |
+| emit | `Target.emit_source(executable)`: generated source text (`irc-translate --emit-*`) |
+| ahead of time | `Target.embed_binaries(module)`: device binaries in a saved artifact |
 | cost (optional) | `Target.cost(ops)`: lets the partitioner prefer cheaper placements |
 | prepare | `Target.runtime().load(executable)`: build programs, upload weights, once |
 | execute | `LoadedExecutable.execute(entry, args)`, per call |
@@ -25,6 +28,11 @@ directory too (as uvicorn and gunicorn do for `module:attr` specs), so
 `IRC_PLUGINS=tests.plugins.testplugin:TestPluginTarget irc-run ...` works from the repository
 root although console scripts do not put the working directory on `sys.path`.
 
+Built-in targets go through this protocol like a plugin would: irc's core and tools import
+only this module (and `irc.targets`), never a target's package; `irc.context.get_all_passes()`
+registers every registered target's `passes()`, `irc-translate --emit-c/--emit-opencl` print
+`emit_source()`, `CompiledModel.save(embed_binaries=True)` calls `embed_binaries()`.
+
 Registering is idempotent: registering a target whose type is already registered under that
 name returns the registered instance. An installed entry point that fails to load does not
 break the others: the error is raised when that target is asked for by name.
@@ -36,11 +44,12 @@ import importlib
 import os
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
@@ -135,6 +144,38 @@ class TargetRuntime(ABC):
         """Prepare a `delegate.executable` (lowered by the target's passes) for execution."""
 
 
+# ---- Passes ------------------------------------------------------------------------------------
+
+
+class PassTable(Mapping[str, type[ModulePass]]):
+    """A target's passes by name, each imported when it is first looked up.
+
+    `PassTable({"lower-cpu": "irc.targets.cpu.lower:LowerCpuPass"})`: the names are known
+    without importing anything (`irc-opt --help` stays fast, as xDSL's `get_all_passes()`
+    factories); `table["lower-cpu"]` imports the module and returns the class.
+    """
+
+    def __init__(self, specs: Mapping[str, str]) -> None:
+        for name, spec in specs.items():
+            module, sep, attr = spec.partition(":")
+            if not sep or not module or not attr:
+                raise ValueError(f"pass '{name}': bad spec '{spec}' (expected module:attr)")
+        self._specs = dict(specs)
+
+    def __getitem__(self, name: str) -> type[ModulePass]:
+        module, _, attr = self._specs[name].partition(":")
+        pass_class = getattr(importlib.import_module(module), attr)
+        if not (isinstance(pass_class, type) and issubclass(pass_class, ModulePass)):
+            raise TypeError(f"pass '{name}' ({self._specs[name]}) is not a ModulePass class")
+        return pass_class
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+
 # ---- The target --------------------------------------------------------------------------------
 
 
@@ -164,9 +205,23 @@ class Target(ABC):
         return ""
 
     def passes(self) -> Mapping[str, type[ModulePass]]:
-        """Passes of this target that `lowering_passes()` may name besides irc's registered
-        ones (a plugin's own lowering), by pass name."""
+        """This target's own passes, by name: those `lowering_passes()` may name besides
+        irc's (`lower-cpu`, `cpu-fuse`, ...). `irc.context.get_all_passes()` registers them,
+        so `irc-opt -p NAME` runs them alone; a `PassTable` imports each on first use."""
         return {}
+
+    def emit_source(self, executable: Operation) -> str | None:
+        """The source text generated for one of this target's `delegate.executable`s once
+        `lowering_passes()` ran on it (C, OpenCL C, ...), as `irc-translate --emit-*` prints
+        it; None: the target generates no source, or the executable holds none yet."""
+        return None
+
+    def embed_binaries(self, module: ModuleOp) -> int:
+        """Ahead of time: build this target's executables in `module` (a lowered module
+        about to be saved) for this machine's device and record the binaries in the IR, so
+        a later load on the same device skips the build. Returns how many executables got a
+        binary (default: 0, nothing to embed); raises when the device cannot build them."""
+        return 0
 
     def cost(self, ops: Sequence[Operation]) -> float | None:
         """Optional estimate of running `ops` as one region (lower is better); None: no

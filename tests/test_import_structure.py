@@ -10,6 +10,13 @@
   functions and under `if TYPE_CHECKING:` do not count; ``from pkg import name`` depends on the
   submodule `pkg.name` when there is one, else on `pkg`; importing a submodule runs its parent
   packages' `__init__` first, which is not a cycle.
+* Layers point down: no core module (`irc.*` outside `irc.tools`, `irc.targets`, `irc.dialects`)
+  and no pass (`irc.passes.*`) imports the CLI layer (`irc.tools`) or a target's internals
+  (`irc.targets.<name>.*`); they reach targets through `irc.targets` / `irc.targets.base` (the
+  `Target` protocol and registry) only. Every import counts here, the ones inside functions
+  too. The one exception is the reference target's package (`irc.targets.reference`, its
+  `__init__` only): the golden model whose kernels define the semantics constant folding and
+  the host executor use (DESIGN.md §2, §4).
 """
 
 from __future__ import annotations
@@ -51,6 +58,9 @@ PRELOADED = (
 
 KNOWN_CYCLES: set[frozenset[str]] = set()
 """Cycles allowed for now, each as the set of its modules (none)."""
+
+LOWER_LAYERS_MAY_IMPORT = ("irc.targets", "irc.targets.base", "irc.targets.reference")
+"""What core and passes may import of `irc.targets` (exactly these modules)."""
 
 
 # ---- Finding modules and their imports -----------------------------------------------------------
@@ -127,6 +137,52 @@ def import_graph(modules: Mapping[str, Path]) -> dict[str, set[str]]:
             edges.update(t for t in targets if t in modules and t != name)
         graph[name] = edges
     return graph
+
+
+def _imported_names(path: Path, name: str) -> Iterable[str]:
+    """Every module an import statement anywhere in the file names (functions, classes and
+    `if TYPE_CHECKING:` included); `from pkg import x` names `pkg.x` and `pkg`."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def _is_core(name: str) -> bool:
+    """Core and passes: `irc.*` but the CLI layer, the targets and the dialects."""
+    layers = ("irc.tools", "irc.targets", "irc.dialects")
+    return name.startswith("irc.") and not any(
+        name == layer or name.startswith(layer + ".") for layer in layers
+    )
+
+
+def layer_violations(modules: Mapping[str, Path], existing: set[str]) -> list[str]:
+    """`module -> imported` for each import of a core module or pass that points up (to
+    `irc.tools`) or into a target (`irc.targets.<name>.*`, but LOWER_LAYERS_MAY_IMPORT).
+    `existing` are the module names that exist (a `from pkg import name` of a plain name
+    is not an import of `pkg.name`)."""
+    found: list[str] = []
+    for name, path in sorted(modules.items()):
+        if not _is_core(name):
+            continue
+        for imported in sorted(set(_imported_names(path, name))):
+            if imported != name and imported.startswith("irc.") and imported not in existing:
+                continue  # a name imported from a module, not a module
+            upward = imported == "irc.tools" or imported.startswith("irc.tools.")
+            into_target = (
+                imported.startswith("irc.targets.") and imported not in LOWER_LAYERS_MAY_IMPORT
+            )
+            if upward or into_target:
+                found.append(f"{name} -> {imported}")
+    return found
 
 
 def find_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
@@ -255,6 +311,39 @@ def test_find_cycles_accepts_a_tree(tmp_path: Path) -> None:
     assert find_cycles(graph) == []
 
 
+def test_layer_violations_finds_imports_that_point_up_or_into_a_target(tmp_path: Path) -> None:
+    files = {
+        "irc/__init__.py": "",
+        "irc/core.py": (
+            "from irc.targets import get_target\n"
+            "from irc.targets.reference import kernel_for\n"
+            "def f():\n    from irc.tools.common import ToolError\n"
+        ),
+        "irc/fine.py": "from irc.targets.base import Target\nfrom irc import targets\n",
+        "irc/passes/__init__.py": "",
+        "irc/passes/p.py": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from irc.targets.cpu.lower import TARGET\n"
+        ),
+        "irc/tools/__init__.py": "",
+        "irc/tools/common.py": "from irc.targets.cpu import isa\n",  # tools are not core
+        "irc/targets/__init__.py": "from irc.targets.base import Target\n",
+        "irc/targets/base.py": "class Target: ...\n",
+        "irc/targets/reference/__init__.py": "kernel_for = None\n",
+        "irc/targets/cpu/__init__.py": "",
+        "irc/targets/cpu/lower.py": "import irc.tools\nTARGET = 'cpu'\n",  # a target
+        "irc/targets/cpu/isa.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    modules = package_modules({"irc": tmp_path / "irc"})
+    assert layer_violations(modules, set(modules)) == [
+        "irc.core -> irc.tools.common",
+        "irc.passes.p -> irc.targets.cpu.lower",
+    ]
+
+
 # ---- The package ---------------------------------------------------------------------------------
 
 
@@ -327,3 +416,14 @@ def test_every_module_imports_on_its_own() -> None:
         f"{name}:\n{text}" for name, text in sorted(failures.items())
     )
     assert len(modules) > 50  # the walk found the package
+
+
+def test_core_and_passes_import_no_tool_and_no_target_internals() -> None:
+    modules = irc_modules()
+    assert "irc.passes.partition" in modules
+    assert "irc.context" in modules
+    violations = layer_violations(modules, set(modules))
+    assert not violations, (
+        "core modules and passes must reach targets through the Target protocol "
+        "(irc.targets / irc.targets.base) and never import irc.tools:\n" + "\n".join(violations)
+    )

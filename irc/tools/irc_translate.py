@@ -12,14 +12,19 @@ Importing prints the `nn` module of the model (weights as `dense<"0x...">` hex).
 is read from the file's bytes (`irc.fileio.probe_format`), so `model.pb` or a name without
 a suffix imports too; when the bytes contradict the flag (`--import-tflite model.onnx`), a
 warning says so and the model is imported as what it is. `--emit-c`
-prints the C translation units of an IR file's `cpu` executables (running `lower-cpu` on
-those not lowered yet), one after the other under a comment naming each executable.
-`--emit-opencl` prints the source of every `ocl.program` the same way: IR that already holds
-`opencl` executables is lowered as it is (`lower-opencl` on those not lowered yet); a model,
+prints the C translation units of an IR file's `cpu` executables (running the cpu target's
+lowering passes on those not lowered yet), one after the other under a comment naming each
+executable. `--emit-opencl` prints the OpenCL C of every `opencl` executable the same way:
+IR that already holds `opencl` executables is lowered as it is (the opencl target's lowering
+on those not lowered yet); a model,
 or IR not partitioned for opencl, is compiled first with `irc.compile` for `--targets`
 (default: opencl). The output file is written atomically; a model that cannot be imported
 or IR that cannot be lowered ends with one clear message on stderr, exit status 1, no
 traceback and no output file.
+
+The sources come from the targets through the `Target` protocol, as a plugin's would:
+`lowering_passes()` and `passes()` lower, `emit_source(executable)` gives the text; this tool
+knows the two targets by name only.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from irc.tools.common import (
     ToolError,
@@ -43,6 +49,10 @@ from irc.tools.common import (
     run_tool,
     write_output,
 )
+
+if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
 
 _TOOL = "irc-translate"
 _FORMAT_NAMES = {"tflite": "a TFLite model", "onnx": "an ONNX model"}
@@ -93,6 +103,46 @@ def _banner(symbol: str) -> str:
     return f"/* ---- executable @{name} ---- */\n"
 
 
+_EMIT_C_TARGET = "cpu"
+_EMIT_OPENCL_TARGET = "opencl"
+"""The targets whose `Target.emit_source()` `--emit-c` and `--emit-opencl` print."""
+
+
+def _has_executables(module: ModuleOp, target: str) -> bool:
+    from irc.dialects import delegate
+
+    return any(
+        isinstance(op, delegate.ExecutableOp) and op.target.data == target for op in module.walk()
+    )
+
+
+def _lower_for(module: ModuleOp, target_name: str, ctx: Context) -> None:
+    """Run the target's own lowering (`Target.lowering_passes()`, with `Target.passes()`) on
+    the module, as `irc-opt -p` would: only the sources of this target are printed after."""
+    from irc.pipelines import parse_pipeline, run_passes
+    from irc.targets import get_target
+
+    target = get_target(target_name)
+    lowering = target.lowering_passes().strip()
+    if lowering:
+        run_passes(module, parse_pipeline(lowering, target.passes()), ctx)
+
+
+def _emitted_sources(module: ModuleOp, target_name: str) -> list[str]:
+    """`Target.emit_source()` of each of the target's executables, under a banner."""
+    from irc.dialects import delegate
+    from irc.targets import get_target
+
+    target = get_target(target_name)
+    pieces = []
+    for op in module.walk():
+        if isinstance(op, delegate.ExecutableOp) and op.target.data == target_name:
+            text = target.emit_source(op)
+            if text is not None:
+                pieces.append(_banner(op.sym_name.data) + text)
+    return pieces
+
+
 def _write_output(args: argparse.Namespace, text: str, what: str) -> None:
     if args.output is None:
         sys.stdout.write(text)
@@ -108,16 +158,12 @@ def _emit_opencl(args: argparse.Namespace) -> int:
     import irc
     from irc.context import make_context
     from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
-    from irc.dialects import delegate, ocl
     from irc.importers import ModelImportError
-    from irc.pipelines import parse_pipeline, run_passes
     from irc.runtime import ExecutorError
     from irc.targets import TargetError
-    from irc.targets.opencl.lower import TARGET
-    from irc.targets.opencl.target import OpenCLTarget
 
     path: str = args.input_file
-    targets = parse_targets(args.targets) if args.targets is not None else [TARGET]
+    targets = parse_targets(args.targets) if args.targets is not None else [_EMIT_OPENCL_TARGET]
     source = ""
     module = None
     try:
@@ -132,13 +178,9 @@ def _emit_opencl(args: argparse.Namespace) -> int:
             module = parse_with_locations(ctx, data, path)
             verify_module(module)
             model = module
-            if any(
-                isinstance(op, delegate.ExecutableOp) and op.target.data == TARGET
-                for op in module.walk()
-            ):
+            if _has_executables(module, _EMIT_OPENCL_TARGET):
                 # the target's own lowering: IRC_OPENCL_TUNE / IRC_OPENCL_PRECISION apply
-                lowering = OpenCLTarget().lowering_passes()
-                run_passes(module, parse_pipeline(lowering), ctx)
+                _lower_for(module, _EMIT_OPENCL_TARGET, ctx)
                 model = None  # partitioned already: print what its opencl executables lower to
         if model is not None:
             module = irc.compile(
@@ -159,13 +201,10 @@ def _emit_opencl(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a bad --input-shape or --bind for this model
         raise ToolError(str(exc)) from None
     assert module is not None
-    pieces = [
-        _banner(op.sym_name.data) + inner.source.data
-        for op in module.walk()
-        if isinstance(op, delegate.ExecutableOp) and op.target.data == TARGET
-        for inner in op.body.block.ops
-        if isinstance(inner, ocl.ProgramOp)
-    ]
+    try:
+        pieces = _emitted_sources(module, _EMIT_OPENCL_TARGET)
+    except TargetError as exc:
+        raise ToolError(str(exc)) from None
     if not pieces:
         raise ToolError(f"{path}: nothing runs on the opencl target (no opencl executables)")
     _write_output(args, "\n".join(pieces), "the OpenCL source")
@@ -179,8 +218,7 @@ def _emit_c(args: argparse.Namespace) -> int:
 
     from irc.context import make_context
     from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
-    from irc.dialects import cpu, delegate
-    from irc.targets.cpu.lower import TARGET, LowerCpuPass
+    from irc.targets import TargetError
 
     path: str = args.input_file
     data = _read_input(path)
@@ -189,18 +227,14 @@ def _emit_c(args: argparse.Namespace) -> int:
         ctx = make_context()
         module = parse_with_locations(ctx, data, path)
         verify_module(module)
-        LowerCpuPass().apply(ctx, module)
+        _lower_for(module, _EMIT_C_TARGET, ctx)
+        pieces = _emitted_sources(module, _EMIT_C_TARGET)
     except (ParseError, DiagnosticException) as exc:
         diagnostic = diagnostic_from_exception(exc, fallback_op=module)
         report_diagnostic(_TOOL, diagnostic, path, data.decode("utf-8", "replace"))
         return 1
-    pieces = []
-    for op in module.walk():
-        if not isinstance(op, delegate.ExecutableOp) or op.target.data != TARGET:
-            continue
-        for inner in op.body.block.ops:
-            if isinstance(inner, cpu.CModuleOp):
-                pieces.append(_banner(op.sym_name.data) + inner.source.data)
+    except TargetError as exc:
+        raise ToolError(str(exc)) from None
     if not pieces:
         raise ToolError(f"{path}: no cpu executables (partition and outline for target cpu first)")
     _write_output(args, "\n".join(pieces), "the C source")

@@ -14,13 +14,18 @@ CPU device) the target lowers with `precision=fp32`, which the IR records, and
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
+from xdsl.passes import ModulePass
 
-from irc.targets.base import Availability, Layout, Support, Target, TargetRuntime
-from irc.targets.opencl.support import check_op
+from irc.targets.base import Availability, Layout, PassTable, Support, Target, TargetRuntime
+
+# The capability check is imported when first used: discovering the target (every
+# `irc.context.get_all_passes()`, so every irc-opt run) only reads its passes.
 
 TUNE_ENV = "IRC_OPENCL_TUNE"
 """`1`/`true`: lower with `lower-opencl{tune=true}` (measured work-group sizes, cached)."""
@@ -93,6 +98,8 @@ class OpenCLTarget(Target):
         return Availability(True)
 
     def supports(self, op: Operation) -> Support:
+        from irc.targets.opencl.support import check_op
+
         return check_op(op)
 
     def lowering_passes(self) -> str:
@@ -104,7 +111,36 @@ class OpenCLTarget(Target):
             options.append(f"precision={choice.precision}")
         return f"lower-opencl{{{' '.join(options)}}}" if options else "lower-opencl"
 
+    def passes(self) -> Mapping[str, type[ModulePass]]:
+        return _PASSES
+
+    def emit_source(self, executable: Operation) -> str | None:
+        """The OpenCL C of each `ocl.program` of a lowered executable."""
+        from irc.dialects import ocl
+
+        sources = [op.source.data for op in executable.walk() if isinstance(op, ocl.ProgramOp)]
+        return "\n".join(sources) if sources else None
+
+    def embed_binaries(self, module: ModuleOp) -> int:
+        """Every `ocl.program` built on the current device, its binary recorded on the op
+        (`irc.targets.opencl.aot.embed_binaries`)."""
+        from irc.targets.opencl.aot import embed_binaries
+
+        return embed_binaries(module)
+
     def runtime(self) -> TargetRuntime:
         from irc.targets.opencl.runtime import OpenCLRuntime
 
         return OpenCLRuntime()
+
+
+_PASSES = PassTable(
+    {
+        "lower-opencl": "irc.targets.opencl.lower:LowerOpenCLPass",
+        "opencl-fuse": "irc.targets.opencl.fuse:OpenCLFusePass",
+        "opencl-bufferize": "irc.targets.opencl.bufferize:OpenCLBufferizePass",
+        "opencl-plan-memory": "irc.targets.opencl.memory_plan:OpenCLPlanMemoryPass",
+        "opencl-codegen": "irc.targets.opencl.generate:OpenCLCodegenPass",
+    }
+)
+"""The OpenCL target's passes (DESIGN.md §6), registered through `Target.passes()`."""

@@ -1,0 +1,143 @@
+"""Built-in targets own their passes and source emitters through the `Target` protocol.
+
+`Target.passes()` (a `PassTable`: names known, modules imported on first use) is what
+`irc.context.get_all_passes()` registers for `lower-cpu`, `opencl-fuse`, ..., exactly as for a
+plugin's passes; `Target.emit_source()` gives `irc-translate --emit-*` its text;
+`Target.embed_binaries()` is the ahead-of-time hook of `CompiledModel.save`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass
+
+from irc.context import get_all_passes, get_target_passes, make_context
+from irc.targets import base
+from irc.targets.base import PassTable, Support, Target, TargetRuntime, get_target
+
+TARGET_PASSES = {
+    "cpu": {"lower-cpu", "cpu-fuse", "cpu-plan-memory", "cpu-codegen"},
+    "opencl": {
+        "lower-opencl",
+        "opencl-fuse",
+        "opencl-bufferize",
+        "opencl-plan-memory",
+        "opencl-codegen",
+    },
+    "reference": set(),
+}
+"""DESIGN.md §6: the passes each built-in target registers."""
+
+
+class _PluginPass(ModulePass):
+    name = "test-plugin-lowering"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        pass
+
+
+class _ShadowingPass(ModulePass):
+    name = "canonicalize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        raise AssertionError("irc's canonicalize keeps its name")
+
+
+class _PluginTarget(Target):
+    name = "test-protocol-plugin"
+
+    def supports(self, op: Operation) -> Support:
+        return Support.no("op", "takes nothing")
+
+    def passes(self) -> dict[str, type[ModulePass]]:
+        return {_PluginPass.name: _PluginPass, _ShadowingPass.name: _ShadowingPass}
+
+    def runtime(self) -> TargetRuntime:
+        raise NotImplementedError
+
+
+@pytest.fixture
+def private_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry as discovered, on a copy that the test may extend."""
+    base.registered_targets()
+    monkeypatch.setattr(base, "_registered", dict(base._registered))
+
+
+@pytest.mark.parametrize("target", sorted(TARGET_PASSES))
+def test_builtin_targets_register_their_passes(target: str) -> None:
+    passes = get_target(target).passes()
+    assert set(passes) == TARGET_PASSES[target]
+    for name in passes:
+        assert passes[name].name == name
+    registered = get_all_passes()
+    for name in passes:
+        assert registered[name]() is passes[name]
+
+
+def test_core_registry_names_no_target_pass_itself() -> None:
+    """Every target pass in `get_all_passes()` comes from a target's `passes()`."""
+    from_targets = get_target_passes()
+    assert set().union(*TARGET_PASSES.values()) <= set(from_targets)
+    assert "canonicalize" not in from_targets
+
+
+def test_a_plugin_targets_passes_are_registered_like_the_builtin_ones(
+    private_registry: None,
+) -> None:
+    assert _PluginPass.name not in get_all_passes()
+    base.register(_PluginTarget)
+    registered = get_all_passes()
+    assert registered[_PluginPass.name]() is _PluginPass
+    # irc's own pass of the same name wins in the registry.
+    assert registered["canonicalize"]() is not _ShadowingPass
+
+
+def test_pass_table_imports_on_lookup_and_checks_what_it_finds() -> None:
+    table = PassTable({"dce": "irc.passes.dce:DCEPass", "nothing": "irc.targets.base:Support"})
+    assert list(table) == ["dce", "nothing"]
+    assert len(table) == 2
+    assert table["dce"].name == "dce"
+    with pytest.raises(TypeError, match=r"pass 'nothing'.*is not a ModulePass class"):
+        table["nothing"]
+    with pytest.raises(KeyError):
+        table["missing"]
+    with pytest.raises(ValueError, match=r"pass 'x': bad spec 'irc\.passes\.dce'"):
+        PassTable({"x": "irc.passes.dce"})
+
+
+def test_protocol_defaults_emit_nothing() -> None:
+    module = ModuleOp([])
+    target = _PluginTarget()
+    assert target.passes()  # overridden here; the default is empty:
+    assert Target.passes(target) == {}
+    assert target.emit_source(module) is None
+    assert target.embed_binaries(module) == 0
+
+
+_LOWERED_CPU = """
+delegate.executable private @main_cpu_0 target("cpu") {
+  func.func @entry(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %y = nn.relu %x : tensor<2x3xf32> -> tensor<2x3xf32>
+    func.return %y : tensor<2x3xf32>
+  }
+}
+"""
+
+
+def test_cpu_target_emits_the_c_of_a_lowered_executable() -> None:
+    ctx = make_context()
+    module = Parser(ctx, _LOWERED_CPU).parse_module()
+    target = get_target("cpu")
+    (executable,) = module.body.block.ops
+    assert target.emit_source(executable) is None  # not lowered yet: no source
+    get_all_passes()["lower-cpu"]()().apply(ctx, module)
+    (executable,) = module.body.block.ops
+    source = target.emit_source(executable)
+    assert source is not None
+    assert "Generated by irc's CPU target" in source
+    assert "void irc_fn_0(" in source
+    assert get_target("opencl").emit_source(executable) is None  # not an OpenCL program
