@@ -10,6 +10,7 @@
   module and summary, never `resize` or mutate it.
 * `SHARED_MODELS` is `../shared/models` beside the checkout; tests that read it skip when it
   is missing.
+* `ctx`: a fresh xDSL context with every irc dialect (`irc.context.make_context()`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from xdsl.context import Context
+
     import irc
 
 SHARED_MODELS = Path(__file__).resolve().parents[1].parent / "shared" / "models"
@@ -84,3 +87,11 @@ def compile_once() -> Callable[..., irc.CompiledModel]:
         return compiled[key]
 
     return compile_model
+
+
+@pytest.fixture
+def ctx() -> Context:
+    """A fresh context with irc's dialects registered (lazily)."""
+    from irc.context import make_context
+
+    return make_context()

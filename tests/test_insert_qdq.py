@@ -1,4 +1,4 @@
-"""`insert-qdq` and `fold-qdq`: float emulation of int8 models, and the QDQ chain patterns.
+"""`insert-qdq`: float emulation of int8 models (`fold-qdq`'s patterns: test_fold_qdq.py).
 
 Model tests run the shared int8 models (../shared/models; skipped cleanly without them) on the
 reference target twice: as imported (TFLite's integer semantics through `lower-quantized`)
@@ -14,29 +14,21 @@ on average there). Statistics print with ``pytest -s``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SHARED_MODELS
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32, i8, i32
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
 
 import irc
 from irc.context import get_all_passes, make_context
 from irc.diagnostics import IrcDiagnosticError, verify_module
 from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType, quantized_element
-from irc.passes.fold_qdq import (
-    FoldQDQPass,
-    RemoveQCastOfDCast,
-    RequantizeQCastOfDCast,
-    qdq_canonicalization_patterns,
-)
 from irc.passes.insert_qdq import InsertQDQPass, QDQStatistics, dequantize_array, insert_qdq
 from irc.targets import reference
 
-MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
-MANIFEST = MODELS / "manifest.json"
+MANIFEST = SHARED_MODELS / "manifest.json"
 INT8_MODELS = ("mobilenet_v2_int8", "small_cnn_int8")
 
 rng = np.random.default_rng(20240917)
@@ -110,7 +102,7 @@ def model_runs() -> dict[str, dict]:
     """Per model: outputs of the int8 run and of both float emulations, and statistics."""
     results: dict[str, dict] = {}
     for name, entry in ENTRIES.items():
-        imported = irc.import_model(MODELS / entry["file"])
+        imported = irc.import_model(SHARED_MODELS / entry["file"])
         variants: dict[str, tuple[ModuleOp, QDQStatistics | None]] = {"int8": (imported, None)}
         for emulate in (True, False):
             module = imported.clone()
@@ -120,8 +112,8 @@ def model_runs() -> dict[str, dict]:
         runs: dict[str, list[dict[str, np.ndarray]]] = {key: [] for key in variants}
         goldens = []
         for sample in entry["golden"]["samples"]:
-            inputs = dict(np.load(MODELS / sample["inputs"]))
-            goldens.append(dict(np.load(MODELS / sample["outputs"])))
+            inputs = dict(np.load(SHARED_MODELS / sample["inputs"]))
+            goldens.append(dict(np.load(SHARED_MODELS / sample["outputs"])))
             for key, (module, _) in variants.items():
                 runs[key].append(irc.run(module, inputs))
         results[name] = {"variants": variants, "runs": runs, "goldens": goldens}
@@ -310,7 +302,6 @@ def test_targets_leave_other_regions_alone() -> None:
 
 def test_pass_is_registered_with_its_options() -> None:
     assert get_all_passes()["insert-qdq"]() is InsertQDQPass
-    assert get_all_passes()["fold-qdq"]() is FoldQDQPass
     assert InsertQDQPass().targets == ()
     assert InsertQDQPass().emulate_rounding is True
 
@@ -330,94 +321,3 @@ def test_refused_op_is_a_located_error() -> None:
     assert info.value.op is not None
     assert info.value.op.name == "nn.relu"
     assert str(module) == before  # checked before anything changed
-
-
-# ---- fold-qdq patterns -------------------------------------------------------------------------
-
-
-def _chain(source: UniformQuantizedType, target: UniformQuantizedType, rounding: str) -> str:
-    return f"""
-    func.func @main(%x: tensor<256x{source}>) -> tensor<256x{target}> {{
-      %d = quant.dcast %x : tensor<256x{source}> to tensor<256xf32>
-      %q = quant.qcast %d rounding = "{rounding}" : tensor<256xf32> to tensor<256x{target}>
-      func.return %q : tensor<256x{target}>
-    }}
-    """
-
-
-def _fold(module: ModuleOp) -> ModuleOp:
-    FoldQDQPass().apply(make_context(), module)
-    verify_module(module)
-    return module
-
-
-ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
-
-
-@pytest.mark.parametrize("rounding", ["half_away_from_zero", "half_to_even"])
-def test_same_type_chain_is_the_identity(rounding: str) -> None:
-    element = UniformQuantizedType.per_tensor(i8, f32, 0.0123, -7)
-    module = parse(_chain(element, element, rounding))
-    (want,) = run(module, ALL_INT8)
-    np.testing.assert_array_equal(want, ALL_INT8)  # the float round trip is exact
-    folded = _fold(module)
-    assert not ops_named(folded, "quant.dcast")
-    assert not ops_named(folded, "quant.qcast")
-
-
-@pytest.mark.parametrize(
-    ("source", "target"),
-    [((0.05, -4), (0.1, 3)), ((0.1, 0), (0.03, -20)), ((0.00390625, -128), (0.0078125, 0))],
-)
-def test_requantize_matches_the_float_round_trip(source, target) -> None:
-    """The rescale is TFLite's requantize: equal to qcast(dcast(x)) except at (near) ties,
-    which the float round trip rounds either way, by one step at most."""
-    a = UniformQuantizedType.per_tensor(i8, f32, *source)
-    b = UniformQuantizedType.per_tensor(i8, f32, *target)
-    module = parse(_chain(a, b, "half_away_from_zero"))
-    (want,) = run(module, ALL_INT8)
-    folded = _fold(module)
-    assert [op.name for op in folded.walk() if op.name.startswith("quant.")] == ["quant.rescale"]
-    (got,) = run(folded, ALL_INT8)
-    errors = np.abs(got.astype(np.int64) - want.astype(np.int64))
-    assert errors.max() <= 1
-    real = (ALL_INT8.astype(np.float64) - source[1]) * source[0] / target[0]
-    near_tie = np.abs(np.abs(real - np.floor(real)) - 0.5) < 1e-4
-    assert not (errors & ~near_tie).any()
-
-
-def test_requantize_does_not_fire_for_onnx_rounding_or_per_axis() -> None:
-    a = UniformQuantizedType.per_tensor(i8, f32, 0.05)
-    b = UniformQuantizedType.per_tensor(i8, f32, 0.1)
-    module = _fold(parse(_chain(a, b, "half_to_even")))
-    assert not ops_named(module, "quant.rescale")
-    assert len(ops_named(module, "quant.qcast")) == 1
-
-
-def test_dcast_of_qcast_is_not_folded() -> None:
-    """After insert-qdq{emulate-rounding=true} the qcast -> dcast pairs round on purpose:
-    fold-qdq keeps every one of them."""
-    element = UniformQuantizedType.per_tensor(i8, f32, 0.5, -3)
-    t = f"tensor<4x{element}>"
-    text = f"""
-    func.func @main(%x: {t}) -> {t} {{
-      %a = nn.relu %x : {t} -> {t}
-      %b = nn.relu %a : {t} -> {t}
-      func.return %b : {t}
-    }}
-    """
-    module = parse(text)
-    insert_qdq(module)
-    counts = (len(ops_named(module, "quant.dcast")), len(ops_named(module, "quant.qcast")))
-    _fold(module)
-    assert (len(ops_named(module, "quant.dcast")), len(ops_named(module, "quant.qcast"))) == counts
-
-
-def test_canonicalization_patterns_are_exposed() -> None:
-    patterns = qdq_canonicalization_patterns()
-    assert {type(p) for p in patterns} == {RemoveQCastOfDCast, RequantizeQCastOfDCast}
-    element = UniformQuantizedType.per_tensor(i8, f32, 0.25)
-    module = parse(_chain(element, element, "half_away_from_zero"))
-    PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(module)
-    verify_module(module)
-    assert [op.name for op in module.walk() if op.name.startswith("quant.")] == []
