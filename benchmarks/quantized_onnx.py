@@ -17,7 +17,8 @@ per-channel int8 weights, int8 activations) in both QDQ and QOperator format; th
 * coverage: the share of the model's ops inside CPU regions and the number of regions (the
   partition report of `irc.compile`);
 * latency: median of `CompiledModel.run` against onnxruntime's default (fused int8) session
-  with 2 intra-op threads, interleaved in this process, and irc's run of the float model.
+  with 2 intra-op threads (thread spinning off, so that neither runtime's idle pool takes the
+  cores from the other), interleaved in this process, and irc's run of the float model.
 
 `OMP_NUM_THREADS` is set to the thread count before irc's runtime loads libgomp. Timings on
 this shared machine move 1.5-2x between runs: compare the ratios of one run
@@ -347,6 +348,9 @@ def ort_session(path: Path, *, fused: bool, threads: int = 1):
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.log_severity_level = 3
+    # Interleaved with irc in one process: spinning pool threads would take the cores from
+    # whichever runtime runs next (irc's OpenMP threads spin only briefly).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if not fused:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
