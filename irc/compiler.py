@@ -350,6 +350,7 @@ class CompiledModel:
                 + " and has no dynamic dimensions to re-specialise"
             )
         self.module, self.program = variant.module, variant.program
+        self.summary, self.refusals = variant.summary, variant.refusals
 
     def _specialization(self, shapes: Mapping[str, tuple[int, ...]]) -> CompiledModel:
         """The compiled model for `shapes`: a bucket, a cached specialisation, or a new one."""

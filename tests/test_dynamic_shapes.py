@@ -402,6 +402,8 @@ def test_unspecialised_resize_and_buckets(
     model.resize({"x": (2, 3, 6, 6)})
     assert not model.unspecialised
     assert model.inputs[0].shape == (2, 3, 6, 6)
+    assert "compiled on its first run" not in model.summary  # the specialisation's summary
+    assert model.summary.startswith("targets: reference\n@main: reference: ")
     inputs = image(2, 3, 6, 6)
     np.testing.assert_allclose(
         model.run(inputs)["y"], conv_expected(inputs["x"]), rtol=1e-4, atol=1e-5
