@@ -24,6 +24,7 @@ from irc.runtime import InputError
 from irc.specialize import expand_buckets, parse_shape_buckets
 from irc.tools.irc_compile import main as compile_main
 from irc.tools.irc_run import main as run_main
+from irc.tools.irc_translate import main as translate_main
 
 RNG = np.random.default_rng(7)
 W = RNG.standard_normal((4, 3)).astype(np.float32)
@@ -477,8 +478,18 @@ def test_irc_run_names_input_shape(
         compile_main, [conv_path, "--targets", "reference", "-o", tmp_path / "c.mlir"], capsys
     )
     assert code == 1
-    assert "'x' [?, 3, ?, ?]; give them with --input-shape x=DIMS" in err
+    assert err == (
+        f"irc-compile: error: {conv_path}: inputs with dynamic dimensions need static shapes: "
+        "'x' [?, 3, ?, ?]; give them with --input-shape x=DIMS (e.g. x=1x3x224x224), or sizes "
+        "to compile with --shape-buckets\n"
+    )
     assert not (tmp_path / "c.mlir").exists()
+    code, _, err = _tool(translate_main, ["--import-onnx", conv_path], capsys)
+    assert code == 1
+    assert err.endswith(
+        "need static shapes: 'x' [?, 3, ?, ?]; give them with --input-shape "
+        "x=DIMS (e.g. x=1x3x224x224)\n"
+    )
 
 
 def test_irc_run_without_targets_takes_input_shapes(conv_path: Path) -> None:

@@ -183,7 +183,7 @@ def _compile(args: argparse.Namespace) -> int:
             if compiled.unspecialised:  # ahead of time needs the input shapes
                 raise compiled.missing_shapes()
     except MissingShapesError as exc:
-        raise ToolError(exc.cli_message()) from None
+        raise ToolError(exc.cli_message("or sizes to compile with --shape-buckets")) from None
     except (ModelImportError, TargetError) as exc:
         raise ToolError(str(exc)) from None
     except (ParseError, DiagnosticException) as exc:

@@ -755,7 +755,7 @@ def _import(
     try:
         return import_model(path, bind=bindings, input_shapes=shapes)
     except MissingShapesError as exc:
-        raise ToolError(exc.cli_message()) from None
+        raise ToolError(exc.cli_message("or give input values with --inputs FILE.npz")) from None
     except ModelImportError as exc:
         raise ToolError(str(exc)) from None
 

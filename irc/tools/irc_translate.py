@@ -159,6 +159,7 @@ def _emit_opencl(args: argparse.Namespace) -> int:
     from irc.context import make_context
     from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
     from irc.importers import ModelImportError
+    from irc.importers.onnx.driver import MissingShapesError
     from irc.runtime import ExecutorError
     from irc.targets import TargetError
 
@@ -189,6 +190,8 @@ def _emit_opencl(args: argparse.Namespace) -> int:
                 input_shapes=parse_input_shapes(args.input_shape),
                 bind=parse_bindings(args.bind),
             ).module
+    except MissingShapesError as exc:
+        raise ToolError(exc.cli_message()) from None
     except (ModelImportError, TargetError) as exc:
         raise ToolError(str(exc)) from None
     except (ParseError, DiagnosticException) as exc:
@@ -252,6 +255,7 @@ def _translate(args: argparse.Namespace) -> int:
         return _emit_opencl(args)
 
     from irc.importers import ModelImportError, detect_format, import_model
+    from irc.importers.onnx.driver import MissingShapesError
 
     path: str = args.input_file
     expected = "tflite" if args.import_tflite else "onnx"
@@ -272,6 +276,8 @@ def _translate(args: argparse.Namespace) -> int:
             bind=parse_bindings(args.bind),
             input_shapes=parse_input_shapes(args.input_shape),
         )
+    except MissingShapesError as exc:
+        raise ToolError(exc.cli_message()) from None
     except ModelImportError as exc:
         raise ToolError(str(exc)) from None
     text = io.StringIO()

@@ -56,13 +56,12 @@ class MissingShapesError(ModelImportError):
             f"{', '.join(self.missing)}; {hint}"
         )
 
-    def cli_message(self) -> str:
-        """The message as the tools say it (`--input-shape`, `--inputs`)."""
+    def cli_message(self, alternative: str = "") -> str:
+        """The message as the tools say it (`--input-shape`), with a tool's `alternative`
+        (``"or give input values with --inputs FILE.npz"``)."""
         name = self.names[0] if self.names else "NAME"
-        return self.message(
-            f"give them with --input-shape {name}=DIMS (e.g. {name}=1x3x224x224), "
-            "or give input values with --inputs FILE.npz"
-        )
+        hint = f"give them with --input-shape {name}=DIMS (e.g. {name}=1x3x224x224)"
+        return self.message(f"{hint}, {alternative}" if alternative else hint)
 
 
 # ---- Loading and checking the model ------------------------------------------------------------
