@@ -11,15 +11,21 @@
 * `SHARED_MODELS` is `../shared/models` beside the checkout; tests that read it skip when it
   is missing.
 * `ctx`: a fresh xDSL context with every irc dialect (`irc.context.make_context()`).
+* `private_cache`: a module marked `pytestmark = pytest.mark.private_cache` (or
+  `private_cache(unset=["IRC_X", ...])`) builds into its own `IRC_CACHE_DIR` while its tests
+  run (CPU libraries, OpenCL programs), never the user's cache; the variables named by
+  `unset` are removed meanwhile. Tests that need the folder take the `private_cache` fixture
+  (the path; None in an unmarked module).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from cache_support import private_cache_dir
 
 if TYPE_CHECKING:
     from xdsl.context import Context
@@ -56,6 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "slow: among the costliest tests (CI runs them; `-m 'not slow'` skips them while editing)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "private_cache(unset=()): the module builds into a private IRC_CACHE_DIR (conftest.py)",
     )
 
 
@@ -95,3 +105,15 @@ def ctx() -> Context:
     from irc.context import make_context
 
     return make_context()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_cache(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path | None]:
+    """A private `IRC_CACHE_DIR` for a module marked `private_cache` (see the module doc)."""
+    marker = request.node.get_closest_marker("private_cache")
+    if marker is None:
+        yield None
+        return
+    yield from private_cache_dir(tmp_path_factory, marker.kwargs.get("unset", ()))

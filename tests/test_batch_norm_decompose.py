@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -14,7 +14,6 @@ import numpy as np
 import onnx
 import onnxruntime
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import needs_compiler
 from opencl_support import needs_device
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
@@ -27,12 +26,9 @@ from irc.dialects import nn
 from irc.passes.canonicalize import CanonicalizePass
 from irc.targets.reference import evaluate
 
+pytestmark = pytest.mark.private_cache
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 def _params(rng: np.random.Generator, channels: int) -> list[np.ndarray]:

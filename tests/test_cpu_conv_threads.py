@@ -15,12 +15,8 @@ generic profile's portable C) it is checked once more on 2 threads.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import numpy as np
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import (
     RUNNABLE_ISAS,
     Case,
@@ -37,7 +33,7 @@ from irc.targets.cpu.runtime import CpuRuntime
 
 RTOL, ATOL = 1e-4, 1e-5
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 _RNG = np.random.default_rng(20261122)
 
@@ -142,11 +138,6 @@ threads (`OTHER_ISAS`), reference) per output."""
 
 OTHER_ISAS = tuple(name for name in ("avx2", "generic") if name in RUNNABLE_ISAS[1:])
 """The float kernels differ in vector width only (AVX-512 with or without VNNI: the same)."""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

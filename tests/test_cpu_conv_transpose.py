@@ -15,12 +15,10 @@ Three families, each ONE executable compiled once (`cpu_support`):
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import (
     Case,
     Results,
@@ -42,16 +40,11 @@ from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 from irc.targets.reference.target import ReferenceRuntime
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 RTOL, ATOL = 1e-4, 1e-5
 
 _RNG = np.random.default_rng(20251125)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 def ids(cases: Sequence[Case]) -> list[str]:

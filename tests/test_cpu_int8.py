@@ -16,13 +16,11 @@ end to end in `test_shared_int8_models`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import SHARED_MODELS, lower, needs_compiler
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.builtin import f32 as f32_type
@@ -36,16 +34,11 @@ from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 from irc.targets.reference.target import ReferenceRuntime
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 MODELS = SHARED_MODELS
 
 rng = np.random.default_rng(20251122)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 # ---- Building quantized cases ------------------------------------------------------------------

@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import (
     RUNNABLE_ISAS,
     QConvCase,
@@ -41,7 +38,7 @@ from irc.dialects import delegate
 from irc.targets.cpu import csrc, toolchain
 from irc.targets.cpu.runtime import CpuRuntime
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache(unset=["IRC_CPU_FUSE_INT8"])]
 
 rng = np.random.default_rng(23)
 
@@ -76,11 +73,6 @@ CASES = [
     dw_case("c5_fallback", (1, 2, 1000, 5), (1, 3), dilations=(1, 490), zp_in=-3),
     dw_case("c48_threads", (1, 48, 56, 48), pads=(1, 1, 1, 1), zp_in=-2),
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory, unset=["IRC_CPU_FUSE_INT8"])
 
 
 @pytest.fixture(scope="module")

@@ -20,13 +20,10 @@ per-tile buffer of XORed input words (a very deep 1x1 and a deep 3x3: the unbuff
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import (
     QConvCase,
     assert_each_equal,
@@ -40,7 +37,7 @@ from irc.dialects import delegate
 from irc.targets.cpu import toolchain
 from irc.targets.cpu.runtime import CpuRuntime
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache(unset=["IRC_CPU_FUSE_INT8"])]
 
 rng = np.random.default_rng(1103)
 
@@ -84,11 +81,6 @@ CASES = [
     pw_case("k2052_oc20_unbuffered", (1, 1, 9, 2052), 20, zp_in=-3, zp_out=5),
     pw_case("k460_oc18_3x3_unbuffered", (1, 3, 4, 460), 18, kernel=3, zp_in=4, act="relu"),
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory, unset=["IRC_CPU_FUSE_INT8"])
 
 
 @pytest.fixture(scope="module")

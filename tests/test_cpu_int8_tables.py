@@ -8,13 +8,10 @@ reference target (TFLite's algorithms). Ops without a table form are refused cle
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import (
     needs_compiler,
     one_op_per_argument,
@@ -28,14 +25,9 @@ from irc.dialects import delegate, nn
 from irc.targets.base import Support
 from irc.targets.cpu.target import CpuTarget
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 rng = np.random.default_rng(20251122)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 def every_byte(shape: tuple[int, ...], dtype: str) -> np.ndarray:

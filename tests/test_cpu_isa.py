@@ -18,12 +18,10 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import (
     RUNNABLE_ISAS,
     QConvCase,
@@ -48,16 +46,11 @@ from irc.targets.cpu import codegen, csrc, isa, toolchain
 from irc.targets.cpu.runtime import CpuLoadError, CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 assert codegen  # registers every kernel snippet (quant_kernels' too)
 
 AVX2_HOST = isa.PROFILES["avx2"].features
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 @pytest.fixture

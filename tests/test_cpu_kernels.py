@@ -11,12 +11,10 @@ time) and as arguments (packed at run time), NCHW ops (wrapped in transposes).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import (
     Case,
     Results,
@@ -31,18 +29,13 @@ from irc.dialects import nn
 
 RTOL, ATOL = 1e-4, 1e-5
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 _RNG = np.random.default_rng(20250601)
 
 
 def rand(*shape: int, low: float = -1.0, high: float = 1.0) -> np.ndarray:
     return _RNG.uniform(low, high, size=shape).astype(np.float32)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 def check(results: Results, case_id: str) -> None:

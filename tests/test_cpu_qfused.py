@@ -17,12 +17,10 @@ a size split across threads.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import (
     assert_each_equal,
     isa_params,
@@ -41,7 +39,7 @@ from irc.targets.cpu import toolchain
 from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.reference.target import ReferenceRuntime
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache(unset=["IRC_CPU_FUSE_INT8"])]
 
 rng = np.random.default_rng(8)
 
@@ -176,11 +174,6 @@ def _executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
     module = ModuleOp([executable])
     module.verify()
     return module, executable, [f for c in CASES for f in c.feeds]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory, unset=["IRC_CPU_FUSE_INT8"])
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,11 @@ must run its softmax and resize inside a CPU dispatch. Refusals say why.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cache_support import private_cache_dir
 from cpu_support import (
     SHARED_MODELS,
     needs_compiler,
@@ -42,16 +40,11 @@ from irc.targets.reference.quant_nn import (
     log_x_for_x_greater_than_or_equal_to_1,
 )
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 rng = np.random.default_rng(20251125)
 
 MODELS = SHARED_MODELS
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 SOFTMAX_RESULTS = {"int8": (1 / 256, -128), "uint8": (1 / 256, 0)}
@@ -387,7 +380,7 @@ void t_reciprocal(const int64_t *x, int64_t *recip, int32_t *bits, long n) {
 
 
 @pytest.fixture(scope="module")
-def lib(cache_dir: Path) -> ctypes.CDLL:
+def lib(private_cache: Path) -> ctypes.CDLL:
     chain = toolchain.probe().toolchain
     assert chain is not None
     source = csrc.source_for({"softmax_q", "resize_q"}) + _WRAPPER

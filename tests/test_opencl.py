@@ -9,13 +9,13 @@ a different order from numpy's).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cpu_support import SHARED_MODELS, Case, build_executable, op_case, reference_outputs
-from opencl_support import needs_device, private_cache_dir
+from opencl_support import needs_device
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import SSAValue
@@ -30,12 +30,9 @@ from irc.targets.opencl.lower import LowerOpenCLPass
 from irc.targets.opencl.runtime import OpenCLRuntime, OpenCLValue
 from irc.targets.opencl.target import OpenCLTarget
 
+pytestmark = pytest.mark.private_cache
+
 RNG = np.random.default_rng(1234)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 def rand(*shape: int) -> np.ndarray:
@@ -438,7 +435,7 @@ def test_shape_family() -> None:
 
 
 @needs_device
-def test_second_load_uses_the_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_second_load_uses_the_cache(private_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IRC_OPENCL_BINARY_CACHE", "on")  # PoCL's own kernel cache aside
     text = CONV_RELU.replace("dense<0.25>", "dense<0.125>").replace("0.5>", "0.375>")
     module = lower(parse(text.replace("sigmoid", "tanh")))
@@ -449,7 +446,7 @@ def test_second_load_uses_the_cache(cache_dir: Path, monkeypatch: pytest.MonkeyP
     assert not first.from_cache
     x = rand(1, 6, 6, 3)
     key = first.built.key  # the binary was saved at load, after the kernels first ran
-    assert (cache_dir / "opencl" / f"{key}.bin").exists()
+    assert (private_cache / "opencl" / f"{key}.bin").exists()
     (a,) = first.execute("entry", [x])
     ocl_runtime._programs.pop(key)  # forget the in-memory copy: load from disk
     start = time.perf_counter()
@@ -460,7 +457,7 @@ def test_second_load_uses_the_cache(cache_dir: Path, monkeypatch: pytest.MonkeyP
     (b,) = second.execute("entry", [x])
     np.testing.assert_array_equal(a.to_host(), b.to_host())
     # a tampered binary is rebuilt, not loaded
-    (cache_dir / "opencl" / f"{key}.bin").write_bytes(b"garbage")
+    (private_cache / "opencl" / f"{key}.bin").write_bytes(b"garbage")
     ocl_runtime._programs.pop(key)
     third = OpenCLRuntime().load(executable)
     assert not third.from_cache

@@ -14,13 +14,11 @@ import dataclasses
 import threading
 import types
 import warnings
-from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
 from cpu_support import SHARED_MODELS
-from opencl_support import needs_device, private_cache_dir, wide_vector_calls
+from opencl_support import needs_device, wide_vector_calls
 from xdsl.parser import Parser
 
 import irc
@@ -31,6 +29,8 @@ from irc.targets.opencl.build import BUILD_LOG_ENV, BuildFailure, build
 from irc.targets.opencl.lower import LowerOpenCLPass
 from irc.targets.opencl.runtime import OpenCLRuntime, OpenCLValue
 from irc.timing import PassTiming, instrumented
+
+pytestmark = pytest.mark.private_cache
 
 RNG = np.random.default_rng(16)
 
@@ -73,11 +73,6 @@ builtin.module {
   }
 }
 """
-
-
-@pytest.fixture(autouse=True, scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 def _device():

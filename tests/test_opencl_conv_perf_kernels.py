@@ -10,13 +10,10 @@ per-channel) on each kernel. All cases share one executable (one PoCL build).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import numpy as np
 import pytest
 from cpu_support import Case, build_executable, op_case, reference_outputs
-from opencl_support import needs_device, private_cache_dir
+from opencl_support import needs_device
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
@@ -26,12 +23,9 @@ from irc.targets.opencl.conv_kernels import row_tile, vectors_per_item
 from irc.targets.opencl.lower import LowerOpenCLPass
 from irc.targets.opencl.runtime import OpenCLRuntime
 
+pytestmark = pytest.mark.private_cache
+
 RNG = np.random.default_rng(2024)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 def rand(*shape: int) -> np.ndarray:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SHARED_MODELS
 from cpu_support import Case, build_executable, reference_outputs
-from opencl_support import AVAILABLE, needs_device, opencl_c_errors, private_cache_dir
+from opencl_support import AVAILABLE, needs_device, opencl_c_errors
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
@@ -36,6 +37,8 @@ from irc.targets.opencl.codegen import FP16_PRAGMA, specialise
 from irc.targets.opencl.lower import LowerOpenCLPass
 from irc.targets.opencl.runtime import FP16_EXTENSION, OpenCLLoadError, OpenCLRuntime
 from irc.targets.opencl.target import PRECISION_ENV, TUNE_ENV, OpenCLTarget, PrecisionChoice
+
+pytestmark = pytest.mark.private_cache
 
 
 def _device_has_fp16() -> bool:
@@ -52,11 +55,6 @@ needs_fp16 = pytest.mark.skipif(not HAS_FP16, reason=f"the OpenCL device lacks {
 needs_no_fp16 = pytest.mark.skipif(
     not AVAILABLE or HAS_FP16, reason=f"needs an OpenCL device without {FP16_EXTENSION}"
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 @pytest.fixture(autouse=True)
@@ -191,7 +189,7 @@ def test_quantization_casts_type_check_in_fp16(inner: int) -> None:
         assert kinds == ({"i8", "f32"} if text is QMOVE else {"f32"})
 
 
-MODELS = Path("/work/shared/models")
+MODELS = SHARED_MODELS
 MODEL_FILES = {
     "small_cnn_float32": ("small_cnn_float32.tflite", None),
     "mobilenet_v2_float32": ("mobilenet_v2_float32.tflite", None),

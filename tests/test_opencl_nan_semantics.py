@@ -11,13 +11,12 @@ family, all in one module (one OpenCL program build), compared with the fuzzer's
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cpu_support import needs_compiler
-from opencl_support import needs_device, private_cache_dir
+from opencl_support import needs_device
 from xdsl.dialects.builtin import f32
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -26,15 +25,12 @@ from fuzz.differential import compare
 from fuzz.graphs import Const, Graph, Node, VType, build_module, i8
 from irc.dialects.quant import UniformQuantizedType
 
+pytestmark = pytest.mark.private_cache
+
 EDGES = np.array(
     [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-40, 3e38, -3e38, 1e30, -1e30, 2.5, -2.5, 7.0, -7.0],
     np.float32,
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 def _edge_tensor(shape: tuple[int, ...], seed: int) -> np.ndarray:

@@ -10,13 +10,12 @@ select and data movement must be exact.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 from cpu_support import Case, build_executable, op_case, reference_outputs
-from opencl_support import needs_device, private_cache_dir
+from opencl_support import needs_device
 from xdsl.dialects.builtin import IntegerType, Signedness, StringAttr, TensorType, f32, i1, i8
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
@@ -29,12 +28,9 @@ from irc.targets.opencl.lower import LowerOpenCLPass
 from irc.targets.opencl.runtime import OpenCLRuntime, OpenCLValue
 from irc.targets.opencl.target import OpenCLTarget
 
+pytestmark = pytest.mark.private_cache
+
 RNG = np.random.default_rng(77)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from private_cache_dir(tmp_path_factory)
 
 
 def rand(*shape: int) -> np.ndarray:
