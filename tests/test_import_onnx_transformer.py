@@ -1,7 +1,7 @@
 """The converters of irc.importers.onnx.transformer (Range, Trilu, CumSum, Mod, LRN) against
 onnxruntime, and BERT-like / GPT-2-like graphs with the exporters' dynamic-axis patterns
 (tests/transformer_graphs.py) compiled without shapes and run at sequence lengths 16, 32
-and 128 on the reference and cpu targets."""
+and 128 on the reference, cpu and opencl targets."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import onnxruntime
 import pytest
 from cpu_support import needs_compiler
 from onnx import helper, numpy_helper
+from opencl_support import needs_device
 from transformer_graphs import bert_inputs, bert_like, gpt2_inputs, gpt2_like
 
 import irc
@@ -286,6 +287,12 @@ def test_transformer_reference(tmp_path: Path, which: str) -> None:
 @pytest.mark.parametrize("which", ["bert", "gpt2"])
 def test_transformer_cpu(tmp_path: Path, which: str) -> None:
     _transformer_case(tmp_path, which, "cpu")
+
+
+@needs_device
+@pytest.mark.parametrize("which", ["bert", "gpt2"])
+def test_transformer_opencl(tmp_path: Path, which: str) -> None:
+    _transformer_case(tmp_path, which, "opencl")
 
 
 def test_bert_imports_with_static_shapes(tmp_path: Path) -> None:
