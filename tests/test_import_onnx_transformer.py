@@ -179,18 +179,33 @@ def test_cumsum(tmp_path: Path, exclusive: int, reverse: int, axis: int) -> None
     check(tmp_path, nodes, {"x": x}, ["y", "ids"], constants)
 
 
-def test_cumsum_of_run_time_integers(tmp_path: Path) -> None:
-    model = make_model(
-        [helper.make_node("CumSum", ["m", "axis"], ["y"])],
-        {"m": np.ones((2, 3), np.int64)},
-        ["y"],
-        {"axis": scalar(1, np.int64)},
-        typed=[np.zeros((2, 3), np.int64)],
-    )
-    path = tmp_path / "m.onnx"
-    onnx.save(model, path)
-    with pytest.raises(ModelImportError, match="CumSum"):
-        import_model(path)
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+@pytest.mark.parametrize(("exclusive", "reverse", "axis"), [(0, 0, 1), (1, 0, 0), (0, 1, -1)])
+def test_cumsum_of_run_time_integers(
+    tmp_path: Path, dtype: type, exclusive: int, reverse: int, axis: int
+) -> None:
+    m = np.random.default_rng(4).integers(-1000, 1000, (3, 6)).astype(dtype)
+    node = helper.make_node("CumSum", ["m", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    text = check(tmp_path, [node], {"m": m}, ["y"], {"axis": scalar(axis, np.int64)})
+    assert 'kind = "sum"' in text
+
+
+def test_roberta_position_ids(tmp_path: Path) -> None:
+    """RoBERTa's `create_position_ids_from_input_ids`: cumsum(ids != pad) * mask + pad."""
+    ids = np.array([[5, 7, 9, 1, 1], [4, 1, 1, 1, 1]], np.int64)
+    nodes = [
+        helper.make_node("Equal", ["ids", "pad"], ["is_pad"]),
+        helper.make_node("Not", ["is_pad"], ["keep"]),
+        helper.make_node("Cast", ["keep"], ["mask"], to=onnx.TensorProto.INT32),
+        helper.make_node("CumSum", ["mask", "one"], ["count"]),
+        helper.make_node("Mul", ["count", "mask"], ["kept"]),
+        helper.make_node("Cast", ["kept"], ["kept64"], to=onnx.TensorProto.INT64),
+        helper.make_node("Add", ["kept64", "pad"], ["positions"]),
+        helper.make_node("Gather", ["table", "positions"], ["y"]),
+    ]
+    table = np.random.default_rng(6).standard_normal((8, 4)).astype(np.float32)
+    constants = {"pad": scalar(1, np.int64), "one": scalar(1, np.int64), "table": table}
+    check(tmp_path, nodes, {"ids": ids}, ["y"], constants)
 
 
 # ---- Mod ---------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 position ids and attention masks from the input shapes (Shape -> Gather -> Unsqueeze ->
 Concat -> Range / Expand / ConstantOfShape / Trilu / Where). With static input shapes
 those chains are compile-time constants and fold here in numpy, as in `shape`; on run-time
-tensors `Trilu` and `CumSum` (float) become a select / a matmul with a constant mask, and
+tensors `Trilu` and `CumSum` become a select / a product with a constant mask, and
 `LRN` (AlexNet, Inception-v1) becomes square, a channel-window sum of slices, and a
 power. Converters register into `irc.importers.onnx.registry.CONVERTERS`.
 """
@@ -105,8 +105,9 @@ def convert_trilu(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
 
 @converter("CumSum")
 def convert_cumsum(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
-    """Folded when the data is constant; a float tensor otherwise becomes a matmul with a
-    constant triangular matrix along the (static) axis."""
+    """Folded when the data is constant; otherwise a float tensor becomes a matmul with a
+    constant triangular matrix along the (static) axis, and an integer tensor (RoBERTa's
+    position ids from the padding mask) an exact masked product summed by `nn.reduce`."""
     data = node.input[0]
     rank = len(ctx.shape(data))
     axis = normalize_axis(int(_scalar(ctx, node, 1, "axis")), rank)
@@ -119,22 +120,32 @@ def convert_cumsum(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
         if exclusive:
             out = out - x
         return [np.ascontiguousarray(np.flip(out, axis) if reverse else out)]
-    value = _float_value(ctx, data)
+    value = ctx.value(data)
     shape = static_shape(ctx, data)
     n = shape[axis]
-    # out[..., j] = sum_i x[..., i] * m[i, j] along the axis moved last.
+    # out[..., j] = sum_i x[..., i] * keep[i, j] along the axis moved last.
     i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     keep = (i >= j) if reverse else (i <= j)
     if exclusive:
         keep &= i != j
-    matrix = ctx.constant(keep.astype(ctx.dtype(data)))
+    dtype = ctx.dtype(data)
     perm = [d for d in range(rank) if d != axis] + [axis]
-    inverse = list(np.argsort(perm))
     moved = value if axis == rank - 1 else ctx.result(nn.TransposeOp.make(value, perm=perm))
-    summed = ctx.result(nn.BatchMatmulOp.make(moved, matrix))
+    if dtype.kind == "f":
+        summed = ctx.result(nn.BatchMatmulOp.make(moved, ctx.constant(keep.astype(dtype))))
+    elif dtype.kind in "iu":  # exact: [..., 1, n] * keep^T [n, n], summed over the inputs
+        moved_shape = [shape[d] for d in perm]
+        rows = ctx.result(nn.ReshapeOp.make(moved, shape=[*moved_shape[:-1], 1, n]))
+        terms = ctx.result(
+            nn.MulOp.make(rows, ctx.constant(np.ascontiguousarray(keep.T).astype(dtype)))
+        )
+        summed = ctx.result(nn.ReduceOp.make(terms, kind="sum", axes=[-1]))
+    else:
+        raise Unsupported(f"CumSum of {dtype} tensors")
     if axis == rank - 1:
         return [summed]
-    return [ctx.result(nn.TransposeOp.make(summed, perm=[int(p) for p in inverse]))]
+    inverse = [int(p) for p in np.argsort(perm)]
+    return [ctx.result(nn.TransposeOp.make(summed, perm=inverse))]
 
 
 # ---- Mod ---------------------------------------------------------------------------------------
