@@ -830,6 +830,17 @@ IRC_INLINE int64_t irc_rq0_scalar(int64_t x, const int64_t *restrict q) {
       irc_rq_store(sum, &po, 0, zp, lo, hi, y + i, 16);                                      \
     }                                                                                        \
   }
+#elif defined(__AVX2__) && !defined(IRC_PORTABLE)
+/* AVX2: 8 elements per step (irc_qadd8_avx2, kernels/x86_64_avx2/requant.h). */
+#define IRC_QADD_VECTOR(CVT)                                                                 \
+  for (; i + 8 <= i1; i += 8) {                                                              \
+    const __m128i ra = _mm_loadl_epi64((const __m128i *)(a + i));                            \
+    const __m128i rb = _mm_loadl_epi64((const __m128i *)(b + i));                            \
+    const int sgn = (__typeof__(a[0]))-1 < 0;                                                \
+    irc_qadd8_avx2(sgn ? _mm256_cvtepi8_epi32(ra) : _mm256_cvtepu8_epi32(ra),                \
+                   sgn ? _mm256_cvtepi8_epi32(rb) : _mm256_cvtepu8_epi32(rb), za, zb, ka, kb, \
+                   qa, qb, qo, zp, lo, hi, y + i);                                           \
+  }
 #else
 #define IRC_QADD_VECTOR(CVT)
 #endif
