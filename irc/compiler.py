@@ -275,7 +275,8 @@ class CompiledModel:
         described = [
             f"'{s.name}' [" + format_shape(s.shape).replace("x", ", ") + "]" for s in dynamic
         ]
-        return MissingShapesError(path, described, [s.name for s in dynamic])
+        example = [d if d >= 0 else (1 if i == 0 else 16) for i, d in enumerate(dynamic[0].shape)]
+        return MissingShapesError(path, described, [s.name for s in dynamic], example)
 
     @property
     def specializations(self) -> int:

@@ -460,7 +460,7 @@ def test_irc_run_names_input_shape(
     assert code == 1
     assert err == (
         f"irc-run: error: {conv_path}: inputs with dynamic dimensions need static shapes: "
-        "'x' [?, 3, ?, ?]; give them with --input-shape x=DIMS (e.g. x=1x3x224x224), or give "
+        "'x' [?, 3, ?, ?]; give them with --input-shape x=DIMS (e.g. x=1x3x16x16), or give "
         "input values with --inputs FILE.npz\n"
     )
     code, out, err = _tool(run_main, [conv_path, "--input-shape", "x=2x3x5x6"], capsys)
@@ -480,7 +480,7 @@ def test_irc_run_names_input_shape(
     assert code == 1
     assert err == (
         f"irc-compile: error: {conv_path}: inputs with dynamic dimensions need static shapes: "
-        "'x' [?, 3, ?, ?]; give them with --input-shape x=DIMS (e.g. x=1x3x224x224), or sizes "
+        "'x' [?, 3, ?, ?]; give them with --input-shape x=DIMS (e.g. x=1x3x16x16), or sizes "
         "to compile with --shape-buckets\n"
     )
     assert not (tmp_path / "c.mlir").exists()
@@ -488,7 +488,7 @@ def test_irc_run_names_input_shape(
     assert code == 1
     assert err.endswith(
         "need static shapes: 'x' [?, 3, ?, ?]; give them with --input-shape "
-        "x=DIMS (e.g. x=1x3x224x224)\n"
+        "x=DIMS (e.g. x=1x3x16x16)\n"
     )
 
 

@@ -43,10 +43,18 @@ class MissingShapesError(ModelImportError):
     """Inputs with dynamic dimensions (other than a leading batch) and no given shape;
     `missing` describes them (`'x' [?, 3, ?, ?]`), so that a tool can name its own option."""
 
-    def __init__(self, path: str, missing: Sequence[str], names: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        path: str,
+        missing: Sequence[str],
+        names: Sequence[str] = (),
+        example: Sequence[int] = (),
+    ) -> None:
         self.path = path
         self.missing = list(missing)
         self.names = list(names)
+        self.example = list(example)
+        """A shape of the first input's rank (its static sizes kept), for the hint."""
         super().__init__(self.message("pass input_shapes={name: shape}"))
 
     def message(self, hint: str) -> str:
@@ -60,7 +68,8 @@ class MissingShapesError(ModelImportError):
         """The message as the tools say it (`--input-shape`), with a tool's `alternative`
         (``"or give input values with --inputs FILE.npz"``)."""
         name = self.names[0] if self.names else "NAME"
-        hint = f"give them with --input-shape {name}=DIMS (e.g. {name}=1x3x224x224)"
+        dims = "x".join(str(d) for d in self.example) or "1x3x224x224"
+        hint = f"give them with --input-shape {name}=DIMS (e.g. {name}={dims})"
         return self.message(f"{hint}, {alternative}" if alternative else hint)
 
 
@@ -162,6 +171,7 @@ def _resolve_input_shapes(
     shapes: dict[str, list[int]] = {}
     missing: list[str] = []
     names: list[str] = []
+    example: list[int] = []
     for info in inputs:
         declared = _declared_shape(info)
         if info.name in input_shapes:
@@ -191,6 +201,8 @@ def _resolve_input_shapes(
         if any(d < 0 for d in dims[1:]):
             missing.append(f"'{info.name}' {_format_dims(declared)}")
             names.append(info.name)
+            if not example:  # dynamic sizes shown as 1 (batch) and 16
+                example = [d if d >= 0 else (1 if i == 0 else 16) for i, d in enumerate(dims)]
             continue
         if dims and dims[0] < 0:
             dims[0] = 1
@@ -201,7 +213,7 @@ def _resolve_input_shapes(
             )
         shapes[info.name] = dims
     if missing:
-        raise MissingShapesError(path, missing, names)
+        raise MissingShapesError(path, missing, names, example)
     return shapes
 
 
