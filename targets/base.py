@@ -343,8 +343,9 @@ def _discover() -> None:
         if entry.name in _registered or entry.name in _broken:
             continue
         try:
-            obj = entry.load()
-            register(obj() if callable(obj) and not isinstance(obj, type) else obj)
+            obj = entry.load()  # a Target class or instance, or a factory of one
+            made: Any = obj() if callable(obj) and not isinstance(obj, type) else obj
+            register(made)
         except Exception as exc:  # a broken third-party plugin must not break the others
             _broken[entry.name] = (
                 f"cannot load target '{entry.name}' ({entry.value}): {type(exc).__name__}: {exc}"
