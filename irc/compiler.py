@@ -52,7 +52,9 @@ compiles a specialisation for them, cached per shape signature (LRU of
 those shapes current. A model whose dynamic dimensions (beyond a leading batch, which
 defaults to 1) have no `input_shapes` compiles nothing up front: its `module` is the model
 with `?` dims (`ModelSource.unspecialised`), `unspecialised` is True, and every input-shape
-signature it runs on is specialised on first use (`save` needs shapes first).
+signature it runs on is specialised on first use (`save` needs shapes first). Only a
+node without any converter fails such a compile; what the importer can decide only for
+static shapes (`ModelImportError`) is raised by the first `run`.
 `compile(..., shape_buckets={"x": [1, 4, 8]})` compiles several
 specialisations into one module behind a guarded entry; running a bucketed shape compiles
 nothing, and a shape outside the buckets is specialised when the source is at hand (a model

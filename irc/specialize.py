@@ -198,15 +198,18 @@ class ModelSource:
             return import_onnx(
                 data, self.path, bind=self.bind, input_shapes=shapes, keep_dynamic=True
             )
-        except ModelImportError:
-            return _onnx_declaration(data, self.path, self.bind, self.entry, shapes or {})
+        except ModelImportError as exc:
+            declaration = _onnx_declaration(data, self.path, self.bind, self.entry, shapes or {})
+            if declaration is None:
+                raise exc from None  # a node without any converter: the importer's report
+            return declaration
 
 
 def _onnx_declaration(
     data: bytes, path: str, bind: Mapping[str, object], entry: str, shapes: Shapes
-) -> ModuleOp:
+) -> ModuleOp | None:
     """`func.func private @entry(inputs) -> outputs` with the ONNX graph's declared types
-    (`shapes` where given); re-raises the import error of a node without a converter."""
+    (`shapes` where given); None when a node has no converter (no shapes would help)."""
     import onnx
     from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
     from xdsl.dialects.func import FuncOp
@@ -218,12 +221,8 @@ def _onnx_declaration(
     from irc.importers.onnx.registry import CONVERTERS
 
     graph = onnx.load_model_from_string(data).graph
-    unknown = sorted({op_key(n) for n in graph.node if op_key(n) not in CONVERTERS})
-    if unknown:
-        raise ModelImportError(
-            f"{path}: no converter for ONNX op type{'s' if len(unknown) > 1 else ''} "
-            + ", ".join(unknown)
-        )
+    if any(op_key(n) not in CONVERTERS for n in graph.node):
+        return None
     initializers = {t.name for t in graph.initializer}
 
     def declared(info: onnx.ValueInfoProto) -> TensorType:
