@@ -182,3 +182,26 @@ def test_hard_swish_does_not_overflow_near_float_max(target: str) -> None:
         (out,) = _run([_unary("hard_swish", (8,))], [[x]], target)
     expected = np.array([3.4e38, -0.0, 1e38, np.nan, np.inf, np.nan, 4 / 6, -0.0], np.float32)
     np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+@needs_device
+def test_softmax_of_huge_values_and_masked_rows() -> None:
+    """softmax(beta * x) where beta * x - max is fused into an fma under -cl-mad-enable: the
+    maximum's unrounded residual (~1e28) overflowed exp() and made the row NaN (fuzzer seed
+    200121: softmax beta=2.61 axis=0 of [-inf, 1.2e35, 4.3e19]). A row of -inf stays NaN."""
+    rows = np.array(
+        [[-np.inf, 1.2445122e35, 4.3467618e19], [-np.inf, -np.inf, -np.inf], [1.0, 2.0, 3.0]],
+        np.float32,
+    )
+    graphs = [
+        _op("softmax", (3, 3), (3, 3), beta=2.61),
+        _op("softmax", (3, 3), (3, 3), axis=0, beta=2.61),
+        _op("log_softmax", (3, 3), (3, 3)),
+    ]
+    inputs = [[rows], [np.ascontiguousarray(rows.T)], [rows]]
+    with np.errstate(all="ignore"):
+        expected = _run(graphs, inputs, "reference")
+    got = _run(graphs, inputs, "opencl")
+    for ref, out in zip(expected, got, strict=True):
+        assert compare(ref, out) is None, (ref, out)
+    np.testing.assert_array_equal(expected[0][0], [0.0, 1.0, 0.0])

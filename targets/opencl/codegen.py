@@ -102,6 +102,14 @@ stays NaN), as np.max does; fmax would skip the NaN."""
 NAN_MIN_UPDATE = "(xv < acc || isnan(xv) ? xv : acc)"
 
 
+def softmax_shift(z: str) -> str:
+    """`z - m` of a softmax row (`m` its maximum), exactly 0 where `z` is the finite maximum:
+    under `-cl-mad-enable` the compiler may fuse `beta * x - m` into one fma whose unrounded
+    residual (~1e28 for x ~ 1e35) made exp() overflow; an infinite maximum keeps the
+    reference's NaN (`inf - inf`)."""
+    return f"({z} == m && isfinite(m) ? 0.0f : {z} - m)"
+
+
 def _f(x: float) -> str:
     """A float literal (exact for float32 values)."""
     if np.isnan(x):
@@ -763,15 +771,16 @@ def _emit(
         shape = _shape(op.input)
         cols = shape[-1]
         rows = _numel(shape) // cols
-        beta = _f(get_float(props, "beta") or 0.0)
+        beta = get_float(props, "beta")
+        z = "WIDEN(xp[i])" if beta is None or beta == 1.0 else f"{_f(beta)} * WIDEN(xp[i])"
         body = (
             f"    __global const REAL* xp = x0 + gid * {cols};\n"
             f"    __global REAL* yp = y + gid * {cols};\n"
             "    float m = -INFINITY;\n"
-            f"    for (int i = 0; i < {cols}; ++i) {{ const float xv = WIDEN(xp[i]);"
+            f"    for (int i = 0; i < {cols}; ++i) {{ const float xv = {z};"
             f" m = {NAN_MAX_UPDATE.replace('acc', 'm')}; }}\n"
             "    float s = 0.0f;\n"
-            f"    for (int i = 0; i < {cols}; ++i) {{ const float e = exp({beta} * (xp[i] - m));"
+            f"    for (int i = 0; i < {cols}; ++i) {{ const float e = exp({softmax_shift(z)});"
             " yp[i] = e; s += e; }\n"
             "    const float inv = 1.0f / s;\n"
             f"    for (int i = 0; i < {cols}; ++i) yp[i] *= inv;\n"

@@ -48,6 +48,7 @@ from irc.targets.opencl.codegen import (
     _shape,
     _strides,
     compose,
+    softmax_shift,
     unary_expr,
 )
 from irc.targets.reference.shape import _linear_taps, _nearest_indices, _source_coordinates
@@ -513,13 +514,13 @@ def _softmax(op: Operation, program: Program, desc: str, log: bool) -> KernelRun
     )
     if log:
         body += (
-            f"    for (int i = 0; i < {size}; ++i) s += exp({z} - m);\n"
+            f"    for (int i = 0; i < {size}; ++i) s += exp({softmax_shift(z)});\n"
             "    const float lse = log(s);\n"
-            f"    for (int i = 0; i < {size}; ++i) yp[i * {inner}] = ({z} - m) - lse;\n"
+            f"    for (int i = 0; i < {size}; ++i) yp[i * {inner}] = {softmax_shift(z)} - lse;\n"
         )
     else:
         body += (
-            f"    for (int i = 0; i < {size}; ++i) {{ const float e = exp({z} - m);"
+            f"    for (int i = 0; i < {size}; ++i) {{ const float e = exp({softmax_shift(z)});"
             f" yp[i * {inner}] = e; s += e; }}\n"
             "    const float inv = 1.0f / s;\n"
             f"    for (int i = 0; i < {size}; ++i) yp[i * {inner}] *= inv;\n"
