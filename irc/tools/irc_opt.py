@@ -131,8 +131,14 @@ class IrcOptMain(xDSLOptMain):
         self.available_frontends["mlir"] = parse_mlir
 
     def register_all_passes(self) -> None:
-        """The passes of `irc.context.get_all_passes()`."""
-        for name, factory in get_all_passes().items():
+        """The passes of `irc.context.get_all_passes()` (the targets' passes included)."""
+        from irc.targets import TargetError
+
+        try:
+            passes = get_all_passes()
+        except TargetError as exc:  # a bad IRC_PLUGINS spec
+            raise IrcOptError(str(exc)) from None
+        for name, factory in passes.items():
             self.register_pass(name, factory)
 
     def register_all_targets(self) -> None:
