@@ -171,7 +171,7 @@ def _emit_opencl(args: argparse.Namespace) -> int:
         if is_model_file(path):
             if not os.path.exists(path):
                 raise ToolError(f"could not open input file '{path}': No such file or directory")
-            model: object = path
+            model: str | ModuleOp | None = path
         else:
             data = _read_input(path)
             source = data.decode("utf-8", "replace")
@@ -185,7 +185,7 @@ def _emit_opencl(args: argparse.Namespace) -> int:
                 model = None  # partitioned already: print what its opencl executables lower to
         if model is not None:
             module = irc.compile(
-                model,  # type: ignore[arg-type]
+                model,
                 targets,
                 input_shapes=parse_input_shapes(args.input_shape),
                 bind=parse_bindings(args.bind),
