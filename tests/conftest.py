@@ -16,6 +16,8 @@
   run (CPU libraries, OpenCL programs), never the user's cache; the variables named by
   `unset` are removed meanwhile. Tests that need the folder take the `private_cache` fixture
   (the path; None in an unmarked module).
+* `fresh_cache`: `IRC_CACHE_DIR` set to an empty folder for one test (modules opt in with
+  `pytestmark = pytest.mark.usefixtures("fresh_cache")`, tests that need it take the path).
 """
 
 from __future__ import annotations
@@ -127,3 +129,11 @@ def private_cache(
         yield None
         return
     yield from private_cache_dir(tmp_path_factory, marker.kwargs.get("unset", ()))
+
+
+@pytest.fixture
+def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty `IRC_CACHE_DIR` for one test: nothing built by another test is reused."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("IRC_CACHE_DIR", str(path))
+    return path

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +14,8 @@ import pytest
 import irc
 from irc.targets.cpu.target import CpuTarget
 from irc.targets.opencl.target import OpenCLTarget
+
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 THREADS = 8
 RUNS_PER_THREAD = 25
@@ -54,11 +55,6 @@ TARGETS = [
     pytest.param(t, marks=pytest.mark.skipif(not _available(t), reason=f"{t} not available"))
     for t in ("reference", "cpu", "opencl")
 ]
-
-
-@pytest.fixture(autouse=True)
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def _compile(target: str) -> irc.CompiledModel:

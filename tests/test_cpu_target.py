@@ -28,15 +28,10 @@ from irc.targets.cpu.lower import LowerCpuPass
 from irc.targets.cpu.runtime import CpuLoadError, CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")
+
 HAS_COMPILER = bool(CpuTarget().available())
 needs_compiler = pytest.mark.skipif(not HAS_COMPILER, reason="no working C compiler")
-
-
-@pytest.fixture(autouse=True)
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "cache"
-    monkeypatch.setenv("IRC_CACHE_DIR", str(path))
-    return path
 
 
 def parse(text: str) -> ModuleOp:
@@ -414,7 +409,7 @@ def _entries(cache: Path) -> list[Path]:
 
 
 @needs_compiler
-def test_second_load_uses_the_cache(cache_dir: Path) -> None:
+def test_second_load_uses_the_cache(fresh_cache: Path) -> None:
     module = lower(parse(ADD_RELU))
     first = CpuRuntime().load(executable_of(module))
     assert not first.from_cache
@@ -422,11 +417,11 @@ def test_second_load_uses_the_cache(cache_dir: Path) -> None:
     second = CpuRuntime().load(executable_of(module))
     assert second.from_cache
     assert second.library.path == first.library.path
-    (so,) = _entries(cache_dir)
+    (so,) = _entries(fresh_cache)
     assert so == first.library.path
     assert (so.parent / f"{first.library.key}.json").exists()
     # Written atomically: no temporary build directories are left behind.
-    assert [p.name for p in (cache_dir / "cpu").iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in (fresh_cache / "cpu").iterdir() if p.name.startswith(".")] == []
     x, y = np.ones((2, 8), np.float32), -2 * np.ones(8, np.float32)
     for loaded in (first, second):
         (out,) = loaded.execute("entry", [x, y])
@@ -435,7 +430,7 @@ def test_second_load_uses_the_cache(cache_dir: Path) -> None:
 
 @needs_compiler
 @pytest.mark.parametrize("damage", ["garbage_library", "truncated_library", "bad_record"])
-def test_damaged_cache_entry_is_rebuilt(cache_dir: Path, damage: str) -> None:
+def test_damaged_cache_entry_is_rebuilt(fresh_cache: Path, damage: str) -> None:
     module = lower(parse(ADD_RELU))
     first = CpuRuntime().load(executable_of(module))
     so = first.library.path

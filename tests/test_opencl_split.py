@@ -7,8 +7,6 @@ buffers) must run wholly on the device and match the reference target.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from opencl_support import needs_device
@@ -17,6 +15,8 @@ from xdsl.parser import Parser
 from irc.compiler import compile as irc_compile
 from irc.context import make_context
 from irc.dialects import delegate, ocl
+
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 RNG = np.random.default_rng(7)
 
@@ -31,11 +31,6 @@ func.func @main(%x: tensor<1x4x5x6xf32>, %i: tensor<3xi64>)
   func.return %s, %r, %g : tensor<1x4x5x2xf32>, tensor<1x4x5x3xf32>, tensor<1x4x3x6xf32>
 }
 """
-
-
-@pytest.fixture(autouse=True)
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path))
 
 
 @needs_device

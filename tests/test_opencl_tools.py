@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from opencl_support import needs_device
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")
+
 GRAPH = """
 func.func @main(%x: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x4x4x5xf32>) {
   %w = nn.constant dense<0.25> : tensor<8x1x1x3xf32>
@@ -36,11 +38,6 @@ delegate.executable private @"odd name*/" target("opencl") {
   }
 }
 """
-
-
-@pytest.fixture(autouse=True)
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def _translate(*args: str) -> subprocess.CompletedProcess[str]:
