@@ -10,9 +10,10 @@ refused with one message listing every unsupported op type with counts and where
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from xdsl.builder import Builder
@@ -52,6 +53,35 @@ class Unsupported(Exception):
     def __init__(self, reason: str = ""):
         super().__init__(reason)
         self.reason = reason
+
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def registrar(table: dict[str, F], kind: str) -> Callable[..., Callable[[F], F]]:
+    """The `@converter(*names)` decorator of one importer's converter table.
+
+    Each name registers once: a second registration is a bug (two modules claiming one op)
+    and raises `ValueError` naming both converters when the second module is imported.
+    `kind` names what a key is in that message ("ONNX op type", "TFLite operator").
+    """
+
+    def converter(*names: str) -> Callable[[F], F]:
+        def register(function: F) -> F:
+            for name in names:
+                earlier = table.get(name)
+                if earlier is not None and earlier is not function:
+                    raise ValueError(
+                        f"{kind} '{name}' has two converters: "
+                        f"{earlier.__module__}.{earlier.__qualname__} and "
+                        f"{function.__module__}.{function.__qualname__}"
+                    )
+                table[name] = function
+            return function
+
+        return register
+
+    return converter
 
 
 @dataclass

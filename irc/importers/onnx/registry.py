@@ -14,9 +14,7 @@ once `irc.importers.onnx` is imported.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from irc.importers.common import Unsupported
+from irc.importers.common import Unsupported, registrar
 from irc.importers.onnx.context import ConversionContext, Converter, Results
 
 __all__ = ["CONVERTERS", "ConversionContext", "Converter", "Results", "Unsupported", "converter"]
@@ -25,19 +23,5 @@ CONVERTERS: dict[str, Converter] = {}
 """ONNX op type (``"<domain>.<type>"`` outside ai.onnx) -> converter."""
 
 
-def converter(*op_types: str) -> Callable[[Converter], Converter]:
-    """Register a converter for ONNX op types (each op type once)."""
-
-    def register(fn: Converter) -> Converter:
-        for op_type in op_types:
-            earlier = CONVERTERS.get(op_type)
-            if earlier is not None and earlier is not fn:
-                raise ValueError(
-                    f"ONNX op type '{op_type}' has two converters: "
-                    f"{earlier.__module__}.{earlier.__qualname__} and "
-                    f"{fn.__module__}.{fn.__qualname__}"
-                )
-            CONVERTERS[op_type] = fn
-        return fn
-
-    return register
+converter = registrar(CONVERTERS, "ONNX op type")
+"""Register a converter for ONNX op types (each name once): `@converter("Name", ...)`."""

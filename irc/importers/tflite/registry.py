@@ -14,9 +14,7 @@ once `irc.importers.tflite` is imported.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from irc.importers.common import Unsupported
+from irc.importers.common import Unsupported, registrar
 from irc.importers.tflite.context import Converter, TFLiteImporter
 
 __all__ = ["CONVERTERS", "Converter", "TFLiteImporter", "Unsupported", "converter"]
@@ -25,19 +23,5 @@ CONVERTERS: dict[str, Converter] = {}
 """Converter per TFLite operator name (custom ops by their custom code)."""
 
 
-def converter(*names: str) -> Callable[[Converter], Converter]:
-    """Register a converter for TFLite operators (each name once)."""
-
-    def register(function: Converter) -> Converter:
-        for name in names:
-            earlier = CONVERTERS.get(name)
-            if earlier is not None and earlier is not function:
-                raise ValueError(
-                    f"TFLite operator '{name}' has two converters: "
-                    f"{earlier.__module__}.{earlier.__qualname__} and "
-                    f"{function.__module__}.{function.__qualname__}"
-                )
-            CONVERTERS[name] = function
-        return function
-
-    return register
+converter = registrar(CONVERTERS, "TFLite operator")
+"""Register a converter for TFLite operators (each name once): `@converter("Name", ...)`."""
