@@ -885,6 +885,8 @@ class HoistTransposeToInput(RewritePattern):
         if plan is None or plan.result_perms != [back]:
             return
         (chain,) = _varying_operands(producer)
+        if len(_shape(chain)) != len(perm):
+            return  # the op broadcasts `v` to a higher rank: T_P does not apply to it
         moves: dict[int, _Move] = {}
         for index in plan.data:
             operand = producer.operands[index]

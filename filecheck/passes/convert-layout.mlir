@@ -285,6 +285,34 @@ func.func @input_chain(%x: tensor<1x4x4x3xf32>) -> tensor<1x2x2x3xf32> {
 
 // -----
 
+// A chain op that broadcasts its input to a higher rank (broadcast_to, or an add with a
+// lower-rank argument) stops the hoisting: the rank-4 transpose stays after it (the
+// differential fuzzer's seed 200290 crashed here).
+// CHECK-LABEL: func.func @broadcast_input_chain
+// CHECK-SAME:    (%[[X:.*]]: tensor<3x1x2xf32>, %[[Y:.*]]: tensor<3x2xf32>)
+// CHECK-NEXT:    %[[B:.*]] = nn.broadcast_to %[[X]] shape = [2, 3, 3, 2] : tensor<3x1x2xf32> -> tensor<2x3x3x2xf32>
+// CHECK-NEXT:    %[[BT:.*]] = nn.transpose %[[B]] perm = [0, 3, 1, 2] : tensor<2x3x3x2xf32> -> tensor<2x2x3x3xf32>
+// CHECK:         nn.conv2d %[[BT]], %{{.*}} layout = "NCHW"
+// CHECK:         %[[A:.*]] = nn.add %[[Y]], %{{.*}} : tensor<3x2xf32>, tensor<1x3x3x2xf32> -> tensor<1x3x3x2xf32>
+// CHECK-NEXT:    %[[AT:.*]] = nn.transpose %[[A]] perm = [0, 3, 1, 2] : tensor<1x3x3x2xf32> -> tensor<1x2x3x3xf32>
+// CHECK-NEXT:    nn.max_pool2d %[[AT]] kernel = [1, 1] layout = "NCHW"
+// NOSIG-LABEL: func.func @broadcast_input_chain
+// NOSIG-SAME:    (%{{.*}}: tensor<3x1x2xf32>, %{{.*}}: tensor<3x2xf32>) -> (tensor<2x2x3x3xf32>, tensor<1x2x3x3xf32>)
+// NOSIG-COUNT-2: nn.transpose
+// NOSIG-NOT:     nn.transpose
+// NOSIG:         func.return
+func.func @broadcast_input_chain(%x: tensor<3x1x2xf32>, %y: tensor<3x2xf32>) -> (tensor<2x3x3x2xf32>, tensor<1x3x3x2xf32>) {
+  %b = nn.broadcast_to %x shape = [2, 3, 3, 2] : tensor<3x1x2xf32> -> tensor<2x3x3x2xf32>
+  %w = nn.constant dense<0.5> : tensor<2x1x1x2xf32> -> tensor<2x1x1x2xf32>
+  %c = nn.conv2d %b, %w layout = "NHWC" : tensor<2x3x3x2xf32>, tensor<2x1x1x2xf32> -> tensor<2x3x3x2xf32>
+  %k = nn.constant dense<1.5> : tensor<1x3x3x2xf32> -> tensor<1x3x3x2xf32>
+  %a = nn.add %y, %k : tensor<3x2xf32>, tensor<1x3x3x2xf32> -> tensor<1x3x3x2xf32>
+  %m = nn.max_pool2d %a kernel = [1, 1] layout = "NHWC" : tensor<1x3x3x2xf32> -> tensor<1x3x3x2xf32>
+  func.return %c, %m : tensor<2x3x3x2xf32>, tensor<1x3x3x2xf32>
+}
+
+// -----
+
 // ---- Quantized graphs ----------------------------------------------------------------------
 
 // A per-channel quantized filter keeps its output-channel dimension 0 (OHWI -> OIHW);
