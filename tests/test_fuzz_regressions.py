@@ -12,8 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cpu_support import needs_compiler
+from opencl_support import needs_device
+from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.passes import PassPipeline
 
 import irc
+from irc.context import get_all_passes, make_context
+from irc.dialects import nn
+from irc.targets.opencl.target import OpenCLTarget
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -55,3 +61,92 @@ def test_broadcast_to_before_converted_conv_on_cpu() -> None:
     assert not compiled.refusals, [r.describe() for r in compiled.refusals]
     for name, ref in expected.items():
         assert compare(np.asarray(ref), np.asarray(got[name])) is None, name
+
+
+# An NCHW mask computed after a conv2d (OpenCL converts the conv to NHWC, so the compare
+# runs on NHWC data and its i1 result gets the transpose back), and a [C, 1, 1] mask argument
+# of a select between two NHWC convs (reshaped to [1, 1, C]): convert-layout inserted an i1
+# transpose / reshape in the OpenCL region which supports() refused only at lowering, so
+# the whole region fell back to the host.
+MASK_AFTER_CONV = """
+func.func @main(%x: tensor<1x3x4x4xf32>, %y: tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32> {
+  %z = nn.constant dense<0.0> : tensor<1xf32> -> tensor<1xf32>
+  %w = nn.constant dense<0.25> : tensor<3x3x1x1xf32> -> tensor<3x3x1x1xf32>
+  %c = nn.conv2d %x, %w layout = "NCHW"
+      : tensor<1x3x4x4xf32>, tensor<3x3x1x1xf32> -> tensor<1x3x4x4xf32>
+  %m = nn.compare %c, %z kind = "gt" : tensor<1x3x4x4xf32>, tensor<1xf32> -> tensor<1x3x4x4xi1>
+  %s = nn.select %m, %x, %y
+      : tensor<1x3x4x4xi1>, tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32> -> tensor<1x3x4x4xf32>
+  func.return %s : tensor<1x3x4x4xf32>
+}
+"""
+CHANNEL_MASK = """
+func.func @main(%x: tensor<1x3x4x4xf32>, %m: tensor<3x1x1xi1>) -> tensor<1x3x4x4xf32> {
+  %w = nn.constant dense<0.25> : tensor<3x3x1x1xf32> -> tensor<3x3x1x1xf32>
+  %v = nn.constant dense<-0.5> : tensor<3x3x1x1xf32> -> tensor<3x3x1x1xf32>
+  %a = nn.conv2d %x, %w layout = "NCHW"
+      : tensor<1x3x4x4xf32>, tensor<3x3x1x1xf32> -> tensor<1x3x4x4xf32>
+  %b = nn.conv2d %x, %v layout = "NCHW"
+      : tensor<1x3x4x4xf32>, tensor<3x3x1x1xf32> -> tensor<1x3x4x4xf32>
+  %s = nn.select %m, %a, %b
+      : tensor<3x1x1xi1>, tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32> -> tensor<1x3x4x4xf32>
+  func.return %s : tensor<1x3x4x4xf32>
+}
+"""
+MASK_CASES = {"mask_after_conv": MASK_AFTER_CONV, "channel_mask": CHANNEL_MASK}
+
+
+def _mask_feed(text: str) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    if "%m: tensor<3x1x1xi1>" in text:
+        return {"arg0": x, "arg1": np.array([True, False, True]).reshape(3, 1, 1)}
+    return {"arg0": x, "arg1": rng.standard_normal((1, 3, 4, 4)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("text", MASK_CASES.values(), ids=MASK_CASES.keys())
+def test_opencl_accepts_the_mask_movement_convert_layout_inserts(text: str) -> None:
+    """The i1 transpose / reshape that `convert-layout{to=NHWC}` leaves is an op the OpenCL
+    target supports (and the graphs do leave one)."""
+    module = irc.parse_module(text)
+    spec = "convert-layout{to=NHWC},canonicalize"
+    PassPipeline.parse_spec(get_all_passes(), spec).apply(make_context(), module)
+    masks = [
+        op
+        for op in module.walk()
+        if isinstance(op, (nn.TransposeOp, nn.ReshapeOp))
+        and isinstance(t := op.results[0].type, TensorType)
+        and isinstance(t.element_type, IntegerType)
+    ]
+    assert masks, str(module)
+    for op in masks:
+        assert OpenCLTarget().supports(op), OpenCLTarget().supports(op).reason
+
+
+@needs_device
+@pytest.mark.parametrize("text", MASK_CASES.values(), ids=MASK_CASES.keys())
+def test_mask_movement_runs_on_opencl(text: str) -> None:
+    feed = _mask_feed(text)
+    _, expected = _run(text, "reference", feed)
+    compiled, got = _run(text, "opencl", feed)
+    assert not compiled.refusals, [r.describe() for r in compiled.refusals]
+    assert "host: 0 ops" in compiled.summary, compiled.summary
+    for name, ref in expected.items():
+        assert compare(np.asarray(ref), np.asarray(got[name])) is None, name
+
+
+def test_opencl_refuses_mask_movement_of_a_constant() -> None:
+    """A constant mask would be uploaded as floats: its transpose stays on the host (a
+    canonicalized region folds it into a transposed constant instead)."""
+    module = irc.parse_module(
+        "func.func @main() -> tensor<3x2xi1> {\n"
+        "  %m = nn.constant dense<[[true, false, true], [false, false, true]]>"
+        " : tensor<2x3xi1> -> tensor<2x3xi1>\n"
+        "  %t = nn.transpose %m perm = [1, 0] : tensor<2x3xi1> -> tensor<3x2xi1>\n"
+        "  func.return %t : tensor<3x2xi1>\n"
+        "}\n"
+    )
+    (transpose,) = [op for op in module.walk() if isinstance(op, nn.TransposeOp)]
+    answer = OpenCLTarget().supports(transpose)
+    assert not answer
+    assert answer.code == "dtype", answer

@@ -1,11 +1,12 @@
 """What the OpenCL target runs: the capability check behind `supports()`.
 
-float32 tensors of static shape (plus the `i1` tensors of comparisons, logic and select, and
-int32/int64 gather indices); kernels in codegen.py and kernels_extra.py. NCHW ops are
-accepted (inside the target's regions `convert-layout` gives them NHWC, the target's
-preferred layout); quantized ops arrive as float through `insert-qdq` (`runs_quantized` is
-False): its quant.dcast / quant.qcast and the data movement it keeps on stored integers run
-on 8-bit storage (char/uchar buffers). Split writes all its pieces in one launch.
+float32 tensors of static shape (plus the `i1` tensors of comparisons, logic, select,
+transpose and reshape, and int32/int64 gather indices); kernels in codegen.py and
+kernels_extra.py. NCHW ops are accepted (inside the target's regions `convert-layout` gives
+them NHWC, the target's preferred layout); quantized ops arrive as float through
+`insert-qdq` (`runs_quantized` is False): its quant.dcast / quant.qcast and the data
+movement it keeps on stored integers run on 8-bit storage (char/uchar buffers). Split writes
+all its pieces in one launch.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ MOVEMENT_OPS = (
 )
 """Ops `insert-qdq` may leave on stored integers: kernels on char/uchar buffers."""
 
+BOOL_MOVEMENT_OPS = (nn.ReshapeOp, nn.TransposeOp)
+"""Data movement that also runs on `i1` masks: `convert-layout` inserts it inside the
+target's regions (a transposed mask, a [C] mask reshaped to [C, 1, 1])."""
+
 SUPPORTED_OPS: frozenset[type[Operation]] = (
     frozenset(BINARY_EXPR) | frozenset(UNARY_OPS) | OTHER_OPS | EXTRA_OPS
 )
@@ -67,6 +72,10 @@ def _typed_elsewhere(op: Operation, value: SSAValue) -> bool:
     element = t.element_type
     if isinstance(op, BOOL_OPS) and _is_bool(element):
         return not isinstance(op, nn.SelectOp) or value is op.condition
+    if isinstance(op, BOOL_MOVEMENT_OPS) and _is_bool(element):
+        # the byte copies of codegen.py on the mask's uchar buffer; a constant input would be
+        # uploaded as floats (canonicalize folds it into a transposed constant instead)
+        return not isinstance(op.operands[0].owner, nn.ConstantOp)
     if isinstance(op, nn.GatherOp) and value is op.indices and isinstance(element, IntegerType):
         return element.width.data in (32, 64)
     if isinstance(op, nn.ConstantOp) and isinstance(element, IntegerType) and value.uses:
