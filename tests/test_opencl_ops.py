@@ -335,6 +335,8 @@ def test_conv2d_transpose_family() -> None:
     cases = [
         _tconv("plain", rand(1, 4, 5, 3), rand(6, 3, 3, 3), rand(6)),
         _tconv("s2", rand(1, 4, 4, 8), rand(4, 2, 2, 8), None, strides=[2, 2]),
+        # 12 input channels: the dot product in four partial sums (codegen._dot_product)
+        _tconv("partial_sums", rand(1, 3, 4, 12), rand(5, 3, 3, 12), rand(5), strides=[2, 2]),
         _tconv(
             "s2_pad_outpad",
             rand(2, 5, 3, 4),

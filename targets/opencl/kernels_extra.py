@@ -42,6 +42,7 @@ from irc.targets.opencl.codegen import (
     _ctype,
     _decompose,
     _describe,
+    _dot_product,
     _f,
     _kernel,
     _numel,
@@ -307,8 +308,8 @@ def _conv2d_transpose(
         f"            __global const REAL* xp = x0 + ((n * {h} + ih) * {w} + iw) * {c}"
         f" + g * {cg};\n"
         f"            __global const REAL* wp = x1 + ((oc * {kh} + kh) * {kw} + kw) * {cg};\n"
-        f"            for (int ic = 0; ic < {cg}; ++ic) acc += WIDEN(xp[ic]) * wp[ic];\n"
-        "        }\n    }\n    float v = acc;\n"
+        + _dot_product("acc", "xp", "wp", cg)
+        + "        }\n    }\n    float v = acc;\n"
         + compose(_activations(op, epilogue))
         + "    y[gid] = v;\n"
     )
