@@ -197,28 +197,6 @@ OPS.update(UNARY)
 OPS.update(BINARY)
 
 ACTIVATED = ("conv2d", "conv2d_transpose", "fully_connected", "add", "sub", "mul", "div")
-QUANTIZABLE = (
-    "conv2d",
-    "fully_connected",
-    "add",
-    "mul",
-    "max_pool2d",
-    "avg_pool2d",
-    "relu",
-    "relu6",
-    "reshape",
-    "transpose",
-    "concat",
-    "pad",
-    "resize",
-    "softmax",
-    "slice",
-    "maximum",
-    "minimum",
-    "tanh",
-    "sigmoid",
-)
-"""Ops the quantized chains draw from (TFLite has int8 kernels for them)."""
 
 
 # ---- Building the IR ---------------------------------------------------------------------------
