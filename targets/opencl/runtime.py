@@ -48,7 +48,7 @@ import re
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -325,7 +325,6 @@ def check_precision(device: Device, program: ocl.ProgramOp) -> None:
 class _Entry:
     spec: EntrySpec
     pool: ContextPool
-    launch_names: list[str] = field(default_factory=list)
 
 
 class LoadedOpenCLExecutable(LoadedExecutable):
