@@ -51,8 +51,6 @@ import contextlib
 import hashlib
 import math
 import os
-import secrets
-import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -60,6 +58,9 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr
 from xdsl.ir import Attribute
+
+from irc.fileio import is_special_file, write_atomically
+from irc.fileio import write_temp as _write_temp
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -194,28 +195,17 @@ def save_artifact(
     """
     target = os.fspath(path)
     weights_file = weights_path(target)
-    inline = inline_weights or _is_special(target)
+    inline = inline_weights or is_special_file(target)
     text, blob = artifact_text(module, None if inline else os.path.basename(weights_file))
     if blob is None:
-        _write_all([(target, text.encode())])
+        write_atomically(target, text)
     else:
         _write_all([(weights_file, blob), (target, text.encode())])
-
-
-def _is_special(path: str) -> bool:
-    try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _write_all(files: list[tuple[str, bytes]]) -> None:
     """Write every file to a temporary file next to it, then rename them in order; on any
     error before the renames nothing has changed and the temporary files are removed."""
-    if len(files) == 1 and _is_special(files[0][0]):
-        with open(files[0][0], "wb") as stream:
-            stream.write(files[0][1])
-        return
     temps: list[str] = []
     try:
         for target, data in files:
@@ -226,23 +216,6 @@ def _write_all(files: list[tuple[str, bytes]]) -> None:
         for temp in temps:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
-
-
-def _write_temp(target: str, data: bytes) -> str:
-    directory, name = os.path.split(os.path.abspath(target))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    temp = os.path.join(directory, f".{name[:64]}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temp, flags, 0o666)  # the umask applies, as for any file a tool creates
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    return temp
 
 
 # ---- Reading ---------------------------------------------------------------------------------

@@ -27,8 +27,10 @@ __all__ = [
     "FileFormat",
     "file_format",
     "is_model_file",
+    "is_special_file",
     "probe_format",
     "write_atomically",
+    "write_temp",
 ]
 
 FileFormat = Literal["tflite", "onnx", "mlir"]
@@ -65,17 +67,12 @@ def write_atomically(
     Raises `OSError` when the file cannot be written.
     """
     target = os.fspath(path)
-    if _is_special(target):
+    if is_special_file(target):
         with open(target, "wb") as stream:
             _write(stream, content)
         return
-    directory, name = os.path.split(os.path.abspath(target))
-    fd, temp = _create_temp(directory, name, PRIVATE_MODE if private else PUBLIC_MODE)
+    temp = write_temp(target, content, private=private)
     try:
-        with os.fdopen(fd, "wb") as stream:
-            _write(stream, content)
-            stream.flush()
-            os.fsync(stream.fileno())
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -83,7 +80,27 @@ def write_atomically(
         raise
 
 
-def _is_special(path: str) -> bool:
+def write_temp(path: str | os.PathLike[str], content: Content, *, private: bool = False) -> str:
+    """Write `content` to a new temporary file next to `path`, flushed to disk (`fsync`), and
+    return its name, for the caller to rename over `path` (`write_atomically` for one file).
+    Its mode is that of `write_atomically`; on any error it is removed and `OSError` raised."""
+    directory, name = os.path.split(os.path.abspath(os.fspath(path)))
+    fd, temp = _create_temp(directory, name, PRIVATE_MODE if private else PUBLIC_MODE)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            _write(stream, content)
+            stream.flush()
+            os.fsync(stream.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return temp
+
+
+def is_special_file(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` exists and is not a regular file (`/dev/null`, a FIFO): written in
+    place, never renamed over."""
     try:
         return not stat.S_ISREG(os.stat(path).st_mode)
     except OSError:  # does not exist (yet), or cannot be looked at: the rename decides
@@ -91,11 +108,11 @@ def _is_special(path: str) -> bool:
 
 
 def _create_temp(directory: str, name: str, mode: int) -> tuple[int, str]:
-    """A new file `.tmp-<name>.<random>` in `directory`, opened for writing; the kernel
+    """A new file `.tmp-<name>.<random>.tmp` in `directory`, opened for writing; the kernel
     applies the umask to `mode`, as for any file a tool creates."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
-        temp = os.path.join(directory, f".tmp-{name[:64]}.{secrets.token_hex(4)}")
+        temp = os.path.join(directory, f".tmp-{name[:64]}.{secrets.token_hex(4)}.tmp")
         try:
             return os.open(temp, flags, mode), temp
         except FileExistsError:
