@@ -395,6 +395,13 @@ class RescaleRoundingAttr(
 
 ROUNDING_MODES = RoundingAttr.allowed()
 RESCALE_ROUNDINGS = RescaleRoundingAttr.allowed()
+
+RESCALE_ROUNDING = "irc.rescale_rounding"
+"""Discardable attribute of a quantized op: the rounding of the `quant.rescale`s that
+requantize it. Absent: TFLite's `double_round`. ONNX QOperator ops and fused QDQ islands
+carry `single_round`: onnxruntime requantizes with one rounding (a float multiply), and
+two roundings differ from it by one step on a fraction of the values, which deep networks
+amplify."""
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 

@@ -71,6 +71,7 @@ from irc.diagnostics import emit_error
 from irc.dialects import nn, quant
 from irc.dialects.nn.base import ints_of
 from irc.dialects.quant import (
+    RESCALE_ROUNDING,
     UniformQuantizedType,
     quantized_element,
     storage_bounds,
@@ -88,13 +89,6 @@ _ADD_LEFT_SHIFT = 20
 """TFLite's `left_shift` for 8-bit ADD/SUB: inputs gain 20 fraction bits before rescaling."""
 
 """`quant.rescale` requires multipliers in [2^30, 2^31) (or 0)."""
-
-RESCALE_ROUNDING = "irc.rescale_rounding"
-"""Discardable attribute of a quantized op: the rounding of the `quant.rescale`s that
-requantize it. Absent: TFLite's `double_round`. ONNX QOperator ops and fused QDQ islands
-carry `single_round`: onnxruntime requantizes with one rounding (a float multiply), and
-two roundings differ from it by one step on a fraction of the values, which deep networks
-amplify."""
 
 # ---- Small helpers -----------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ from xdsl.rewriter import Rewriter
 
 from irc.dialects import nn
 from irc.dialects.quant import (
+    RESCALE_ROUNDING,
     DCastOp,
     QCastOp,
     RescaleOp,
@@ -65,7 +66,6 @@ from irc.importers.onnx.ops import (
     convert_pool,
 )
 from irc.importers.onnx.registry import ConversionContext, Results, Unsupported, converter
-from irc.passes.lower_quantized import RESCALE_ROUNDING
 
 _STORAGE: dict[np.dtype, IntegerType] = {
     np.dtype(np.int8): IntegerType(8),
