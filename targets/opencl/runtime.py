@@ -146,6 +146,10 @@ _in_flight: dict[str, Future] = {}
 _warmed: set[tuple[str, str, tuple[int, ...], tuple[int, ...] | None]] = set()
 """(program key, kernel, global size, local size) launched at least once in this process."""
 _builders: ThreadPoolExecutor | None = None
+_unsaved: set[str] = set()
+"""Keys of programs built in this process whose binary is still to be written to the disk
+cache (by the `save_binary` of the load that uses it, which may not be the builder's: a
+`prefetch_programs` worker only builds)."""
 
 
 @dataclass
@@ -230,7 +234,7 @@ def build_program(device: Device, source: str) -> BuiltProgram:
     key = program_key(device, source)
     with _programs_lock:
         if key in _programs:
-            return BuiltProgram(_programs[key], key, True, True)
+            return BuiltProgram(_programs[key], key, True, key not in _unsaved)
         running = _in_flight.get(key)
         if running is None:
             running = _in_flight[key] = Future()
@@ -239,7 +243,7 @@ def build_program(device: Device, source: str) -> BuiltProgram:
             owner = False
     if not owner:
         built = running.result()  # raises the builder's error
-        return BuiltProgram(built.program, key, True, True, built.log)
+        return BuiltProgram(built.program, key, True, key not in _unsaved, built.log)
     try:
         built = _build_uncached(device, source, key)
     except BaseException as exc:
@@ -249,6 +253,8 @@ def build_program(device: Device, source: str) -> BuiltProgram:
         raise
     with _programs_lock:
         _programs[key] = built.program
+        if not built.saved:
+            _unsaved.add(key)
         del _in_flight[key]
     running.set_result(built)
     return built
@@ -278,6 +284,7 @@ def save_binary(device: Device, built: BuiltProgram) -> None:
     if built.saved:
         return
     built.saved = True
+    _unsaved.discard(built.key)
     try:
         (binary,) = built.program.get_info(device.cl.program_info.BINARIES)
         cache.write_entry(CACHE_NAMESPACE, built.key, ".bin", bytes(binary))
