@@ -28,30 +28,5 @@ static int irc_nthreads(void) {
 }
 int irc_get_threads(void) { return irc_nthreads(); }
 
-typedef float irc_v16 __attribute__((vector_size(64)));
-typedef float irc_v16u __attribute__((vector_size(64), aligned(4)));
-
 enum { IRC_ACT_NONE = 0, IRC_ACT_RELU = 1, IRC_ACT_RELU6 = 2, IRC_ACT_RELU_N1_TO_1 = 3,
        IRC_ACT_TANH = 4 };
-
-typedef int irc_v16i __attribute__((vector_size(64)));
-
-/* m ? a : b lane by lane (m: all-ones / all-zeros lanes of a vector comparison). */
-IRC_INLINE irc_v16 irc_v16_select(irc_v16i m, irc_v16 a, irc_v16 b) {
-  return (irc_v16)(((irc_v16i)a & m) | ((irc_v16i)b & ~m));
-}
-
-/* irc_act on 16 lanes for the codes other than tanh (NaN passes through like irc_act). */
-IRC_INLINE irc_v16 irc_v16_act(irc_v16 v, int act) {
-  const irc_v16 zero = {0.0f};
-  switch (act) {
-    case IRC_ACT_RELU: return irc_v16_select(v < zero, zero, v);
-    case IRC_ACT_RELU6:
-      v = irc_v16_select(v < zero, zero, v);
-      return irc_v16_select(v > zero + 6.0f, zero + 6.0f, v);
-    case IRC_ACT_RELU_N1_TO_1:
-      v = irc_v16_select(v < zero - 1.0f, zero - 1.0f, v);
-      return irc_v16_select(v > zero + 1.0f, zero + 1.0f, v);
-    default: return v;
-  }
-}

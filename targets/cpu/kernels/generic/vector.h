@@ -2,16 +2,7 @@
    lane. */
 #define IRC_VL 4
 
-/* The first n (1..16) floats at p as a 16-lane vector, the other lanes zero / not stored. */
-IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
-  irc_v16 v = {0.0f};
-  for (int j = 0; j < n; ++j) v[j] = p[j];
-  return v;
-}
-IRC_INLINE void irc_v16_store_n(float *p, irc_v16 v, int n) {
-  for (int j = 0; j < n; ++j) p[j] = v[j];
-}
-
+/* The first n (1..IRC_VL) floats at p as a vector, the other lanes zero / not stored. */
 typedef float irc_vf __attribute__((vector_size(4 * IRC_VL)));
 IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) {
   irc_vf v = {0.0f};

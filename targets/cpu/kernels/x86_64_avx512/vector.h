@@ -2,14 +2,11 @@
 #include <immintrin.h>
 #define IRC_VL 16
 
-/* The first n (1..16) floats at p as a vector, the other lanes zero / not stored. */
-IRC_INLINE irc_v16 irc_v16_load_n(const float *p, int n) {
-  return (irc_v16)_mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
+/* The first n (1..IRC_VL) floats at p as a vector, the other lanes zero / not stored. */
+typedef float irc_vf __attribute__((vector_size(4 * IRC_VL)));
+IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) {
+  return (irc_vf)_mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
 }
-IRC_INLINE void irc_v16_store_n(float *p, irc_v16 v, int n) {
+IRC_INLINE void irc_vf_store_n(float *p, irc_vf v, int n) {
   _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), (__m512)v);
 }
-
-typedef float irc_vf __attribute__((vector_size(4 * IRC_VL)));
-IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) { return irc_v16_load_n(p, n); }
-IRC_INLINE void irc_vf_store_n(float *p, irc_vf v, int n) { irc_v16_store_n(p, v, n); }
