@@ -67,6 +67,27 @@ def channel_axis(op: nn.BatchNormOp) -> int:
     return 1 if op.layout.data == "NCHW" else -1
 
 
+def replace_with_conv(
+    rewriter: PatternRewriter,
+    replaced: Operation,
+    conv: nn.Conv2DOp,
+    data: SSAValue,
+    new_filter: nn.ConstantOp,
+    new_bias: nn.ConstantOp,
+) -> None:
+    """Replace `replaced` by `conv` (same properties and attributes) on `data` with the new
+    filter and bias constants, all at `conv`'s location."""
+    fused = nn.Conv2DOp.build(
+        operands=[data, new_filter.output, new_bias.output],
+        result_types=[replaced.results[0].type],
+        properties=dict(conv.properties),
+        attributes=dict(conv.attributes),
+    )
+    for new_op in (new_filter, new_bias, fused):
+        new_op.location = conv.location
+    rewriter.replace(replaced, [new_filter, new_bias, fused])
+
+
 # ---- Fold into the next conv -------------------------------------------------------------------
 
 
@@ -110,15 +131,7 @@ class FoldBatchNormIntoNextConv(RewritePattern):
         new_bias = shift if bias is None else bias.astype(np.float64) + shift
         new_filter = nn.ConstantOp.from_array(scaled.astype(dtype), conv.filter.type)
         new_bias_op = nn.ConstantOp.from_array(new_bias.astype(dtype))
-        fused = nn.Conv2DOp.build(
-            operands=[op.input, new_filter.output, new_bias_op.output],
-            result_types=[conv.output.type],
-            properties=dict(conv.properties),
-            attributes=dict(conv.attributes),
-        )
-        for new_op in (new_filter, new_bias_op, fused):
-            new_op.location = conv.location
-        rewriter.replace(conv, [new_filter, new_bias_op, fused])
+        replace_with_conv(rewriter, conv, conv, op.input, new_filter, new_bias_op)
         rewriter.erase(op)
 
 

@@ -37,7 +37,7 @@ from xdsl.transforms.dead_code_elimination import region_dce
 
 from irc.dialects import nn, quant
 from irc.dialects.nn.base import floats_of, ints_attr, ints_of, product, shape_of
-from irc.passes.batch_norm_patterns import batch_norm_patterns
+from irc.passes.batch_norm_patterns import batch_norm_patterns, replace_with_conv
 from irc.passes.transformer_patterns import transformer_patterns
 from irc.targets import reference
 
@@ -333,15 +333,7 @@ class FoldBatchNormIntoConv(RewritePattern):
         new_filter = nn.ConstantOp.from_array((w * k.reshape(-1, 1, 1, 1)).astype(dtype))
         b = bias[0] if bias else np.zeros_like(k)
         new_bias = nn.ConstantOp.from_array(((b - mean) * k + offset).astype(dtype))
-        fused = nn.Conv2DOp.build(
-            operands=[conv.input, new_filter.output, new_bias.output],
-            result_types=[op.output.type],
-            properties=dict(conv.properties),
-            attributes=dict(conv.attributes),
-        )
-        for new_op in (new_filter, new_bias, fused):
-            new_op.location = conv.location
-        rewriter.replace(op, [new_filter, new_bias, fused])
+        replace_with_conv(rewriter, op, conv, conv.input, new_filter, new_bias)
 
 
 # ---- Pattern list and pass ---------------------------------------------------------------------
