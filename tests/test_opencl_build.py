@@ -406,3 +406,18 @@ def test_binary_cache_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ocl_runtime.saves_binaries(device)
     built = ocl_runtime.build_program(device, _unique(WARNING_SOURCE))
     assert not built.saved  # to be written at load
+
+
+@needs_device
+def test_prefetched_program_is_saved_at_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program a `prefetch_programs` worker built is still to be saved by its load."""
+    device = _device()
+    monkeypatch.setenv(ocl_runtime.BINARY_CACHE_ENV, "on")
+    source = _unique(WARNING_SOURCE)
+    for future in ocl_runtime.prefetch_programs(device, [source]):
+        future.result()
+    built = ocl_runtime.build_program(device, source)
+    assert built.from_cache
+    assert not built.saved
+    ocl_runtime.save_binary(device, built)
+    assert ocl_runtime.build_program(device, source).saved
