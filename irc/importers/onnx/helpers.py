@@ -1,4 +1,5 @@
-"""Helpers ONNX converters share: constant inputs, static shapes, axes, reshapes and casts.
+"""Helpers ONNX converters share: constant inputs, static shapes, axes, reshapes, casts and
+conv/pool windows.
 
 Constants are folded in numpy (`ctx.const`), so shape computations never reach the IR.
 """
@@ -6,8 +7,10 @@ Constants are folded in numpy (`ctx.const`), so shape computations never reach t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import onnx
 from xdsl.ir import SSAValue
 
 from irc.dialects import nn
@@ -15,12 +18,17 @@ from irc.importers.onnx.dtypes import element_for_dtype
 from irc.importers.onnx.registry import ConversionContext, Unsupported
 
 __all__ = [
+    "as_2d_pads",
+    "as_2d_window",
     "cast_array",
     "cast_value",
     "const_floats",
     "const_ints",
+    "conv_window",
     "normalize_axis",
     "reshape",
+    "restore_rank",
+    "same_pads",
     "static_shape",
 ]
 
@@ -91,3 +99,58 @@ def cast_array(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return wide.astype(dtype)
     with np.errstate(over="ignore"):
         return array.astype(dtype)
+
+
+def same_pads(size: int, kernel: int, stride: int, dilation: int, upper: bool) -> tuple[int, int]:
+    """Begin and end padding of auto_pad SAME_UPPER / SAME_LOWER (output = ceil(in / stride))."""
+    out = -(-size // stride)
+    total = max(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - size)
+    small = total // 2
+    return (small, total - small) if upper else (total - small, small)
+
+
+def conv_window(
+    ctx: ConversionContext,
+    node: onnx.NodeProto,
+    spatial: Sequence[int],
+    kernel: Sequence[int],
+    attrs: dict[str, Any],
+) -> tuple[list[int], list[int], list[int]]:
+    """Strides, dilations and explicit [begin..., end...] pads of a conv or pool node."""
+    rank = len(spatial)
+    strides = list(attrs.get("strides") or [1] * rank)
+    dilations = list(attrs.get("dilations") or [1] * rank)
+    auto_pad = attrs.get("auto_pad", "NOTSET")
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        pairs = [
+            same_pads(n, k, s, d, auto_pad == "SAME_UPPER")
+            for n, k, s, d in zip(spatial, kernel, strides, dilations)
+        ]
+        pads = [p[0] for p in pairs] + [p[1] for p in pairs]
+    elif auto_pad == "VALID":
+        pads = [0] * (2 * rank)
+    elif auto_pad == "NOTSET":
+        pads = list(attrs.get("pads") or [0] * (2 * rank))
+    else:
+        raise ctx.error(node, f"unknown auto_pad '{auto_pad}'")
+    if len(strides) != rank or len(dilations) != rank or len(pads) != 2 * rank:
+        raise ctx.error(node, f"strides, dilations or pads do not match {rank} spatial dims")
+    return strides, dilations, pads
+
+
+def as_2d_window(values: list[int], fill: int) -> list[int]:
+    """A 1-D window parameter over a unit height: [v] -> [fill, v]."""
+    return [fill, *values]
+
+
+def as_2d_pads(pads: list[int]) -> list[int]:
+    """1-D [begin, end] -> 2-D [top, left, bottom, right]; 2-D ONNX pads already are."""
+    return [0, pads[0], 0, pads[1]] if len(pads) == 2 else pads
+
+
+def restore_rank(ctx: ConversionContext, value: SSAValue, rank: int) -> SSAValue:
+    """An NC1W value back to NCW when the node's data had `rank` 3 (see `as_2d_window`)."""
+    if rank == 4:
+        return value
+    n, c, _, w = value.type.get_shape()  # type: ignore[attr-defined]
+    return reshape(ctx, value, [n, c, w])

@@ -10,7 +10,7 @@ unit height. Elementwise ops on constants fold in numpy. Converters register int
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,10 +19,14 @@ from xdsl.ir import SSAValue
 
 from irc.dialects import nn
 from irc.importers.onnx.helpers import (
+    as_2d_pads,
+    as_2d_window,
     cast_value,
     const_ints,
+    conv_window,
     normalize_axis,
     reshape,
+    restore_rank,
     static_shape,
 )
 from irc.importers.onnx.registry import ConversionContext, Results, Unsupported, converter
@@ -247,53 +251,6 @@ def convert_clip(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
 # ---- Convolution -------------------------------------------------------------------------------
 
 
-def same_pads(size: int, kernel: int, stride: int, dilation: int, upper: bool) -> tuple[int, int]:
-    """Begin and end padding of auto_pad SAME_UPPER / SAME_LOWER (output = ceil(in / stride))."""
-    out = -(-size // stride)
-    total = max(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - size)
-    small = total // 2
-    return (small, total - small) if upper else (total - small, small)
-
-
-def _window(
-    ctx: ConversionContext,
-    node: onnx.NodeProto,
-    spatial: Sequence[int],
-    kernel: Sequence[int],
-    attrs: dict[str, Any],
-) -> tuple[list[int], list[int], list[int]]:
-    """Strides, dilations and explicit [begin..., end...] pads of a conv or pool node."""
-    rank = len(spatial)
-    strides = list(attrs.get("strides") or [1] * rank)
-    dilations = list(attrs.get("dilations") or [1] * rank)
-    auto_pad = attrs.get("auto_pad", "NOTSET")
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        pairs = [
-            same_pads(n, k, s, d, auto_pad == "SAME_UPPER")
-            for n, k, s, d in zip(spatial, kernel, strides, dilations)
-        ]
-        pads = [p[0] for p in pairs] + [p[1] for p in pairs]
-    elif auto_pad == "VALID":
-        pads = [0] * (2 * rank)
-    elif auto_pad == "NOTSET":
-        pads = list(attrs.get("pads") or [0] * (2 * rank))
-    else:
-        raise ctx.error(node, f"unknown auto_pad '{auto_pad}'")
-    if len(strides) != rank or len(dilations) != rank or len(pads) != 2 * rank:
-        raise ctx.error(node, f"strides, dilations or pads do not match {rank} spatial dims")
-    return strides, dilations, pads
-
-
-def _as_2d_window(values: list[int], fill: int) -> list[int]:
-    """A 1-D window parameter over a unit height: [v] -> [fill, v]."""
-    return [fill, *values]
-
-
-def _as_2d_pads(pads: list[int]) -> list[int]:
-    """1-D [begin, end] -> 2-D [top, left, bottom, right]; 2-D ONNX pads already are."""
-    return [0, pads[0], 0, pads[1]] if len(pads) == 2 else pads
-
-
 def _spatial_input(ctx: ConversionContext, name: str) -> tuple[SSAValue, tuple[int, ...]]:
     """The value of an NC... input as rank 4 (1-D data gets a unit height), and its shape."""
     shape = static_shape(ctx, name)
@@ -316,13 +273,6 @@ def _filter_4d(ctx: ConversionContext, name: str) -> SSAValue:
     return reshape(ctx, ctx.value(name), target)
 
 
-def _restore_rank(ctx: ConversionContext, value: SSAValue, rank: int) -> SSAValue:
-    if rank == 4:
-        return value
-    n, c, _, w = value.type.get_shape()  # type: ignore[attr-defined]
-    return reshape(ctx, value, [n, c, w])
-
-
 def _bias(ctx: ConversionContext, node: onnx.NodeProto, index: int) -> SSAValue | None:
     name = ctx.input(node, index)
     if not ctx.has(name):
@@ -338,20 +288,20 @@ def convert_conv(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     if len(w_shape) != len(shape):
         raise ctx.error(node, f"filter rank {len(w_shape)} differs from data rank {len(shape)}")
     kernel = list(attrs.get("kernel_shape") or w_shape[2:])
-    strides, dilations, pads = _window(ctx, node, shape[2:], kernel, attrs)
+    strides, dilations, pads = conv_window(ctx, node, shape[2:], kernel, attrs)
     if len(shape) == 3:
-        strides, dilations = _as_2d_window(strides, 1), _as_2d_window(dilations, 1)
+        strides, dilations = as_2d_window(strides, 1), as_2d_window(dilations, 1)
     op = nn.Conv2DOp.make(
         x,
         _filter_4d(ctx, node.input[1]),
         _bias(ctx, node, 2),
         strides=strides,
-        pads=_as_2d_pads(pads),
+        pads=as_2d_pads(pads),
         dilations=dilations,
         groups=attrs.get("group", 1),
         layout="NCHW",
     )
-    return [_restore_rank(ctx, ctx.result(op), len(shape))]
+    return [restore_rank(ctx, ctx.result(op), len(shape))]
 
 
 @converter("ConvTranspose")
@@ -390,20 +340,20 @@ def convert_conv_transpose(ctx: ConversionContext, node: onnx.NodeProto) -> Resu
         begin[i], end[i] = (small, total - small) if upper else (total - small, small)
     pads = begin + end
     if rank == 1:
-        strides, dilations = _as_2d_window(strides, 1), _as_2d_window(dilations, 1)
+        strides, dilations = as_2d_window(strides, 1), as_2d_window(dilations, 1)
         output_padding = [0, *output_padding]
     op = nn.Conv2DTransposeOp.make(
         x,
         _filter_4d(ctx, node.input[1]),
         _bias(ctx, node, 2),
         strides=strides,
-        pads=_as_2d_pads(pads),
+        pads=as_2d_pads(pads),
         dilations=dilations,
         output_padding=output_padding,
         groups=attrs.get("group", 1),
         layout="NCHW",
     )
-    return [_restore_rank(ctx, ctx.result(op), len(shape))]
+    return [restore_rank(ctx, ctx.result(op), len(shape))]
 
 
 # ---- Matrix products ---------------------------------------------------------------------------
@@ -509,7 +459,7 @@ def convert_pool(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     x, shape = _spatial_input(ctx, node.input[0])
     rank = len(shape) - 2
     kernel = list(attrs["kernel_shape"])
-    strides, dilations, pads = _window(ctx, node, shape[2:], kernel, attrs)
+    strides, dilations, pads = conv_window(ctx, node, shape[2:], kernel, attrs)
     ceil = bool(attrs.get("ceil_mode", 0))
     extra = [0] * rank
     if ceil:
@@ -540,7 +490,7 @@ def convert_pool(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     props: dict[str, Any] = {
         "kernel": kernel,
         "strides": strides,
-        "pads": _as_2d_pads(pads),
+        "pads": as_2d_pads(pads),
         "dilations": dilations,
         "layout": "NCHW",
     }
@@ -548,7 +498,7 @@ def convert_pool(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
         op = nn.MaxPool2DOp.make(x, **props)
     else:
         op = nn.AvgPool2DOp.make(x, count_include_pad=count_include_pad, **props)
-    return [_restore_rank(ctx, ctx.result(op), len(shape))]
+    return [restore_rank(ctx, ctx.result(op), len(shape))]
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool")

@@ -57,14 +57,16 @@ from irc.dialects.quant import (
     quantized_element,
 )
 from irc.importers.onnx.dtypes import element_for_dtype
-from irc.importers.onnx.helpers import normalize_axis, reshape, static_shape
-from irc.importers.onnx.ops import (
-    _as_2d_pads,
-    _as_2d_window,
-    _restore_rank,
-    _window,
-    convert_pool,
+from irc.importers.onnx.helpers import (
+    as_2d_pads,
+    as_2d_window,
+    conv_window,
+    normalize_axis,
+    reshape,
+    restore_rank,
+    static_shape,
 )
+from irc.importers.onnx.ops import convert_pool
 from irc.importers.onnx.registry import ConversionContext, Results, Unsupported, converter
 
 _STORAGE: dict[np.dtype, IntegerType] = {
@@ -256,12 +258,12 @@ def _conv_geometry(
     if len(shape) not in (3, 4) or len(w_shape) != len(shape):
         raise Unsupported(f"a {len(shape) - 2}-D convolution (irc has 1-D and 2-D ones)")
     kernel = list(attrs.get("kernel_shape") or w_shape[2:])
-    strides, dilations, pads = _window(ctx, node, shape[2:], kernel, attrs)
+    strides, dilations, pads = conv_window(ctx, node, shape[2:], kernel, attrs)
     if len(shape) == 3:
-        strides, dilations = _as_2d_window(strides, 1), _as_2d_window(dilations, 1)
+        strides, dilations = as_2d_window(strides, 1), as_2d_window(dilations, 1)
     props: dict[str, object] = {
         "strides": strides,
-        "pads": _as_2d_pads(pads),
+        "pads": as_2d_pads(pads),
         "dilations": dilations,
         "groups": attrs.get("group", 1),
         "layout": "NCHW",
@@ -303,7 +305,7 @@ def convert_qlinear_conv(ctx: ConversionContext, node: onnx.NodeProto) -> Result
     def build(data: SSAValue, result: UniformQuantizedType) -> SSAValue:
         data = _data_4d(ctx, data, shape)
         op = nn.Conv2DOp.make(data, weights, bias, result_elements=result, **props)
-        return _restore_rank(ctx, _qresult(ctx, op), len(shape))
+        return restore_rank(ctx, _qresult(ctx, op), len(shape))
 
     return [_product(ctx, x, _is_unsigned(w_type), y_type, build)]
 
@@ -344,7 +346,7 @@ def convert_conv_integer(ctx: ConversionContext, node: onnx.NodeProto) -> Result
     x = _centered_i32(ctx, x_name, ctx.input(node, 2))
     x = _data_4d(ctx, ctx.constant(x) if isinstance(x, np.ndarray) else x, shape)
     op = nn.Conv2DOp.make(x, ctx.constant(_filter_4d(w)), None, result_elements=i32, **props)
-    return [_restore_rank(ctx, ctx.result(op), len(shape))]
+    return [restore_rank(ctx, ctx.result(op), len(shape))]
 
 
 # ---- Matrix products ---------------------------------------------------------------------------
