@@ -50,6 +50,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from irc.diagnostics import emit_remark
 from irc.dialects import nn, quant
+from irc.dialects.nn.base import tensor_type
 from irc.dialects.quant import UniformQuantizedType, quantized_element
 from irc.passes.lower_quantized import RESCALE_ROUNDING
 
@@ -91,12 +92,6 @@ class Refused(Exception):
 # ---- Reading an island ---------------------------------------------------------------------------
 
 
-def _tensor(value: SSAValue) -> TensorType:
-    type_ = value.type
-    assert isinstance(type_, TensorType)
-    return type_
-
-
 def _is_8bit(qtype: UniformQuantizedType) -> bool:
     return qtype.storage_width == 8
 
@@ -112,7 +107,7 @@ def _activation_source(value: SSAValue) -> SSAValue:
     source = _source(value)
     if source is None:
         raise LookupError  # not an island input: nothing to fuse, nothing to report
-    qtype = quantized_element(_tensor(source))
+    qtype = quantized_element(tensor_type(source))
     assert qtype is not None
     if qtype.is_per_axis:
         raise Refused("a per-axis quantized activation has no integer kernel")
@@ -126,7 +121,7 @@ def _constant_source(value: SSAValue, what: str) -> SSAValue:
     source = _source(value)
     if source is None or not isinstance(source.owner, nn.ConstantOp):
         raise Refused(f"{what} only known at run time (integer kernels need constant {what})")
-    qtype = quantized_element(_tensor(source))
+    qtype = quantized_element(tensor_type(source))
     assert qtype is not None
     if not _is_8bit(qtype):
         raise Refused(f"{qtype.storage_type} {what} (8-bit only)")
@@ -136,12 +131,12 @@ def _constant_source(value: SSAValue, what: str) -> SSAValue:
 def _real_constant(value: SSAValue) -> np.ndarray | None:
     """The real values of a constant (float, or a dcast of a quantized constant)."""
     owner = value.owner
-    if isinstance(owner, nn.ConstantOp) and quantized_element(_tensor(value)) is None:
+    if isinstance(owner, nn.ConstantOp) and quantized_element(tensor_type(value)) is None:
         return owner.to_array().astype(np.float64)
     source = _source(value)
     if source is None or not isinstance(source.owner, nn.ConstantOp):
         return None
-    qtype = quantized_element(_tensor(source))
+    qtype = quantized_element(tensor_type(source))
     assert qtype is not None
     stored = source.owner.to_array().astype(np.float64)
     shape = [1] * stored.ndim
@@ -185,7 +180,7 @@ class _Builder:
 
     def emit(self, op: Operation, like: Operation) -> SSAValue:
         op.location = like.location
-        quantized = quantized_element(_tensor(op.results[0])) is not None
+        quantized = quantized_element(tensor_type(op.results[0])) is not None
         if (
             self.onnx
             and quantized
@@ -198,12 +193,12 @@ class _Builder:
 
     def in_storage(self, value: SSAValue, unsigned: bool, like: Operation) -> SSAValue:
         """`value` moved exactly to uint8 or int8 storage (none when it already is)."""
-        qtype = quantized_element(_tensor(value))
+        qtype = quantized_element(tensor_type(value))
         assert qtype is not None
         target = _with_storage(qtype, unsigned)
         if target == qtype:
             return value
-        result = TensorType(target, _tensor(value).get_shape())
+        result = TensorType(target, tensor_type(value).get_shape())
         rescale = quant.RescaleOp(value, result, [_UNIT_MULTIPLIER], [_UNIT_SHIFT])
         return self.emit(rescale, like)
 
@@ -221,7 +216,7 @@ class _Builder:
             grouped = [[] if v is None else v for v in operands]  # absent optional operands
         new = type(op).build(
             operands=grouped,
-            result_types=[TensorType(element, _tensor(op.results[0]).get_shape())],
+            result_types=[TensorType(element, tensor_type(op.results[0]).get_shape())],
             properties=dict(op.properties),
             attributes=dict(op.attributes),
         )
@@ -257,12 +252,12 @@ def _fuse_product(
 ) -> SSAValue:
     x = _activation_source(op.operands[0])
     w = _constant_source(op.operands[1], "weights")
-    qx, qw = quantized_element(_tensor(x)), quantized_element(_tensor(w))
+    qx, qw = quantized_element(tensor_type(x)), quantized_element(tensor_type(w))
     assert qx is not None
     assert qw is not None
     if qw.axis not in (None, 0):
         raise Refused(f"weights quantized along dimension {qw.axis} (per output channel only)")
-    channels = _tensor(w).get_shape()[0]
+    channels = tensor_type(w).get_shape()[0]
     bias_real = None
     if len(op.operands) > 2:
         bias_real = _real_constant(op.operands[2])
@@ -292,10 +287,10 @@ def _matmul_as_fully_connected(
     rhs = _source(op.rhs)
     if rhs is None or not isinstance(rhs.owner, nn.ConstantOp):
         return None
-    if _tensor(rhs).get_num_dims() != 2 or _flag(op, "adj_x") or _flag(op, "adj_y"):
+    if tensor_type(rhs).get_num_dims() != 2 or _flag(op, "adj_x") or _flag(op, "adj_y"):
         return None
     x = _activation_source(op.lhs)
-    qw = quantized_element(_tensor(rhs))
+    qw = quantized_element(tensor_type(rhs))
     assert qw is not None
     if not _is_8bit(qw):
         raise Refused(f"{qw.storage_type} weights (8-bit only)")
@@ -330,7 +325,7 @@ def _fuse_binary(builder: _Builder, op: Operation, out_type: UniformQuantizedTyp
     a, b = (_activation_source(v) for v in op.operands)
     unsigned = _unsigned(out_type)
     if isinstance(op, nn.BatchMatmulOp):
-        qb = quantized_element(_tensor(b))
+        qb = quantized_element(tensor_type(b))
         assert qb is not None
         unsigned = _unsigned(qb)
     operands = [builder.in_storage(v, unsigned, op) for v in (a, b)]
@@ -352,7 +347,7 @@ def _softmax_output(qtype: UniformQuantizedType) -> bool:
 
 def _fuse_unary(builder: _Builder, op: Operation, out_type: UniformQuantizedType) -> SSAValue:
     x = _activation_source(op.operands[0])
-    qx = quantized_element(_tensor(x))
+    qx = quantized_element(tensor_type(x))
     assert qx is not None
     kind = str(getattr(op.properties.get("kind"), "data", ""))
     if isinstance(op, nn.ReduceOp) and kind not in _REDUCE_KINDS:
@@ -375,7 +370,7 @@ def _fuse_unary(builder: _Builder, op: Operation, out_type: UniformQuantizedType
 def _fuse(qcast: quant.QCastOp) -> list[Operation] | None:
     """Rewrite the island that `qcast` closes; returns the float ops it replaced (to erase),
     None when there is nothing to fuse. Raises Refused (nothing changed) when it cannot."""
-    out_type = quantized_element(_tensor(qcast.output))
+    out_type = quantized_element(tensor_type(qcast.output))
     if out_type is None or out_type.is_per_axis or not _is_8bit(out_type):
         return None
     op = qcast.input.owner
