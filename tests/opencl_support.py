@@ -1,11 +1,10 @@
-"""What the OpenCL tests share: whether a device is there, and a private program cache."""
+"""What the OpenCL tests share: whether a device is there, and OpenCL C checks with libclang."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from cache_support import private_cache_dir
 
 from irc.targets.opencl.target import OpenCLTarget
 
@@ -13,7 +12,6 @@ __all__ = [
     "AVAILABLE",
     "needs_device",
     "opencl_c_errors",
-    "private_cache_dir",
     "wide_vector_calls",
 ]
 
