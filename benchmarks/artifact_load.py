@@ -170,10 +170,10 @@ def main() -> None:
 
 def _cpu() -> str:
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        info = Path("/proc/cpuinfo").read_text()
+        isa = "AVX-512" if " avx512f" in info else "AVX2"
+        for line in info.splitlines():
             if line.startswith("model name"):
-                flags = Path("/proc/cpuinfo").read_text()
-                isa = "AVX-512" if " avx512f" in flags else "AVX2"
                 return f"{line.split(':', 1)[1].strip()}, {isa}, {os.cpu_count()} cores"
     return "unknown"
 
