@@ -15,7 +15,7 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from irc.fileio import MODEL_SUFFIXES, Content, is_model_file, write_atomically
 
@@ -82,9 +82,20 @@ def version_line() -> str:
 
 
 def add_version_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--version", action="version", version=version_line(), help="print irc's version and exit"
-    )
+    parser.add_argument("--version", action=_VersionAction, help="print irc's version and exit")
+
+
+class _VersionAction(argparse.Action):
+    """argparse's `version` action with `version_line` looked up only when asked for: the
+    package metadata lookup costs tens of milliseconds on every tool start otherwise."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.update(nargs=0, default=argparse.SUPPRESS)
+        super().__init__(option_strings, argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kwargs: object) -> None:
+        sys.stdout.write(version_line() + "\n")
+        parser.exit()
 
 
 # ---- --targets, --plugin, --strict (irc-compile, irc-run) ----------------------------------------
