@@ -50,11 +50,14 @@ FAST_MATH_BUILD_OPTIONS = "-cl-fast-relaxed-math -cl-mad-enable"
 """With `IRC_OPENCL_FAST_MATH=1`: gives up NaN and Inf (the compiler assumes none: relu,
 max, clip, pools and softmax of NaN/Inf inputs become undefined) and the sign of zero."""
 FAST_MATH_ENV = "IRC_OPENCL_FAST_MATH"
-BUILD_OPTIONS = (
-    FAST_MATH_BUILD_OPTIONS
-    if os.environ.get(FAST_MATH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    else STRICT_BUILD_OPTIONS
-)
+
+
+def _env_flag(name: str) -> bool:
+    """Whether environment variable `name` is set to 1/true/yes/on."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+BUILD_OPTIONS = FAST_MATH_BUILD_OPTIONS if _env_flag(FAST_MATH_ENV) else STRICT_BUILD_OPTIONS
 """The options every program is built with (part of the cache keys and of embedded
 binaries' tags)."""
 
@@ -86,7 +89,7 @@ class BuildFailure(Exception):
 
 def build_log_requested() -> bool:
     """Whether `IRC_OPENCL_BUILD_LOG` asks for build logs on stderr."""
-    return os.environ.get(BUILD_LOG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return _env_flag(BUILD_LOG_ENV)
 
 
 _stderr_lock = threading.Lock()
