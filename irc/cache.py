@@ -174,9 +174,11 @@ def verified_path(namespace: str, key: str, suffix: str) -> Path | None:
     return None if found is None else found[0]
 
 
-def _write_atomically(target: Path, data: bytes) -> None:
-    """`irc.fileio.write_atomically` with the cache's private mode (0600)."""
-    write_atomically(target, data, private=True)
+def _write_record(record_path: Path, key: str, data: bytes, info: Mapping[str, Any] | None) -> None:
+    """The entry's record (its `info`, key, size and sha256 of `data`), written atomically
+    with the cache's private mode (0600)."""
+    record = {**dict(info or {}), "key": key, "size": len(data), "sha256": _sha256(data)}
+    write_atomically(record_path, json.dumps(record, indent=1).encode(), private=True)
 
 
 def install_file(
@@ -189,8 +191,7 @@ def install_file(
     data = source.read_bytes()
     os.chmod(source, 0o600)
     os.replace(source, data_path)
-    record = {**dict(info or {}), "key": key, "size": len(data), "sha256": _sha256(data)}
-    _write_atomically(record_path, json.dumps(record, indent=1).encode())
+    _write_record(record_path, key, data, info)
     return data_path
 
 
@@ -201,9 +202,8 @@ def write_entry(
     data path. Raises `OSError` (`CacheError` included) when the cache is not writable."""
     data_path, record_path = entry_paths(namespace, key, suffix)
     with entry_lock(namespace, key):
-        _write_atomically(data_path, data)
-        record = {**dict(info or {}), "key": key, "size": len(data), "sha256": _sha256(data)}
-        _write_atomically(record_path, json.dumps(record, indent=1).encode())
+        write_atomically(data_path, data, private=True)
+        _write_record(record_path, key, data, info)
     return data_path
 
 
