@@ -8,7 +8,7 @@ text lives in C files where it has been moved (package data, `kernels/`: common/
 ISA, x86_64_avx512/, x86_64_avx2/ and generic/ for what differs, read with
 importlib.resources; `per_isa` puts each ISA's file under its preprocessor condition), the
 rest still in this module's strings. Which ISA's code the compiler keeps, and the register
-tiles, are the ISA profile's (`isa.py`: `-march`, `IRC_ISA_*`, `IRC_<FAMILY>_MR/NR`), chosen
+tiles, are the ISA profile's (`isa.py`: `-march`, `IRC_PORTABLE`, `IRC_<FAMILY>_MR/NR`), chosen
 when the library is built, so a lowered executable runs with any profile.
 
 The hot float kernels follow PERF_NOTES.md: NHWC with channels innermost, weights packed

@@ -1,13 +1,14 @@
 """Instruction-set profiles of the CPU target: which vector ISA its kernels are built for.
 
 The kernels are one C source for every ISA; what differs is how it is compiled: the
-`-march` flags, the `IRC_ISA_*` macro that picks each kernel's intrinsics or portable C,
-and the register tiles (MR output pixels x NR output channels per micro-kernel family),
-sized so the accumulators, the weights and the broadcast input fit the register file
-(XNNPACK's f32 GEMM tiles: 6x16 with 16 ymm registers on AVX2, 8x32 with 32 zmm on
-AVX-512). The packed weight layouts do not depend on the ISA: a kernel whose NR is smaller
-than the packed block (16 or 32 channels) walks the block in NR-wide slices, so one lowered
-executable runs with any profile and the choice is made when its library is built.
+`-march` flags (which the kernels' `#if __AVX512F__` / `__AVX2__` branches follow),
+`IRC_PORTABLE` for the portable C, and the register tiles (MR output pixels x NR output
+channels per micro-kernel family), sized so the accumulators, the weights and the
+broadcast input fit the register file (XNNPACK's f32 GEMM tiles: 6x16 with 16 ymm registers
+on AVX2, 8x32 with 32 zmm on AVX-512). The packed weight layouts do not depend on the ISA:
+a kernel whose NR is smaller than the packed block (16 or 32 channels) walks the block in
+NR-wide slices, so one lowered executable runs with any profile and the choice is made
+when its library is built.
 
 * `host_features()` reads the CPU's feature flags once (`/proc/cpuinfo`; the machine name
   where there is none).
@@ -52,23 +53,15 @@ class IsaProfile:
     """CPU flags (`/proc/cpuinfo` spelling) the profile needs."""
     march: tuple[str, ...]
     """Compiler flags that target the profile's CPU level (without `-march=native`)."""
-    vector_bits: int
-    """Width of the vectors the kernels compute on (128, 256 or 512)."""
-    registers: int
-    """Vector registers of that width."""
     tiles: Mapping[str, Tile] = field(default_factory=dict)
     """Register tile per kernel family: conv_f32 (1x1/kxk convs, fully connected, matmul),
     depthwise_f32, conv_i8 (fused int8 1x1/kxk convs and fully connected)."""
     native_extra: tuple[str, ...] = ()
     """Flags added to `-march=native` (gcc prefers 256-bit vectors on AVX-512 CPUs)."""
 
-    @property
-    def macro(self) -> str:
-        return "IRC_ISA_" + self.name.upper()
-
     def defines(self) -> tuple[str, ...]:
         """The preprocessor flags that select the profile's kernels and tiles."""
-        flags = [f"-D{self.macro}=1", f"-DIRC_VECTOR_BITS={self.vector_bits}"]
+        flags: list[str] = []
         for family, (mr, nr) in sorted(self.tiles.items()):
             flags += [f"-DIRC_{family.upper()}_MR={mr}", f"-DIRC_{family.upper()}_NR={nr}"]
         if self.name == "generic":
@@ -94,8 +87,6 @@ PROFILES: dict[str, IsaProfile] = {
             "any",
             frozenset(),
             (),
-            128,
-            16,
             {"conv_f32": (4, 8), "depthwise_f32": (8, 4), "conv_i8": (4, 16)},
         ),
         IsaProfile(
@@ -103,8 +94,6 @@ PROFILES: dict[str, IsaProfile] = {
             "x86_64",
             _AVX2,
             ("-march=x86-64-v3",),
-            256,
-            16,
             # 6 x 16 floats: 12 ymm accumulators + 2 weight vectors + 1 broadcast.
             {"conv_f32": (6, 16), "depthwise_f32": (8, 8), "conv_i8": (4, 16)},
         ),
@@ -113,8 +102,6 @@ PROFILES: dict[str, IsaProfile] = {
             "x86_64",
             _AVX512,
             ("-march=x86-64-v4", "-mprefer-vector-width=512"),
-            512,
-            32,
             _WIDE_TILES,
             ("-mprefer-vector-width=512",),
         ),
@@ -123,8 +110,6 @@ PROFILES: dict[str, IsaProfile] = {
             "x86_64",
             _AVX512 | {"avx512_vnni"},
             ("-march=x86-64-v4", "-mavx512vnni", "-mprefer-vector-width=512"),
-            512,
-            32,
             _WIDE_TILES,
             ("-mprefer-vector-width=512",),
         ),
@@ -133,8 +118,6 @@ PROFILES: dict[str, IsaProfile] = {
             "aarch64",
             frozenset({"asimd"}),
             ("-march=armv8-a",),
-            128,
-            32,
             # 32 q registers: 8 x 8 floats = 16 accumulators.
             {"conv_f32": (8, 8), "depthwise_f32": (8, 4), "conv_i8": (4, 16)},
         ),

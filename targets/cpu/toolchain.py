@@ -294,7 +294,7 @@ TARGET_FLAGS = ("-march=native", "-mprefer-vector-width=512")
 def flags_for(toolchain: Toolchain, profile: isa.IsaProfile) -> Toolchain:
     """`toolchain` with the flags of `profile`: `-march=native` where the profile is this
     host's best and the compiler targets this CPU, else the profile's own `-march` level;
-    then its `IRC_ISA_*` and tile defines."""
+    then its tile defines (and `IRC_PORTABLE` for generic)."""
     native = "-march=native" in toolchain.flags and profile == isa.best()
     base = tuple(f for f in toolchain.flags if f not in TARGET_FLAGS)
     return dataclasses.replace(toolchain, flags=(*base, *profile.build_flags(native)))
