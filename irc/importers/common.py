@@ -131,7 +131,7 @@ class GraphBuilder:
         self.unsupported = UnsupportedOps()
         for name, arg in zip(self.input_names, self.block.args, strict=True):
             self.values[name] = arg
-            arg.name_hint = _name_hint(name)
+            arg.name_hint = ssa_name_hint(name)
             self._check_declared_size(arg.type, f"input '{name}'")
 
     def _check_declared_size(self, type_: Attribute, what: str) -> None:
@@ -162,7 +162,7 @@ class GraphBuilder:
         """Bind a model tensor name to a value (the last definition wins, as in the model)."""
         self.values[name] = value
         if value.name_hint is None:
-            value.name_hint = _name_hint(name)
+            value.name_hint = ssa_name_hint(name)
         return value
 
     # ---- Ops ----
@@ -181,7 +181,7 @@ class GraphBuilder:
         op = self.emit(nn.ConstantOp.from_array(np.asarray(array, order="C"), result_type), name)
         value = op.results[0]
         if name:
-            value.name_hint = _name_hint(name)
+            value.name_hint = ssa_name_hint(name)
         return value
 
     # ---- Finishing ----
@@ -204,7 +204,7 @@ class GraphBuilder:
         return ModuleOp([function])
 
 
-def _name_hint(name: str) -> str | None:
+def ssa_name_hint(name: str) -> str | None:
     """An SSA name hint from a model tensor name (letters, digits, `_`), or None."""
     cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_")
     if not cleaned or not (cleaned[0].isalpha() or cleaned[0] == "_"):

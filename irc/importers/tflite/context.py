@@ -32,7 +32,13 @@ from xdsl.utils.exceptions import VerifyException
 from irc.dialects import nn, quant
 from irc.dialects.nn.base import format_shape
 from irc.dialects.quant import UniformQuantizedType, storage_bounds
-from irc.importers.common import GraphBuilder, ModelImportError, Unsupported, fit_scalar_binding
+from irc.importers.common import (
+    GraphBuilder,
+    ModelImportError,
+    Unsupported,
+    fit_scalar_binding,
+    ssa_name_hint,
+)
 from irc.importers.tflite.reader import (
     NUMPY_DTYPES,
     ModelInfo,
@@ -404,7 +410,7 @@ class TFLiteImporter:
         operation = nn.ConstantOp.from_array(np.asarray(array, order="C"), result_type)
         self.builder.emit(operation, name or self._location())
         if name:
-            operation.results[0].name_hint = _name_hint(name)
+            operation.results[0].name_hint = ssa_name_hint(name)
         return operation.results[0]
 
     def _emit_constant(self, builder: GraphBuilder, index: int, array: np.ndarray) -> SSAValue:
@@ -459,14 +465,6 @@ class TFLiteImporter:
             stored = self.emit(quant.SCastOp(value, TensorType(element.storage_type, shape)))
             value = self.emit(quant.SCastOp(stored, TensorType(declared, shape)))
         self.set_output(op, value, k)
-
-
-def _name_hint(name: str) -> str | None:
-    """An SSA name hint from a tensor name (letters, digits and `_`), as GraphBuilder makes."""
-    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_")
-    if cleaned and not (cleaned[0].isalpha() or cleaned[0] == "_"):
-        cleaned = f"t_{cleaned}"
-    return cleaned or None
 
 
 def _unique_keys(tensors: Sequence[TensorInfo]) -> list[str]:
