@@ -96,10 +96,15 @@ UNARY_OPS: tuple[type[Operation], ...] = (
 )
 
 
-NAN_MAX_UPDATE = "(xv > acc || isnan(xv) ? xv : acc)"
-"""The running maximum of pools, reductions and softmax: a NaN element makes it NaN (and it
-stays NaN), as np.max does; fmax would skip the NaN."""
-NAN_MIN_UPDATE = "(xv < acc || isnan(xv) ? xv : acc)"
+def nan_max_update(acc: str = "acc") -> str:
+    """The running maximum `acc` of pools, reductions and softmax updated with `xv`: a NaN
+    element makes it NaN (and it stays NaN), as np.max does; fmax would skip the NaN."""
+    return f"(xv > {acc} || isnan(xv) ? xv : {acc})"
+
+
+def nan_min_update(acc: str = "acc") -> str:
+    """The running minimum, as `nan_max_update`."""
+    return f"(xv < {acc} || isnan(xv) ? xv : {acc})"
 
 
 def softmax_shift(z: str) -> str:
@@ -718,7 +723,7 @@ def _emit(
         is_max = isinstance(op, nn.MaxPool2DOp)
         include_pad = not is_max and get_bool(props, "count_include_pad")
         init = "float acc = -INFINITY; int cnt = 0;" if is_max else "float acc = 0.0f; int cnt = 0;"
-        update = f"acc = {NAN_MAX_UPDATE};" if is_max else "acc += xv;"
+        update = f"acc = {nan_max_update()};" if is_max else "acc += xv;"
         if is_max:
             result = "acc"
         elif include_pad:
@@ -748,8 +753,8 @@ def _emit(
         st = _strides(in_shape)
         kind = get_str(props, "kind")
         init = {"mean": "0.0f", "sum": "0.0f", "max": "-INFINITY", "min": "INFINITY"}
-        upd = {"mean": "acc += xv;", "sum": "acc += xv;", "max": f"acc = {NAN_MAX_UPDATE};"}
-        upd["min"] = f"acc = {NAN_MIN_UPDATE};"
+        upd = {"mean": "acc += xv;", "sum": "acc += xv;", "max": f"acc = {nan_max_update()};"}
+        upd["min"] = f"acc = {nan_min_update()};"
         kept_shape = tuple(in_shape[d] for d in kept)
         coords = _decompose(kept_shape, [f"c{d}" for d in kept]) if kept else ""
         base = " + ".join(f"c{d} * {st[d]}" for d in kept) or "0"
@@ -780,7 +785,7 @@ def _emit(
             f"    __global REAL* yp = y + gid * {cols};\n"
             "    float m = -INFINITY;\n"
             f"    for (int i = 0; i < {cols}; ++i) {{ const float xv = {z};"
-            f" m = {NAN_MAX_UPDATE.replace('acc', 'm')}; }}\n"
+            f" m = {nan_max_update('m')}; }}\n"
             "    float s = 0.0f;\n"
             f"    for (int i = 0; i < {cols}; ++i) {{ const float e = exp({softmax_shift(z)});"
             " yp[i] = e; s += e; }\n"

@@ -35,7 +35,6 @@ from irc.dialects.nn import array_from_dense
 from irc.dialects.nn.base import get_float, get_floats, get_int, get_ints, get_str
 from irc.targets.opencl.codegen import (
     FUSED_ACTIVATION,
-    NAN_MAX_UPDATE,
     REAL,
     LoweringError,
     Program,
@@ -49,6 +48,7 @@ from irc.targets.opencl.codegen import (
     _shape,
     _strides,
     compose,
+    nan_max_update,
     softmax_shift,
     unary_expr,
 )
@@ -510,7 +510,7 @@ def _softmax(op: Operation, program: Program, desc: str, log: bool) -> KernelRun
         "    __global REAL* yp = y + base;\n"
         "    float m = -INFINITY;\n"
         f"    for (int i = 0; i < {size}; ++i) {{ const float xv = {z};"
-        f" m = {NAN_MAX_UPDATE.replace('acc', 'm')}; }}\n"
+        f" m = {nan_max_update('m')}; }}\n"
         "    float s = 0.0f;\n"
     )
     if log:
