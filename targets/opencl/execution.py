@@ -34,7 +34,7 @@ import numpy as np
 
 from irc.targets.opencl.device import Device
 
-__all__ = ["ContextPool", "EntrySpec", "ExecutionContext", "LaunchSpec", "buffer_bytes"]
+__all__ = ["ContextPool", "EntrySpec", "ExecutionContext", "LaunchSpec", "Lease", "buffer_bytes"]
 
 MAX_FREE_CONTEXTS = 8
 """Free contexts kept per entry (more are released: their buffers go back to the driver)."""
