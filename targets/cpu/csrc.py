@@ -224,15 +224,14 @@ int irc_have_vnni(void) { return IRC_HAVE_VNNI; }
 """
     + kernel_file("common/requant_scalar.h")
     + r"""
+#define IRC_RQ_PARAMS(NAME, Q, MODE) const int64_t *restrict NAME = (Q)
 #if defined(__AVX2__) && !defined(IRC_PORTABLE)
 """
     + kernel_file("x86_64_avx2/requant.h")
     + r"""
-#define IRC_RQ_PARAMS(NAME, Q, MODE) const int64_t *restrict NAME = (Q)
 #define IRC_RQ_STORE(ACC, P, Q, MODE, ZP, LO, HI, DST, CNT) \
   irc_rq_store_avx2(ACC, P, MODE, ZP, LO, HI, DST, CNT)
 #else
-#define IRC_RQ_PARAMS(NAME, Q, MODE) const int64_t *restrict NAME = (Q)
 #define IRC_RQ_STORE(ACC, P, Q, MODE, ZP, LO, HI, DST, CNT) \
   irc_rq_store_scalar(ACC, P, MODE, ZP, LO, HI, DST, CNT)
 #endif
