@@ -84,6 +84,10 @@ from xdsl.utils.exceptions import VerifyException
 
 BUFFER_NAME = re.compile(r"(in|out|c|b)([0-9]+)")
 KERNEL_NAME = re.compile(r"k[0-9]+")
+KERNEL_DEFINITION = re.compile(
+    r"__kernel (?:__attribute__\(\(reqd_work_group_size\([0-9, ]+\)\)\) )?void KERNEL_NAME\("
+)
+"""How an `ocl.kernel` body defines its kernel (with an optional required work-group size)."""
 
 
 def _ints(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
@@ -203,8 +207,11 @@ class KernelOp(IRDLOperation):
     def verify_(self) -> None:
         if not KERNEL_NAME.fullmatch(self.sym_name.data):
             raise VerifyException(f"bad kernel name '{self.sym_name.data}'")
-        if "__kernel void KERNEL_NAME(" not in self.body.data:
-            raise VerifyException("the body must define '__kernel void KERNEL_NAME(...)'")
+        if KERNEL_DEFINITION.search(self.body.data) is None:
+            raise VerifyException(
+                "the body must define '__kernel void KERNEL_NAME(...)' (an "
+                "'__attribute__((reqd_work_group_size(X, Y, Z)))' may follow '__kernel')"
+            )
         if "*/" in self.description.data or "\n" in self.description.data:
             raise VerifyException("the description must be one line without '*/'")
 

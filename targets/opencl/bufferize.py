@@ -18,6 +18,13 @@ without the option the program has none and is fp32. The pass needs no device: g
 it generates fp16 whatever the machine has (the runtime refuses to load it on a device
 without cl_khr_fp16).
 
+`kernels` (`cpu` by default, or `gpu`) picks how conv, fully_connected and last-axis softmax
+kernels are shaped (codegen.py's `KERNEL_STYLES`): `cpu` gives each work-item a register tile
+(conv_kernels.py), `gpu` one float4 of output channels per work-item with the K loop split
+over a work-group when the launch would leave a GPU idle (gpu_kernels.py), sized for
+`compute-units` (the device's; 0: a default of 64). The target's `lowering_passes()` asks for
+`gpu` on a GPU device. Neither option needs a device.
+
 An op the target cannot run fails the pass with an error at that op.
 """
 
@@ -35,7 +42,13 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from irc.diagnostics import emit_error
 from irc.dialects import delegate, ocl
 from irc.dialects.nn import dense_from_array
-from irc.targets.opencl.codegen import Launch, LoweringError, Program, generate_entry
+from irc.targets.opencl.codegen import (
+    KERNEL_STYLES,
+    Launch,
+    LoweringError,
+    Program,
+    generate_entry,
+)
 from irc.targets.opencl.fuse import is_bufferized, opencl_executables
 from irc.targets.opencl.support import check_op
 
@@ -58,17 +71,24 @@ def bufferize_executable(
     executable: delegate.ExecutableOp,
     pass_name: str = "opencl-bufferize",
     precision: str | None = None,
+    kernels: str = "cpu",
+    compute_units: int = 0,
 ) -> None:
     """Bufferize one OpenCL executable in place (generate everything first, then rewrite);
-    errors name `pass_name`. `precision` None is fp32, not recorded on the program."""
+    errors name `pass_name`. `precision` None is fp32, not recorded on the program;
+    `kernels` and `compute_units` as the pass's options."""
     if precision is not None and precision not in ocl.PRECISIONS:
         emit_error(executable, f"{pass_name}: precision must be fp32 or fp16, got '{precision}'")
+    if kernels not in KERNEL_STYLES:
+        emit_error(executable, f"{pass_name}: kernels must be cpu or gpu, got '{kernels}'")
+    if compute_units < 0:
+        emit_error(executable, f"{pass_name}: compute-units must be >= 0, got {compute_units}")
     funcs: list[FuncOp] = []
     for op in executable.body.block.ops:
         if not isinstance(op, FuncOp):
             emit_error(op, f"{pass_name}: unexpected '{op.name}' in an opencl executable")
         funcs.append(op)
-    program = Program(precision or "fp32")
+    program = Program(precision or "fp32", kernels, compute_units)
     plans: list[tuple[list[Launch], list[int]]] = []
     for func in funcs:
         _check_ops(list(func.body.block.ops), pass_name)
@@ -115,7 +135,18 @@ class OpenCLBufferizePass(ModulePass):
     precision: str | None = None
     """Storage of float tensors: `fp32` (the default, also when absent) or `fp16`."""
 
+    kernels: str = "cpu"
+    """How conv/fully_connected/softmax kernels are shaped: `cpu` or `gpu`."""
+
+    compute_units: int = 0
+    """The device's compute units, for `gpu` launch shapes (0: a default of 64)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for executable in opencl_executables(op):
             if not is_bufferized(executable):
-                bufferize_executable(executable, precision=self.precision)
+                bufferize_executable(
+                    executable,
+                    precision=self.precision,
+                    kernels=self.kernels,
+                    compute_units=self.compute_units,
+                )

@@ -52,6 +52,7 @@ from irc.dialects.nn.base import get_bool, get_float, get_int, get_ints, get_str
 from irc.dialects.quant import UniformQuantizedType
 from irc.sanitize import c_comment, c_identifier
 from irc.targets.opencl.conv_kernels import TiledKernels
+from irc.targets.opencl.gpu_kernels import GpuKernels
 
 
 class LoweringError(Exception):
@@ -123,6 +124,11 @@ def _f(x: float) -> str:
         return "INFINITY" if x > 0 else "(-INFINITY)"
     return f"{np.float32(x)!r}".replace("np.float32(", "").rstrip(")") + "f"
 
+
+KERNEL_STYLES = ("cpu", "gpu")
+"""How conv, fully_connected and softmax kernels are shaped: `cpu` (conv_kernels.py: few
+work-items with register tiles) or `gpu` (gpu_kernels.py: one float4 per work-item, K split
+over a work-group where the device would idle)."""
 
 PRECISIONS = ("fp32", "fp16")
 """The element storage of float tensors: `float` (default) or `half` (needs cl_khr_fp16)."""
@@ -355,10 +361,18 @@ class Program:
     """The kernels and constants of one executable, shared by its entries, in one precision
     (`PRECISIONS`)."""
 
-    def __init__(self, precision: str = "fp32") -> None:
+    def __init__(
+        self, precision: str = "fp32", kernels: str = "cpu", compute_units: int = 0
+    ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be fp32 or fp16, got '{precision}'")
+        if kernels not in KERNEL_STYLES:
+            raise ValueError(f"kernels must be cpu or gpu, got '{kernels}'")
         self.precision = precision
+        self.kernel_style = kernels
+        """`KERNEL_STYLES`: which generator shapes conv/GEMM/softmax kernels."""
+        self.compute_units = compute_units
+        """The device's compute units for `gpu` launch shapes (0: `GPU_DEFAULT_UNITS`)."""
         self.kernels: dict[str, str] = {}
         self.comments: dict[str, str] = {}
         self.requests: list[tuple[str, str]] = []
@@ -581,6 +595,8 @@ def _emit(
     """[(kernel name, input values, global size)] for one op (output appended by the caller)."""
     from irc.targets.opencl.kernels_extra import emit_extra  # imports this module
 
+    if program.kernel_style == "gpu" and (gpu := _emit_gpu(op, epilogue, program)) is not None:
+        return [gpu]
     if (extra := emit_extra(op, epilogue, program)) is not None:
         return extra
     desc = _describe(op)
@@ -1003,6 +1019,43 @@ def _qcast_vector(
     )
     kernel = _kernel(1, body, f"REAL{w}", f"{ct}{w}")
     return program.kernel(kernel, desc), [op.input], [n // w]
+
+
+GPU_DEFAULT_UNITS = 64
+"""Compute units assumed by `kernels=gpu` launch shapes when the lowering is not told."""
+
+
+def _emit_gpu(
+    op: Operation, epilogue: list[Operation], program: Program
+) -> tuple[str, list[SSAValue | str], list[int]] | None:
+    """The `gpu_kernels.py` kernel of a conv, fully_connected (constant filters) or
+    last-axis softmax, or None (the op keeps its other kernel)."""
+    if not isinstance(op, nn.Conv2DOp | nn.FullyConnectedOp | nn.SoftmaxOp):
+        return None
+    props = op.all_properties()
+    fused = props.get("activation")
+    act = [FUSED_ACTIVATION[get_str(props, "activation")]] if fused is not None else []
+    act += epilogue_exprs(op, epilogue)
+    gpu = GpuKernels(program, act, _kernel, RESIDUAL_LOAD)
+    gpu.compute_units = program.compute_units or GPU_DEFAULT_UNITS
+    desc = _describe(op)
+    if isinstance(op, nn.Conv2DOp):
+        out_shape = _shape(epilogue[-1].results[0] if epilogue else op.results[0])
+        return gpu.conv(op, _shape(op.input), _shape(op.filter), out_shape, props, desc)
+    if isinstance(op, nn.FullyConnectedOp):
+        nout, k = _shape(op.weights)
+        weights = op.weights.owner
+        if not isinstance(weights, nn.ConstantOp) or not k:
+            return None
+        matrix = array_from_dense(weights.value).astype(np.float32).reshape(nout, k)
+        rows = _numel(_shape(op.input)) // k
+        return gpu.gemm(op.input, matrix, op.bias, rows, desc)
+    shape = _shape(op.input)
+    if op.axis.value.data % max(len(shape), 1) != len(shape) - 1:
+        return None
+    beta = get_float(props, "beta")
+    z = "WIDEN(xp[i])" if beta is None or beta == 1.0 else f"{_f(beta)} * WIDEN(xp[i])"
+    return gpu.softmax(op, shape, z, softmax_shift(z), desc)
 
 
 def _tiled(program: Program, act: list[str]) -> TiledKernels:

@@ -6,11 +6,13 @@ For every `ocl.program` of an OpenCL executable that still holds `ocl.kernel` op
 the program's `precision` is fp16 — each kernel after a comment saying what it computes)
 and the `ocl.kernel` ops go. Every `ocl.launch` without a local size gets one: by
 `irc.targets.opencl.tuning.rule_local_size`, or with `tune=true` the fastest of a few
-candidates measured once on the device (cached on disk; needs a device).
+candidates measured once on the device (cached on disk; needs a device). A kernel that
+declares `reqd_work_group_size` (gpu_kernels.py's K-split GEMM and softmax) gets that size.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -32,6 +34,21 @@ def _bytes(t: object) -> int:
     for d in t.get_shape():
         count *= d
     return count * numpy_dtype(t).itemsize
+
+
+REQUIRED_GROUP = re.compile(r"reqd_work_group_size\(([0-9]+), *([0-9]+), *([0-9]+)\)")
+
+
+def required_local_size(kernel_body: str) -> list[int] | None:
+    """The work-group size a kernel declares with `reqd_work_group_size` (gpu_kernels.py's
+    local-memory kernels), or None."""
+    m = REQUIRED_GROUP.search(kernel_body)
+    if m is None:
+        return None
+    size = [int(v) for v in m.groups()]
+    while len(size) > 1 and size[-1] == 1:
+        size.pop()
+    return size
 
 
 def _launches(executable: delegate.ExecutableOp) -> list[tuple[ocl.ExecuteOp, ocl.LaunchOp]]:
@@ -104,6 +121,10 @@ def generate_executable(
     )
     for kernel in kernels:
         program.body.block.erase_op(kernel)
+    for _, launch in _launches(executable):  # fixed by the kernel: neither rule nor tuning
+        required = required_local_size(bodies[launch.kernel.data])
+        if required is not None and not launch.local_size.data:
+            launch.local_size = ArrayAttr([IntegerAttr(v, i64) for v in required])
     if tune:
         from irc.targets.opencl.device import DeviceError
         from irc.targets.opencl.runtime import OpenCLLoadError

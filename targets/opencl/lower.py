@@ -17,8 +17,10 @@ alone; an op the target cannot run fails the pass with an error at that op. `pre
 on the `ocl.program`. The target's `lowering_passes()` is `lower-opencl`, with `tune=true`
 when the environment variable `IRC_OPENCL_TUNE` is `1`/`true`, and with a `precision` when
 `IRC_OPENCL_PRECISION` asks for one (fp16 only where the device has cl_khr_fp16, else fp32:
-`irc.targets.opencl.target.precision_choice` says why) — the way to ask for them from
-`irc.compile`, `irc-compile` and `irc-run`.
+`irc.targets.opencl.target.precision_choice` says why), and with `kernels=gpu
+compute-units=N` on a GPU device (`IRC_OPENCL_KERNELS=cpu|gpu|auto` overrides:
+`irc.targets.opencl.target.kernels_choice`) — the way to ask for them from `irc.compile`,
+`irc-compile` and `irc-run`. `kernels`/`compute-units` are `opencl-bufferize`'s.
 """
 
 from __future__ import annotations
@@ -50,11 +52,13 @@ def lower_executable(
     tune: bool = False,
     pass_name: str = "lower-opencl",
     precision: str | None = None,
+    kernels: str = "cpu",
+    compute_units: int = 0,
 ) -> None:
     """Run the steps of `lower-opencl` that have not run yet on one executable, in place."""
     if not is_bufferized(executable):
         fuse_executable(executable)
-        bufferize_executable(executable, pass_name, precision)
+        bufferize_executable(executable, pass_name, precision, kernels, compute_units)
         for op in executable.walk():
             if isinstance(op, ocl.ExecuteOp):
                 plan_execute(op, pass_name)
@@ -74,7 +78,19 @@ class LowerOpenCLPass(ModulePass):
     precision: str | None = None
     """Storage of float tensors: `fp32` (the default, also when absent) or `fp16`."""
 
+    kernels: str = "cpu"
+    """How conv/fully_connected/softmax kernels are shaped: `cpu` or `gpu` (opencl-bufferize)."""
+
+    compute_units: int = 0
+    """The device's compute units, for `gpu` launch shapes (0: a default of 64)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for executable in opencl_executables(op):
             if not is_lowered(executable):
-                lower_executable(executable, tune=self.tune, precision=self.precision)
+                lower_executable(
+                    executable,
+                    tune=self.tune,
+                    precision=self.precision,
+                    kernels=self.kernels,
+                    compute_units=self.compute_units,
+                )

@@ -510,7 +510,7 @@ def kernel_descriptions(source: str) -> dict[str, str]:
     for line in source.splitlines():
         if m := re.fullmatch(r"/\* (.*) \*/", line):
             comment = m.group(1)
-        elif m := re.match(r"__kernel void (k[0-9]+)\(", line):
+        elif m := re.match(r"__kernel (?:__attribute__\(\(.*?\)\) )?void (k[0-9]+)\(", line):
             out[m.group(1)] = comment
     return out
 

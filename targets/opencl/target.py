@@ -35,6 +35,41 @@ PRECISION_ENV = "IRC_OPENCL_PRECISION"
 cl_khr_fp16); unset, the lowering has no precision option (fp32)."""
 
 
+KERNELS_ENV = "IRC_OPENCL_KERNELS"
+"""`cpu`, `gpu` or `auto` (the default): the `kernels` style of `lower-opencl` — `auto` is
+`gpu` on a GPU device (with its compute units), else `cpu`."""
+
+
+@dataclass(frozen=True)
+class KernelsChoice:
+    """The kernel style `lowering_passes()` asks for, and why."""
+
+    kernels: str
+    """`cpu` or `gpu`."""
+    compute_units: int
+    """The device's compute units (0 when no device was read)."""
+    reason: str
+    """Why, in words (`irc-compile --report` and benchmarks print it)."""
+
+
+def kernels_choice() -> KernelsChoice:
+    """`IRC_OPENCL_KERNELS` (`cpu`, `gpu`, `auto`: GPU devices get `gpu` kernels) and the
+    device's compute units (an unknown value is `auto`, with the reason)."""
+    raw = os.environ.get(KERNELS_ENV, "").strip().lower() or "auto"
+    from irc.targets.opencl.device import DeviceError, get_device
+
+    try:
+        profile = get_device().profile
+    except DeviceError as exc:
+        return KernelsChoice(raw if raw in ("cpu", "gpu") else "cpu", 0, f"no device ({exc})")
+    units = profile.compute_units
+    if raw in ("cpu", "gpu"):
+        return KernelsChoice(raw, units, f"{KERNELS_ENV}={raw}")
+    note = "" if raw == "auto" else f"{KERNELS_ENV}='{raw}' is not cpu/gpu/auto; "
+    kind = "gpu" if profile.is_gpu else "cpu"
+    return KernelsChoice(kind, units, f"{note}{profile.kind} device '{profile.name}'")
+
+
 @dataclass(frozen=True)
 class PrecisionChoice:
     """What `IRC_OPENCL_PRECISION` asked for and what the target lowers with."""
@@ -109,6 +144,9 @@ class OpenCLTarget(Target):
         choice = precision_choice()
         if choice.requested is not None:
             options.append(f"precision={choice.precision}")
+        kernels = kernels_choice()
+        if kernels.kernels == "gpu":
+            options.append(f"kernels=gpu compute-units={kernels.compute_units}")
         return f"lower-opencl{{{' '.join(options)}}}" if options else "lower-opencl"
 
     def passes(self) -> Mapping[str, type[ModulePass]]:

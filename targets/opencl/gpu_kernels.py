@@ -1,0 +1,441 @@
+"""GPU-shaped OpenCL kernels (`opencl-bufferize{kernels=gpu}`): many light work-items.
+
+`conv_kernels.py` gives each work-item a register tile of up to 8 pixels x 48 channels (a CPU
+core's view: few, heavy work-items); a GPU with 100+ compute units then gets a few hundred
+work-items per conv and idles. Here every work-item computes one `float4` of output channels
+(`REAL4` storage) for `R` output pixels (1, 2 or 4), adjacent work-items taking adjacent
+channel vectors, so the filter loads of a sub-group are one contiguous line and the input
+loads are one broadcast address (TFLite GPU's and clDNN's choice for NHWC/PHWC4):
+
+- `gemm`: 1x1 convs with unit strides and no padding, and fully_connected, as
+  `y[M, N] = x[M, K] * w[N, K]^T`; filter packed `[K][N/4]` as `REAL4`. When the tiles alone
+  would not fill the device (`target_items`), the K loop is split over `KS` work-items of one
+  work-group (`KS` partial sums reduced in local memory in a fixed order, the epilogue run by
+  the first slice): the small, deep layers at the end of a CNN (7x7x960 -> 320) get 4-8x the
+  work-items. Work-groups are then `reqd_work_group_size(KS * L)`.
+- `direct_conv`: any other groups-1 conv; filter packed `[KH][KW][C][OC/4]`; taps outside
+  the image read a zero row (a lowering constant) so the channel loop has no branch.
+- `depthwise`: one `float4` of channels for `R` consecutive output pixels of a row; filter
+  packed `[KH][KW][C/4]`.
+- `softmax`: a last-axis softmax with one work-group of `SOFTMAX_GROUP` work-items per row
+  (max and sum reduced in local memory; NaN propagates as the reference's np.max does).
+
+Output channel counts not divisible by 4 are padded with zero filter rows (and a constant bias
+alike); the padding lanes are not stored. One-work-item-per-output-vector launches are padded
+to a multiple of `GROUP_MULTIPLE` work-items (the extra ones return at once), so that the
+work-group rule always finds a GPU-sized group. Accumulation is float in every precision
+(`WIDEN`/`NARROW` as in codegen.py); the fused epilogue runs on the accumulator before its
+store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from irc.dialects import nn
+from irc.dialects.nn import array_from_dense
+from irc.dialects.nn.base import get_float, get_int, get_ints
+from irc.targets.opencl.conv_kernels import TiledKernels, TileKernel
+
+VW = 4
+"""Output channels per work-item vector (`float4`)."""
+
+GROUP_MULTIPLE = 64
+"""One-vector-per-work-item launches are padded to a multiple of this many work-items."""
+
+ITEMS_PER_UNIT = 128
+"""Work-items per compute unit that a launch should offer before K is split (`target_items`):
+four 32-wide sub-groups per unit keep loads in flight on every unit."""
+
+MAX_K_SPLIT = 8
+MIN_K_PER_SLICE = 32
+MAX_GROUP = 256
+"""Largest work-group the K-split GEMM asks for (every OpenCL GPU runs 256)."""
+
+SOFTMAX_GROUP = 256
+SOFTMAX_MIN_COLUMNS = 128
+"""Rows shorter than this keep codegen.py's one-work-item-per-row softmax."""
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """How a GPU GEMM launch is shaped."""
+
+    rows_per_item: int
+    """R: output rows (pixels) per work-item."""
+    k_split: int
+    """KS: work-items sharing one output tile's K loop (1: no split, no local memory)."""
+    lanes: int
+    """L: channel vectors per work-group when `k_split` > 1 (the work-group is KS * L)."""
+
+
+def target_items(compute_units: int) -> int:
+    """Work-items a launch should offer the device before its K loop is split."""
+    return max(1, compute_units) * ITEMS_PER_UNIT
+
+
+def gemm_shape(rows: int, vectors: int, k: int, compute_units: int) -> GemmShape:
+    """The default GEMM shape: the largest R (4, 2, 1) whose launch still offers
+    `target_items`; with R = 1 and too few items, K split over up to `MAX_K_SPLIT` slices
+    (at least `MIN_K_PER_SLICE` of K each)."""
+    want = target_items(compute_units)
+    for r in (4, 2):
+        if -(-rows // r) * vectors >= want:
+            return GemmShape(r, 1, 1)
+    items = rows * vectors
+    split = 1
+    while split < MAX_K_SPLIT and items * split < want and k // (2 * split) >= MIN_K_PER_SLICE:
+        split *= 2
+    if split == 1:
+        return GemmShape(1, 1, 1)
+    # lanes: a power of two from 8 to 32 dividing the channel vectors (no idle lanes), else
+    # the smallest power of two covering them, at most 32
+    lanes = next(
+        (n for n in (32, 16, 8) if vectors % n == 0), min(32, 1 << (vectors - 1).bit_length())
+    )
+    while lanes * split > MAX_GROUP:
+        lanes //= 2
+    return GemmShape(1, split, lanes)
+
+
+def pixels_per_item(pixels: int, vectors: int, compute_units: int) -> int:
+    """R of direct and depthwise convs: 2 when the launch still offers `target_items`."""
+    return 2 if -(-pixels // 2) * vectors >= target_items(compute_units) else 1
+
+
+def _padded_launch(total: int) -> int:
+    return -(-total // GROUP_MULTIPLE) * GROUP_MULTIPLE
+
+
+def required_group(size: int) -> str:
+    """The kernel attribute fixing its work-group size (`opencl-codegen` reads it back)."""
+    return f"__attribute__((reqd_work_group_size({size}, 1, 1)))"
+
+
+class GpuKernels(TiledKernels):
+    """Generates the GPU-shaped kernels of one op into a `codegen.Program` (the epilogue
+    stores of `TiledKernels`, on `float4` vectors)."""
+
+    compute_units: int = 64
+
+    def _vectors(
+        self, channels: int, bias: SSAValue | np.ndarray | None
+    ) -> tuple[int, SSAValue | str | None] | None:
+        """(channel vectors, bias input: a constant padded to whole vectors, or the computed
+        bias), or None when a computed bias would need padding."""
+        if isinstance(bias, SSAValue) and isinstance(bias.owner, nn.ConstantOp):
+            bias = array_from_dense(bias.owner.value).astype(np.float32)
+        vectors = -(-channels // VW)
+        if isinstance(bias, np.ndarray):
+            if bias.size != channels:
+                return None
+            padded = np.pad(bias.reshape(-1).astype(np.float32), (0, vectors * VW - channels))
+            return vectors, self.program.constant(padded)
+        if bias is not None and channels % VW:
+            return None
+        return vectors, bias
+
+    @staticmethod
+    def _pad_rows(weights: np.ndarray, vectors: int) -> np.ndarray:
+        extra = [(0, vectors * VW - weights.shape[0])] + [(0, 0)] * (weights.ndim - 1)
+        return np.pad(weights, extra)
+
+    def _gpu_finish(
+        self, body: str, inputs: list[SSAValue | str], total: int, desc: str, group: int = 0
+    ) -> TileKernel:
+        text = self.make_kernel(len(inputs), body)
+        if group:
+            text = text.replace("__kernel void", f"__kernel {required_group(group)} void", 1)
+        name = self.program.kernel(text, desc)
+        return name, inputs, [total]
+
+    def gemm(
+        self,
+        x: SSAValue,
+        weights: np.ndarray,
+        bias: SSAValue | np.ndarray | None,
+        rows: int,
+        desc: str,
+        shape: GemmShape | None = None,
+    ) -> TileKernel | None:
+        """y[rows, N] = x[rows, K] * weights[N, K]^T (+ bias): one float4 of N for R rows."""
+        n_out, k = weights.shape
+        layout = self._vectors(n_out, bias)
+        if layout is None or k == 0:
+            return None
+        vectors, bias_input = layout
+        if shape is None:
+            shape = gemm_shape(rows, vectors, k, self.compute_units)
+        r_count, split, lanes = shape.rows_per_item, shape.k_split, shape.lanes
+        # [N, K] -> [K][N/4][4]
+        packed = self._pad_rows(weights, vectors).reshape(vectors, VW, k).transpose(2, 0, 1)
+        tiles = -(-rows // r_count)
+        lines: list[str] = []
+        if split == 1:
+            lines += [
+                f"    if (gid >= {tiles * vectors}) return;\n",
+                f"    const int cv = gid % {vectors};"
+                f" const int m0 = (gid / {vectors}) * {r_count};\n",
+                f"    const int k0 = 0; const int k1 = {k};\n",
+            ]
+        else:
+            blocks = -(-vectors // lanes)
+            chunk = -(-k // split)
+            lines += [
+                f"    const int lid = get_local_id(0); const int j = lid % {lanes};"
+                f" const int s = lid / {lanes};\n",
+                f"    const int grp = get_group_id(0); const int cb = grp % {blocks};\n",
+                f"    const int m0 = (grp / {blocks}) * {r_count};\n",
+                f"    const int cv_own = cb * {lanes} + j;"
+                f" const int cv = min(cv_own, {vectors - 1});\n",
+                f"    const int k0 = s * {chunk}; const int k1 = min(k0 + {chunk}, {k});\n",
+            ]
+        lines.append("    __global const REAL4* wp = (__global const REAL4*)x1 + cv;\n")
+        for r in range(r_count):
+            row = f"min(m0 + {r}, {rows - 1})" if tiles * r_count > rows else f"m0 + {r}"
+            lines.append(f"    __global const REAL* a{r} = x0 + ({row}) * {k};\n")
+            lines.append(f"    float4 acc{r} = (float4)(0.0f);\n")
+        lines.append("    for (int k = k0; k < k1; ++k) {\n")
+        lines.append(f"        const float4 w = WIDEN4(wp[k * {vectors}]);\n")
+        for r in range(r_count):
+            lines.append(f"        acc{r} += WIDEN(a{r}[k]) * w;\n")
+        lines.append("    }\n")
+        if split > 1:
+            lines.append(f"    __local float4 partial[{(split - 1) * r_count * lanes}];\n")
+            lines.append("    if (s > 0) {\n")
+            for r in range(r_count):
+                lines.append(
+                    f"        partial[((s - 1) * {r_count} + {r}) * {lanes} + j] = acc{r};\n"
+                )
+            lines.append("    }\n    barrier(CLK_LOCAL_MEM_FENCE);\n")
+            lines.append(f"    if (s > 0 || cv_own >= {vectors}) return;\n")
+            for t in range(1, split):
+                for r in range(r_count):
+                    lines.append(
+                        f"    acc{r} += partial[({t - 1} * {r_count} + {r}) * {lanes} + j];\n"
+                    )
+        if bias_input is not None:
+            lines.append("    const float4 bias = WIDEN4(((__global const REAL4*)x2)[cv]);\n")
+            lines += [f"    acc{r} += bias;\n" for r in range(r_count)]
+        for r in range(r_count):
+            guard = f"    if (m0 + {r} < {rows}) {{\n" if tiles * r_count > rows else "    {\n"
+            lines.append(guard)
+            lines.append(self._store(VW, f"acc{r}", f"m0 + {r}", "cv", n_out))
+            lines.append("    }\n")
+        inputs: list[SSAValue | str] = [x, self.program.constant(packed)]
+        if bias_input is not None:
+            inputs.append(bias_input)
+        if split == 1:
+            desc += f" (gpu) [{r_count}x{VW} per item]"
+            return self._gpu_finish("".join(lines), inputs, _padded_launch(tiles * vectors), desc)
+        blocks = -(-vectors // lanes)
+        desc += f" (gpu) [{r_count}x{VW} per item, K split {split}]"
+        group = split * lanes
+        return self._gpu_finish("".join(lines), inputs, tiles * blocks * group, desc, group)
+
+    def direct_conv(
+        self,
+        op: nn.Conv2DOp,
+        weights: np.ndarray,
+        bias: SSAValue | np.ndarray | None,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        props: dict,
+        desc: str,
+        r_count: int | None = None,
+    ) -> TileKernel | None:
+        """Groups-1 conv: one float4 of output channels for R pixels of an output row."""
+        n, h, w, c = in_shape
+        oc, kh, kw, _ = weights.shape
+        _, oh, ow, _ = out_shape
+        layout = self._vectors(oc, bias)
+        if layout is None or c == 0:
+            return None
+        vectors, bias_input = layout
+        if r_count is None:
+            r_count = pixels_per_item(n * oh * ow, vectors, self.compute_units)
+        sh, sw = get_ints(props, "strides")
+        dh, dw = get_ints(props, "dilations")
+        pt, pl = get_ints(props, "pads")[:2]
+        tiles_w = -(-ow // r_count)
+        total = n * oh * tiles_w * vectors
+        # [OC, KH, KW, C] -> [KH][KW][C][OC/4][4]
+        padded = self._pad_rows(weights, vectors)
+        packed = padded.reshape(vectors, VW, kh, kw, c).transpose(2, 3, 4, 0, 1)
+        zeros = self.program.constant(np.zeros(c, np.float32))
+        lines = [
+            f"    if (gid >= {total}) return;\n",
+            f"    const int cv = gid % {vectors}; int t = gid / {vectors};\n",
+            f"    const int ow0 = (t % {tiles_w}) * {r_count}; t /= {tiles_w};\n",
+            f"    const int oh = t % {oh}; const int n = t / {oh};\n",
+            "    __global const REAL4* wp = (__global const REAL4*)x1 + cv;\n",
+        ]
+        lines += [f"    float4 acc{r} = (float4)(0.0f);\n" for r in range(r_count)]
+        lines += [
+            f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
+            f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
+            f"        if (ih < 0 || ih >= {h}) continue;\n",
+            f"        __global const REAL* row = x0 + (n * {h} + ih) * {w * c};\n",
+            f"        for (int kw = 0; kw < {kw}; ++kw) {{\n",
+        ]
+        for r in range(r_count):
+            lines.append(
+                f"            const int iw{r} = (ow0 + {r}) * {sw} - {pl} + kw * {dw};\n"
+                f"            __global const REAL* a{r} = (iw{r} >= 0 && iw{r} < {w}"
+                f" && ow0 + {r} < {ow}) ? row + iw{r} * {c} : x2;\n"
+            )
+        lines += [
+            f"            __global const REAL4* wk = wp + (kh * {kw} + kw) * {c * vectors};\n",
+            f"            for (int ic = 0; ic < {c}; ++ic) {{\n",
+            f"                const float4 wv = WIDEN4(wk[ic * {vectors}]);\n",
+        ]
+        lines += [f"                acc{r} += WIDEN(a{r}[ic]) * wv;\n" for r in range(r_count)]
+        lines.append("            }\n        }\n    }\n")
+        if bias_input is not None:
+            lines.append("    const float4 bias = WIDEN4(((__global const REAL4*)x3)[cv]);\n")
+            lines += [f"    acc{r} += bias;\n" for r in range(r_count)]
+        ragged = tiles_w * r_count > ow
+        for r in range(r_count):
+            lines.append(f"    if (ow0 + {r} < {ow}) {{\n" if ragged else "    {\n")
+            pixel = f"((n * {oh} + oh) * {ow} + ow0 + {r})"
+            lines.append(self._store(VW, f"acc{r}", pixel, "cv", oc))
+            lines.append("    }\n")
+        inputs: list[SSAValue | str] = [op.input, self.program.constant(packed), zeros]
+        if bias_input is not None:
+            inputs.append(bias_input)
+        desc += f" (gpu) [{r_count}x{VW} per item]"
+        return self._gpu_finish("".join(lines), inputs, _padded_launch(total), desc)
+
+    def depthwise(
+        self,
+        op: nn.Conv2DOp,
+        weights: np.ndarray,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        props: dict,
+        desc: str,
+        r_count: int | None = None,
+    ) -> TileKernel | None:
+        """Depthwise conv: one float4 of channels for R consecutive pixels of an output row."""
+        n, h, w, c = in_shape
+        _, kh, kw, _ = weights.shape
+        _, oh, ow, _ = out_shape
+        if c % VW:
+            return None
+        vectors = c // VW
+        if r_count is None:
+            r_count = pixels_per_item(n * oh * ow, vectors, self.compute_units)
+        sh, sw = get_ints(props, "strides")
+        dh, dw = get_ints(props, "dilations")
+        pt, pl = get_ints(props, "pads")[:2]
+        tiles_w = -(-ow // r_count)
+        total = n * oh * tiles_w * vectors
+        # [C, KH, KW, 1] -> [KH][KW][C]
+        packed = weights.reshape(c, kh, kw).transpose(1, 2, 0)
+        lines = [
+            f"    if (gid >= {total}) return;\n",
+            f"    const int cv = gid % {vectors}; int t = gid / {vectors};\n",
+            f"    const int ow0 = (t % {tiles_w}) * {r_count}; t /= {tiles_w};\n",
+            f"    const int oh = t % {oh}; const int n = t / {oh};\n",
+            "    __global const REAL4* wp = (__global const REAL4*)x1 + cv;\n",
+        ]
+        init = (
+            "WIDEN4(((__global const REAL4*)x2)[cv])" if op.bias is not None else "(float4)(0.0f)"
+        )
+        lines += [f"    float4 acc{r} = {init};\n" for r in range(r_count)]
+        lines += [
+            f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
+            f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
+            f"        if (ih < 0 || ih >= {h}) continue;\n",
+            f"        __global const REAL4* xr = (__global const REAL4*)x0"
+            f" + (n * {h} + ih) * {w * vectors} + cv;\n",
+            f"        for (int kw = 0; kw < {kw}; ++kw) {{\n",
+            f"            const float4 wv = WIDEN4(wp[(kh * {kw} + kw) * {vectors}]);\n",
+        ]
+        for r in range(r_count):
+            lines.append(
+                f"            {{ const int iw = (ow0 + {r}) * {sw} - {pl} + kw * {dw};\n"
+                f"              if (iw >= 0 && iw < {w}) acc{r} += WIDEN4(xr[iw * {vectors}])"
+                " * wv; }\n"
+            )
+        lines.append("        }\n    }\n")
+        ragged = tiles_w * r_count > ow
+        for r in range(r_count):
+            lines.append(f"    if (ow0 + {r} < {ow}) {{\n" if ragged else "    {\n")
+            pixel = f"(n * {oh} + oh) * {ow} + ow0 + {r}"
+            lines.append(self._store(VW, f"acc{r}", pixel, "cv", c))
+            lines.append("    }\n")
+        inputs: list[SSAValue | str] = [op.input, self.program.constant(packed)]
+        if op.bias is not None:
+            inputs.append(op.bias)
+        desc += f" (gpu) [{r_count}x{VW} per item]"
+        return self._gpu_finish("".join(lines), inputs, _padded_launch(total), desc)
+
+    def conv(
+        self,
+        op: nn.Conv2DOp,
+        in_shape: tuple[int, ...],
+        filter_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        props: dict,
+        desc: str,
+    ) -> TileKernel | None:
+        """The GPU kernel of a conv with a constant filter, or None (codegen falls back)."""
+        filt = op.filter.owner
+        if not isinstance(filt, nn.ConstantOp):
+            return None
+        n, h, w, c = in_shape
+        oc, kh, kw, icg = filter_shape
+        groups = get_int(props, "groups")
+        weights = array_from_dense(filt.value).astype(np.float32).reshape(filter_shape)
+        if groups == c and icg == 1 and oc == c:
+            return self.depthwise(op, weights, in_shape, out_shape, props, desc)
+        if groups != 1:
+            return None
+        pads = get_ints(props, "pads")
+        pointwise = (kh, kw) == (1, 1) and tuple(get_ints(props, "strides")) == (1, 1)
+        if pointwise and not any(pads):
+            return self.gemm(op.input, weights.reshape(oc, c), op.bias, n * h * w, desc)
+        return self.direct_conv(op, weights, op.bias, in_shape, out_shape, props, desc)
+
+    def softmax(
+        self, op: nn.SoftmaxOp, shape: tuple[int, ...], z: str, shift: str, desc: str
+    ) -> TileKernel | None:
+        """Last-axis softmax (beta >= 0) of a tensor of `shape`: one work-group of
+        `SOFTMAX_GROUP` per row. `z` is the scaled element `i` of row `xp` (codegen's
+        `beta * WIDEN(xp[i])`), `shift` its `z - m` (codegen.softmax_shift)."""
+        cols = shape[-1] if shape else 0
+        beta = get_float(op.all_properties(), "beta")
+        if cols < SOFTMAX_MIN_COLUMNS or self.act or (beta is not None and beta < 0):
+            return None
+        rows = int(np.prod(shape)) // cols
+        group = SOFTMAX_GROUP
+        body = (
+            f"    const int lid = get_local_id(0); const int row = get_group_id(0);\n"
+            f"    __global const REAL* xp = x0 + row * {cols};\n"
+            f"    __global REAL* yp = y + row * {cols};\n"
+            f"    __local float red[{group}];\n"
+            "    float m = -INFINITY;\n"
+            f"    for (int i = lid; i < {cols}; i += {group}) {{ const float xv = {z};"
+            " m = (xv > m || isnan(xv) ? xv : m); }\n"
+            "    red[lid] = m; barrier(CLK_LOCAL_MEM_FENCE);\n"
+            f"    for (int half_ = {group // 2}; half_ > 0; half_ >>= 1) {{\n"
+            "        if (lid < half_) { const float xv = red[lid + half_]; const float acc ="
+            " red[lid]; red[lid] = (xv > acc || isnan(xv) ? xv : acc); }\n"
+            "        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n"
+            "    m = red[0]; barrier(CLK_LOCAL_MEM_FENCE);\n"
+            "    float s = 0.0f;\n"
+            f"    for (int i = lid; i < {cols}; i += {group}) {{ const float e = exp({shift});"
+            " yp[i] = e; s += e; }\n"
+            "    red[lid] = s; barrier(CLK_LOCAL_MEM_FENCE);\n"
+            f"    for (int half_ = {group // 2}; half_ > 0; half_ >>= 1) {{\n"
+            "        if (lid < half_) red[lid] += red[lid + half_];\n"
+            "        barrier(CLK_LOCAL_MEM_FENCE);\n    }\n"
+            "    const float inv = 1.0f / red[0];\n"
+            f"    for (int i = lid; i < {cols}; i += {group}) yp[i] = WIDEN(yp[i]) * inv;\n"
+        )
+        desc += " (gpu) [one work-group per row]"
+        return self._gpu_finish(body, [op.input], rows * group, desc, group)
