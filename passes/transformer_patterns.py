@@ -14,8 +14,22 @@ The half and the ``x`` multiply in any order and association: ``(x * (1 + e)) * 
 round. Constants are scalars (or splats) within a relative 1e-6 of their exact values; every
 intermediate value has one use, and the result has the type of ``x``, so nothing else
 changes. Float tensors only (a quantized `nn.gelu` would be a table lookup of other
-rounding). LayerNorm (ReduceMean, Sub, Pow, ...) and SiLU (``x * sigmoid(x)``) have no
-single `nn` op that the targets run yet, so they stay decomposed.
+rounding).
+
+The other transformer blocks become the ops of `irc.dialects.nn.transformer`:
+
+* `FuseLayerNorm`: ``mean = reduce_mean(x)``, ``c = x - mean``, ``var = reduce_mean(c^2)``
+  (``pow(c, 2)`` or ``c * c``), ``c / sqrt(var + eps)`` or ``c * rsqrt(var + eps)``, then
+  an optional ``* scale`` and ``+ bias`` -> ``nn.layer_norm`` (torch's export before opset
+  17, and the ONNX importer's form of LayerNormalization). Both means reduce the same
+  trailing axes with `keepdims`; scale and bias have the normalised shape (a missing scale
+  becomes a constant of ones).
+* `FuseSilu`: ``x * sigmoid(x)`` (either order) -> ``nn.silu x``.
+* `FuseAttention`: ``softmax(q @ k * s [+ mask], axis=-1) @ v`` -> ``nn.attention`` (the
+  scale as a multiply by a splat or a divide by one, or absent; the mask added either way
+  round; ``k`` as ``[..., D, Lk]`` (`key_transposed`) or read through `adj_y`).
+
+Every intermediate value of a matched form has one use.
 """
 
 from __future__ import annotations
@@ -26,11 +40,20 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects import nn
-from irc.dialects.nn.base import is_float
+from irc.dialects.nn.base import ints_of, is_float
+from irc.dtypes import numpy_dtype
 
-__all__ = ["FuseErfGelu", "FuseTanhGelu", "transformer_patterns"]
+__all__ = [
+    "FuseAttention",
+    "FuseErfGelu",
+    "FuseLayerNorm",
+    "FuseSilu",
+    "FuseTanhGelu",
+    "transformer_patterns",
+]
 
 _SQRT2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -199,6 +222,210 @@ class FuseTanhGelu(RewritePattern):
             _replace_with_gelu(root, x, "tanh", rewriter)
 
 
+def _trailing_mean_axes(op: Operation, rank: int) -> int | None:
+    """The first axis when `op` is a keepdims mean over the trailing axes axis..rank-1."""
+    if not isinstance(op, nn.ReduceOp) or op.kind.data != "mean" or not op.keepdims.value.data:
+        return None
+    axes = sorted({a % rank for a in ints_of(op.axes)})
+    if not axes or axes != list(range(axes[0], rank)):
+        return None
+    return axes[0]
+
+
+def _squared(value: SSAValue, c: SSAValue) -> bool:
+    """Whether `value` is ``pow(c, 2)`` or ``c * c``, used once."""
+    op = value.owner
+    if not value.has_one_use():
+        return False
+    if isinstance(op, nn.PowOp):
+        return op.operands[0] == c and _close(_splat(op.operands[1]), 2.0)
+    return isinstance(op, nn.MulOp) and op.operands[0] == op.operands[1] == c
+
+
+def _normalized_shape_operand(value: SSAValue | None, normalized: tuple[int, ...]) -> bool:
+    return (
+        value is not None
+        and isinstance(value.type, TensorType)
+        and tuple(value.type.get_shape()) == normalized
+    )
+
+
+class FuseLayerNorm(RewritePattern):
+    """``(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* scale] [+ bias]`` ->
+    ``nn.layer_norm``, matched from the first `nn.reduce`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.ReduceOp, rewriter: PatternRewriter) -> None:
+        x = op.input
+        if not _is_float_tensor(x) or not isinstance(x.type, TensorType):
+            return
+        x_shape = tuple(x.type.get_shape())
+        axis = _trailing_mean_axes(op, len(x_shape))
+        center = _only_user(op.output)
+        if (
+            axis is None
+            or not isinstance(center, nn.SubOp)
+            or tuple(center.operands) != (x, op.output)
+        ):
+            return
+        c = center.results[0]
+        users = list(dict.fromkeys(use.operation for use in c.uses))  # c * c uses c twice
+        if len(users) != 2:
+            return
+        square = next((u for u in users if _squared(u.results[0], c)), None)
+        divide = next((u for u in users if u is not square), None)
+        if square is None or divide is None:
+            return
+        variance = _only_user(square.results[0])
+        if variance is None or _trailing_mean_axes(variance, len(x_shape)) != axis:
+            return
+        plus = _only_user(variance.output)
+        if not isinstance(plus, nn.AddOp):
+            return
+        epsilon = _splat(_other(plus, variance.output))  # type: ignore[arg-type]
+        root = _only_user(plus.results[0])
+        if epsilon is None or epsilon < 0 or root is None:
+            return
+        if isinstance(root, nn.SqrtOp):
+            if not (
+                isinstance(divide, nn.DivOp) and tuple(divide.operands) == (c, root.results[0])
+            ):
+                return
+        elif isinstance(root, nn.RsqrtOp):
+            if not (isinstance(divide, nn.MulOp) and _other(divide, c) == root.results[0]):
+                return
+        else:
+            return
+        if not root.results[0].has_one_use():
+            return
+        self._rewrite(x, axis, epsilon, divide, rewriter)
+
+    @staticmethod
+    def _rewrite(
+        x: SSAValue, axis: int, epsilon: float, normalized: Operation, rewriter: PatternRewriter
+    ) -> None:
+        """Absorb the affine ``* scale + bias`` that follows `normalized` and replace it."""
+        assert isinstance(x.type, TensorType)
+        shape = tuple(x.type.get_shape())[axis:]
+        last, scale, bias = normalized, None, None
+        user = _only_user(last.results[0])
+        if isinstance(user, nn.MulOp):
+            candidate = _other(user, last.results[0])
+            if _normalized_shape_operand(candidate, shape) and candidate != last.results[0]:
+                last, scale = user, candidate
+                user = _only_user(last.results[0])
+        if isinstance(user, nn.AddOp):
+            candidate = _other(user, last.results[0])
+            if _normalized_shape_operand(candidate, shape) and candidate != last.results[0]:
+                last, bias = user, candidate
+        if last.results[0].type != x.type or any(d < 0 for d in shape):
+            return
+        new_ops: list[Operation] = []
+        if scale is None:
+            ones = nn.ConstantOp.from_array(np.ones(shape, numpy_dtype(x.type.element_type)))
+            new_ops.append(ones)
+            scale = ones.results[0]
+        # The axis counted from the end reads alike at every rank; the epsilon is the float32
+        # constant's shortest decimal (1e-12, not 9.99999996e-13).
+        norm = nn.LayerNormOp.make(
+            x,
+            scale,
+            bias,
+            axis=axis - len(x.type.get_shape()),
+            epsilon=float(str(np.float32(epsilon))),
+        )
+        norm.location = last.location
+        rewriter.replace(last, [*new_ops, norm])
+
+
+class FuseSilu(RewritePattern):
+    """``x * sigmoid(x)`` -> ``nn.silu x``, matched from the `nn.sigmoid`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.SigmoidOp, rewriter: PatternRewriter) -> None:
+        x = op.input
+        if not _is_float_tensor(x):
+            return
+        mul = _only_user(op.output)
+        if not isinstance(mul, nn.MulOp) or _other(mul, op.output) != x:
+            return
+        if mul.results[0].type != x.type or mul.activation.data != "none":
+            return
+        silu = nn.SiluOp.make(x)
+        silu.location = mul.location
+        rewriter.replace(mul, [silu])
+
+
+def _scale_of(value: SSAValue) -> tuple[SSAValue, float] | None:
+    """(product, scale) when `value` is ``product * s``, ``s * product`` or
+    ``product / d`` (s = 1 / d) of a splat, else (value, 1.0)."""
+    op = value.owner
+    if isinstance(op, nn.DivOp):
+        d = _splat(op.rhs)
+        if d is not None and d != 0.0 and op.activation.data == "none":
+            return op.lhs, 1.0 / d
+    if isinstance(op, nn.MulOp) and op.activation.data == "none":
+        for product, factor in (op.operands, reversed(op.operands)):
+            s = _splat(factor)
+            if s is not None and isinstance(product.owner, nn.BatchMatmulOp):
+                return product, s
+    return value, 1.0
+
+
+class FuseAttention(RewritePattern):
+    """``softmax(q @ k * scale [+ mask]) @ v`` -> ``nn.attention``, matched from the
+    `nn.softmax` over the last axis."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.SoftmaxOp, rewriter: PatternRewriter) -> None:
+        scores = op.input
+        if not _is_float_tensor(scores) or not isinstance(scores.type, TensorType):
+            return
+        rank = len(scores.type.get_shape())
+        if op.axis.value.data % rank != rank - 1 or op.beta.value.data != 1.0:
+            return
+        pv = _only_user(op.output)
+        if (
+            not isinstance(pv, nn.BatchMatmulOp)
+            or pv.lhs != op.output
+            or pv.adj_x.value.data
+            or pv.adj_y.value.data
+        ):
+            return
+        mask = None
+        inner = scores
+        add = scores.owner
+        if isinstance(add, nn.AddOp) and add.activation.data == "none" and scores.has_one_use():
+            for candidate, other in (add.operands, reversed(add.operands)):
+                if candidate.has_one_use() and isinstance(
+                    _scale_of(candidate)[0].owner,
+                    nn.BatchMatmulOp,  # type: ignore[index]
+                ):
+                    inner, mask = candidate, other
+                    break
+        if not inner.has_one_use():
+            return
+        product, scale = _scale_of(inner)  # type: ignore[misc]
+        qk = product.owner
+        if (
+            not isinstance(qk, nn.BatchMatmulOp)
+            or qk.adj_x.value.data
+            or (product != inner and not product.has_one_use())
+        ):
+            return
+        key_transposed = not qk.adj_y.value.data
+        try:
+            attention = nn.AttentionOp.make(
+                qk.lhs, qk.rhs, pv.rhs, mask, scale=scale, key_transposed=key_transposed
+            )
+        except VerifyException:
+            return  # broadcast batch dimensions or a mask of another shape: keep the graph
+        if attention.output.type != pv.output.type:
+            return
+        attention.location = pv.location
+        rewriter.replace(pv, [attention])
+
+
 def transformer_patterns() -> list[RewritePattern]:
     """The patterns of this module, in the order `canonicalize` tries them."""
-    return [FuseErfGelu(), FuseTanhGelu()]
+    return [FuseErfGelu(), FuseTanhGelu(), FuseLayerNorm(), FuseSilu(), FuseAttention()]

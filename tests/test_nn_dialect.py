@@ -430,6 +430,22 @@ CASES: dict[type[NNOp], list[Case]] = {
             (t(1, 4, 2, 2),),
         ),
     ],
+    # transformer ops: more cases in test_transformer_ops.py
+    nn.LayerNormOp: [
+        Case(
+            (t(D, 3, 8), t(3, 8), t(3, 8)),
+            lambda x, g, b: nn.LayerNormOp.make(x, g, b, axis=1, epsilon=1e-12),
+            (t(D, 3, 8),),
+        ),
+    ],
+    nn.SiluOp: _unary(nn.SiluOp),
+    nn.AttentionOp: [
+        Case(
+            (t(2, 5, 4), t(2, 4, 6), t(2, 6, 3), t(1, 6)),
+            lambda q, k, v, m: nn.AttentionOp.make(q, k, v, m, scale=0.5, key_transposed=True),
+            (t(2, 5, 3),),
+        ),
+    ],
 }
 
 CASE_PARAMS = [
@@ -448,7 +464,7 @@ def test_every_op_has_cases() -> None:
 def test_every_op_is_registered() -> None:
     dialect_ops = {op.name for op in nn.NN.operations}
     assert dialect_ops == {op.name for op in NN_OPS}
-    assert len(NN_OPS) == len(dialect_ops) == 52
+    assert len(NN_OPS) == len(dialect_ops) == 55
 
 
 @pytest.mark.parametrize(("op_type", "case"), CASE_PARAMS)

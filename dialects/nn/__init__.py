@@ -1,9 +1,10 @@
 """The `nn` dialect: framework-neutral neural-network operators on tensors.
 
-Ops live in three modules by family: `conv` (convolution, matrix products, pooling,
-normalisation), `elementwise` (arithmetic, activations, cast, comparison, logic, select) and
-`shape` (constants, data movement, broadcast_to, reductions); `base` holds the shared
-syntax, property kinds and shape helpers, `attrs` the `layout` and `activation` enums.
+Ops live in four modules by family: `conv` (convolution, matrix products, pooling,
+normalisation), `elementwise` (arithmetic, activations, cast, comparison, logic, select),
+`shape` (constants, data movement, broadcast_to, reductions) and `transformer` (layer_norm,
+silu, attention); `base` holds the shared syntax, property kinds and shape helpers, `attrs`
+the `layout` and `activation` enums.
 Import the dialect as ``from irc.dialects import nn`` and use ``nn.Conv2DOp``, ``nn.NN``.
 """
 
@@ -81,6 +82,7 @@ from irc.dialects.nn.shape import (
     array_from_dense,
     dense_from_array,
 )
+from irc.dialects.nn.transformer import TRANSFORMER_OPS, AttentionOp, LayerNormOp, SiluOp
 
 NN_OPS: tuple[type[NNOp], ...] = (
     ConstantOp,
@@ -135,6 +137,7 @@ NN_OPS: tuple[type[NNOp], ...] = (
     LogicalXorOp,
     SelectOp,
     BatchNormOp,
+    *TRANSFORMER_OPS,
 )
 """Every op of the dialect, in documentation order."""
 
@@ -150,6 +153,7 @@ __all__ = [
     "Activation",
     "ActivationAttr",
     "AddOp",
+    "AttentionOp",
     "AvgPool2DOp",
     "BatchMatmulOp",
     "BatchNormOp",
@@ -171,6 +175,7 @@ __all__ = [
     "GeluOp",
     "HardSigmoidOp",
     "HardSwishOp",
+    "LayerNormOp",
     "Layout",
     "LayoutAttr",
     "LeakyReluOp",
@@ -199,6 +204,7 @@ __all__ = [
     "SelectOp",
     "Shape",
     "SigmoidOp",
+    "SiluOp",
     "SliceOp",
     "SoftmaxOp",
     "SplitOp",

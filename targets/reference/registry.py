@@ -48,6 +48,7 @@ _KERNEL_MODULES = (
     "irc.targets.reference.shape",
     "irc.targets.reference.quant",
     "irc.targets.reference.quant_nn",
+    "irc.targets.reference.transformer",
 )
 _loaded = False
 

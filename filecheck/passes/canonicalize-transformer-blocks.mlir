@@ -1,0 +1,181 @@
+// RUN: irc-opt %s --split-input-file -p canonicalize | filecheck %s
+
+// canonicalize's transformer patterns (passes/transformer_patterns.py): LayerNorm, SiLU and
+// scaled dot-product attention as exporters decompose them become one op each.
+
+// torch's LayerNorm before opset 17: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add.
+// CHECK-LABEL: func.func @layer_norm_torch
+// CHECK-NEXT:    %[[Y:.*]] = nn.layer_norm %x, %g, %b epsilon = 1.0e-12 : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x4x8xf32>
+// CHECK-NEXT:    func.return %[[Y]] : tensor<2x4x8xf32>
+func.func @layer_norm_torch(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x4x8xf32> {
+  %two = nn.constant dense<2.0> : tensor<f32>
+  %eps = nn.constant dense<1.0e-12> : tensor<f32>
+  %m = nn.reduce %x kind = "mean" axes = [-1] keepdims = true : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
+  %c = nn.sub %x, %m : tensor<2x4x8xf32>, tensor<2x4x1xf32> -> tensor<2x4x8xf32>
+  %p = nn.pow %c, %two : tensor<2x4x8xf32>, tensor<f32> -> tensor<2x4x8xf32>
+  %v = nn.reduce %p kind = "mean" axes = [2] keepdims = true : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
+  %a = nn.add %v, %eps : tensor<2x4x1xf32>, tensor<f32> -> tensor<2x4x1xf32>
+  %s = nn.sqrt %a : tensor<2x4x1xf32> -> tensor<2x4x1xf32>
+  %n = nn.div %c, %s : tensor<2x4x8xf32>, tensor<2x4x1xf32> -> tensor<2x4x8xf32>
+  %y1 = nn.mul %n, %g : tensor<2x4x8xf32>, tensor<8xf32> -> tensor<2x4x8xf32>
+  %y = nn.add %b, %y1 : tensor<8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  func.return %y : tensor<2x4x8xf32>
+}
+
+// -----
+
+// The ONNX importer's LayerNormalization (c * c, rsqrt, multiply), over the last two axes,
+// without a bias.
+// CHECK-LABEL: func.func @layer_norm_rsqrt_two_axes
+// CHECK-NEXT:    %[[Y:.*]] = nn.layer_norm %x, %g axis = -2 : tensor<3x4x8xf32>, tensor<4x8xf32> -> tensor<3x4x8xf32>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @layer_norm_rsqrt_two_axes(%x: tensor<3x4x8xf32>, %g: tensor<4x8xf32>) -> tensor<3x4x8xf32> {
+  %eps = nn.constant dense<1.0e-05> : tensor<1xf32>
+  %m = nn.reduce %x kind = "mean" axes = [1, 2] keepdims = true : tensor<3x4x8xf32> -> tensor<3x1x1xf32>
+  %c = nn.sub %x, %m : tensor<3x4x8xf32>, tensor<3x1x1xf32> -> tensor<3x4x8xf32>
+  %p = nn.mul %c, %c : tensor<3x4x8xf32>, tensor<3x4x8xf32> -> tensor<3x4x8xf32>
+  %v = nn.reduce %p kind = "mean" axes = [1, 2] keepdims = true : tensor<3x4x8xf32> -> tensor<3x1x1xf32>
+  %a = nn.add %eps, %v : tensor<1xf32>, tensor<3x1x1xf32> -> tensor<3x1x1xf32>
+  %r = nn.rsqrt %a : tensor<3x1x1xf32> -> tensor<3x1x1xf32>
+  %n = nn.mul %c, %r : tensor<3x4x8xf32>, tensor<3x1x1xf32> -> tensor<3x4x8xf32>
+  %y = nn.mul %n, %g : tensor<3x4x8xf32>, tensor<4x8xf32> -> tensor<3x4x8xf32>
+  func.return %y : tensor<3x4x8xf32>
+}
+
+// -----
+
+// No affine part: the scale becomes a constant of ones.
+// CHECK-LABEL: func.func @layer_norm_plain
+// CHECK-NEXT:    %[[ONES:.*]] = nn.constant dense<1.000000e+00> : tensor<8xf32>
+// CHECK-NEXT:    %[[Y:.*]] = nn.layer_norm %x, %[[ONES]] : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @layer_norm_plain(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %two = nn.constant dense<2.0> : tensor<f32>
+  %eps = nn.constant dense<1.0e-05> : tensor<f32>
+  %m = nn.reduce %x kind = "mean" axes = [1] keepdims = true : tensor<4x8xf32> -> tensor<4x1xf32>
+  %c = nn.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %p = nn.pow %c, %two : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %v = nn.reduce %p kind = "mean" axes = [1] keepdims = true : tensor<4x8xf32> -> tensor<4x1xf32>
+  %a = nn.add %v, %eps : tensor<4x1xf32>, tensor<f32> -> tensor<4x1xf32>
+  %s = nn.sqrt %a : tensor<4x1xf32> -> tensor<4x1xf32>
+  %n = nn.div %c, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  func.return %n : tensor<4x8xf32>
+}
+
+// -----
+
+// The variance over other axes than the mean: not a layer norm, nothing changes.
+// CHECK-LABEL: func.func @layer_norm_axes_differ
+// CHECK-NOT:     nn.layer_norm
+// CHECK:         nn.sqrt
+func.func @layer_norm_axes_differ(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %two = nn.constant dense<2.0> : tensor<f32>
+  %eps = nn.constant dense<1.0e-05> : tensor<f32>
+  %m = nn.reduce %x kind = "mean" axes = [1] keepdims = true : tensor<4x8xf32> -> tensor<4x1xf32>
+  %c = nn.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %p = nn.pow %c, %two : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %v = nn.reduce %p kind = "mean" axes = [0, 1] keepdims = true : tensor<4x8xf32> -> tensor<1x1xf32>
+  %a = nn.add %v, %eps : tensor<1x1xf32>, tensor<f32> -> tensor<1x1xf32>
+  %s = nn.sqrt %a : tensor<1x1xf32> -> tensor<1x1xf32>
+  %n = nn.div %c, %s : tensor<4x8xf32>, tensor<1x1xf32> -> tensor<4x8xf32>
+  func.return %n : tensor<4x8xf32>
+}
+
+// -----
+
+// The centred value is also returned: fusing would lose it, nothing changes.
+// CHECK-LABEL: func.func @layer_norm_centred_escapes
+// CHECK-NOT:     nn.layer_norm
+// CHECK:         func.return
+func.func @layer_norm_centred_escapes(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %two = nn.constant dense<2.0> : tensor<f32>
+  %eps = nn.constant dense<1.0e-05> : tensor<f32>
+  %m = nn.reduce %x kind = "mean" axes = [1] keepdims = true : tensor<4x8xf32> -> tensor<4x1xf32>
+  %c = nn.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %p = nn.pow %c, %two : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %v = nn.reduce %p kind = "mean" axes = [1] keepdims = true : tensor<4x8xf32> -> tensor<4x1xf32>
+  %a = nn.add %v, %eps : tensor<4x1xf32>, tensor<f32> -> tensor<4x1xf32>
+  %s = nn.sqrt %a : tensor<4x1xf32> -> tensor<4x1xf32>
+  %n = nn.div %c, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  func.return %n, %c : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @silu
+// CHECK-NEXT:    %[[Y:.*]] = nn.silu %x : tensor<2x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @silu(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %s = nn.sigmoid %x : tensor<2x8xf32> -> tensor<2x8xf32>
+  %y = nn.mul %s, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  func.return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// The sigmoid of another value than the factor: not a SiLU.
+// CHECK-LABEL: func.func @silu_other_factor
+// CHECK-NOT:     nn.silu
+// CHECK:         nn.sigmoid
+func.func @silu_other_factor(%x: tensor<8xf32>, %z: tensor<8xf32>) -> tensor<8xf32> {
+  %s = nn.sigmoid %x : tensor<8xf32> -> tensor<8xf32>
+  %y = nn.mul %z, %s : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  func.return %y : tensor<8xf32>
+}
+
+// -----
+
+// BERT's attention: q @ k^T (k already transposed), / sqrt(d), + mask, softmax, @ v.
+// CHECK-LABEL: func.func @attention_bert
+// CHECK-NEXT:    %[[O:.*]] = nn.attention %q, %kt, %v, %mask scale = 0.5 key_transposed = true : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>, tensor<1x1x1x8xf32> -> tensor<1x2x8x4xf32>
+// CHECK-NEXT:    func.return %[[O]]
+func.func @attention_bert(%q: tensor<1x2x8x4xf32>, %kt: tensor<1x2x4x8xf32>, %v: tensor<1x2x8x4xf32>, %mask: tensor<1x1x1x8xf32>) -> tensor<1x2x8x4xf32> {
+  %d = nn.constant dense<2.0> : tensor<f32>
+  %s = nn.batch_matmul %q, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %sc = nn.div %s, %d : tensor<1x2x8x8xf32>, tensor<f32> -> tensor<1x2x8x8xf32>
+  %m = nn.add %sc, %mask : tensor<1x2x8x8xf32>, tensor<1x1x1x8xf32> -> tensor<1x2x8x8xf32>
+  %p = nn.softmax %m axis = -1 : tensor<1x2x8x8xf32> -> tensor<1x2x8x8xf32>
+  %o = nn.batch_matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  func.return %o : tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// No mask, the scale a multiply (constant first), k read through adj_y.
+// CHECK-LABEL: func.func @attention_adj_y_no_mask
+// CHECK-NEXT:    %[[O:.*]] = nn.attention %q, %k, %v scale = 0.125 : tensor<3x8x4xf32>, tensor<3x6x4xf32>, tensor<3x6x5xf32> -> tensor<3x8x5xf32>
+// CHECK-NEXT:    func.return %[[O]]
+func.func @attention_adj_y_no_mask(%q: tensor<3x8x4xf32>, %k: tensor<3x6x4xf32>, %v: tensor<3x6x5xf32>) -> tensor<3x8x5xf32> {
+  %c = nn.constant dense<0.125> : tensor<1xf32>
+  %s = nn.batch_matmul %q, %k adj_y = true : tensor<3x8x4xf32>, tensor<3x6x4xf32> -> tensor<3x8x6xf32>
+  %sc = nn.mul %c, %s : tensor<1xf32>, tensor<3x8x6xf32> -> tensor<3x8x6xf32>
+  %p = nn.softmax %sc axis = 2 : tensor<3x8x6xf32> -> tensor<3x8x6xf32>
+  %o = nn.batch_matmul %p, %v : tensor<3x8x6xf32>, tensor<3x6x5xf32> -> tensor<3x8x5xf32>
+  func.return %o : tensor<3x8x5xf32>
+}
+
+// -----
+
+// The probabilities are used twice: the attention is kept decomposed.
+// CHECK-LABEL: func.func @attention_probs_escape
+// CHECK-NOT:     nn.attention
+// CHECK:         nn.softmax
+func.func @attention_probs_escape(%q: tensor<8x4xf32>, %kt: tensor<4x8xf32>, %v: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x8xf32>) {
+  %s = nn.batch_matmul %q, %kt : tensor<8x4xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+  %p = nn.softmax %s axis = 1 : tensor<8x8xf32> -> tensor<8x8xf32>
+  %o = nn.batch_matmul %p, %v : tensor<8x8xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
+  func.return %o, %p : tensor<8x4xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// Batch dimensions that broadcast (one key head for all query heads): kept decomposed.
+// CHECK-LABEL: func.func @attention_broadcast_batch
+// CHECK-NOT:     nn.attention
+// CHECK:         nn.softmax
+func.func @attention_broadcast_batch(%q: tensor<2x8x4xf32>, %kt: tensor<1x4x8xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %s = nn.batch_matmul %q, %kt : tensor<2x8x4xf32>, tensor<1x4x8xf32> -> tensor<2x8x8xf32>
+  %p = nn.softmax %s axis = -1 : tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+  %o = nn.batch_matmul %p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+  func.return %o : tensor<2x8x4xf32>
+}
