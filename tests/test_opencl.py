@@ -62,7 +62,8 @@ def run_cases(cases: Sequence[Case], rtol: float = 1e-4, atol: float = 1e-5) -> 
 # ---- Registration, availability, supports -------------------------------------------------------
 
 
-def test_registered_through_entry_point() -> None:
+def test_registered_through_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IRC_OPENCL_KERNELS", "cpu")  # a GPU device would add kernels=gpu
     target = get_target("opencl")
     assert isinstance(target, OpenCLTarget)
     assert target.preferred_layout == "NHWC"

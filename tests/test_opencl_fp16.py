@@ -341,6 +341,7 @@ def test_half_buffers_download_as_float32() -> None:
 
 
 def test_lowering_passes_follow_the_precision_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IRC_OPENCL_KERNELS", "cpu")  # a GPU device would add kernels=gpu
     target = OpenCLTarget()
     assert target.lowering_passes() == "lower-opencl"
     assert ocl_target.precision_choice() == PrecisionChoice(None, "fp32", "")
@@ -363,6 +364,7 @@ def test_fp16_request_falls_back_to_fp32_without_cl_khr_fp16(
     from irc.targets.opencl.device import get_device
 
     monkeypatch.setenv(PRECISION_ENV, "fp16")
+    monkeypatch.setenv("IRC_OPENCL_KERNELS", "cpu")  # a GPU device would add kernels=gpu
     choice = ocl_target.precision_choice()
     assert choice.requested == "fp16"
     assert choice.precision == "fp32"
@@ -384,6 +386,7 @@ def test_fp16_request_falls_back_to_fp32_without_cl_khr_fp16(
 @needs_fp16
 def test_fp16_request_is_granted_with_cl_khr_fp16(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(PRECISION_ENV, "fp16")
+    monkeypatch.setenv("IRC_OPENCL_KERNELS", "cpu")  # a GPU device would add kernels=gpu
     assert ocl_target.precision_choice() == PrecisionChoice("fp16", "fp16", "")
     assert OpenCLTarget().lowering_passes() == "lower-opencl{precision=fp16}"
 

@@ -377,6 +377,7 @@ def test_tuning_measures_once_and_caches_on_disk(
 
 def test_target_asks_for_tuning_through_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("IRC_OPENCL_TUNE", raising=False)
+    monkeypatch.setenv("IRC_OPENCL_KERNELS", "cpu")  # a GPU device would add kernels=gpu
     assert OpenCLTarget().lowering_passes() == "lower-opencl"
     monkeypatch.setenv("IRC_OPENCL_TUNE", "1")
     assert OpenCLTarget().lowering_passes() == "lower-opencl{tune=true}"
