@@ -32,6 +32,7 @@ import argparse
 import contextlib
 import io
 import os
+import re
 import sys
 import time
 import traceback
@@ -50,6 +51,21 @@ if str(REPO) not in sys.path:
 from fuzz.graphs import Graph, build_module, generate, make_inputs  # noqa: E402
 
 TARGETS = ("reference", "cpu", "opencl")
+FP16_TARGET = "opencl-fp16"
+"""Pseudo-target: the opencl target with half storage (`IRC_OPENCL_PRECISION=fp16`), run
+only where the device has cl_khr_fp16 (PoCL's CPU device has not) and compared by
+`compare_half` on the graphs without edge-value inputs."""
+HALF_RTOL = 1e-2
+"""fp16: relative tolerance (half has an 11-bit significand: 4.9e-4 per rounding, and a
+graph rounds each stored intermediate)."""
+HALF_ATOL = 3e-2
+"""fp16: absolute tolerance as a fraction of the output's scale (tests/test_opencl_fp16.py's
+rule for whole models)."""
+HALF_MAX = 65504.0
+"""The largest finite half: a larger reference value may be ±inf (or NaN after it) in fp16."""
+HALF_BOOL_SHARE = 0.95
+"""fp16: the share of boolean/integer results that must equal the reference (inputs rounded
+to half may flip a comparison between close values)."""
 ONNX_TARGETS = ("onnx-import", "onnxruntime")
 """Pseudo-targets of `--onnx`: the graph's ONNX form through irc's importer (run on the
 reference target) and through onnxruntime."""
@@ -123,6 +139,72 @@ def compare(ref: np.ndarray, got: np.ndarray, quanta: int = 0, step: float = 0.0
     return None
 
 
+def compare_half(ref: np.ndarray, got: np.ndarray) -> str | None:
+    """None when the fp16 result `got` is within half precision of the reference `ref`
+    (docs/semantics.md, "fp16"), else what differs."""
+    got = np.asarray(got)
+    if ref.shape != got.shape:
+        return f"shape {got.shape} != {ref.shape}"
+    if ref.dtype.kind != "f":
+        if ref.size and np.mean(ref == got) < HALF_BOOL_SHARE:
+            return f"{int((ref != got).sum())} of {ref.size} differ (fp16 allows 5 %)"
+        return None
+    r = ref.astype(np.float64)
+    g = got.astype(np.float64)
+    # beyond half's range the fp16 result may overflow (to ±inf, and NaN after that)
+    big = ~np.isfinite(r) | (np.abs(r) > HALF_MAX * 0.5)
+    if ((np.isnan(r) != np.isnan(g)) & ~big).any() or (np.isnan(r) & ~np.isnan(g)).any():
+        bad = (np.isnan(r) != np.isnan(g)) & ~(big & ~np.isnan(r))
+        i = np.flatnonzero(bad)[0]
+        return f"NaN positions differ ({int(bad.sum())}), first at {i}: {g.flat[i]} != {r.flat[i]}"
+    finite = np.isfinite(r) & ~big
+    if not finite.any():
+        return None
+    scale = max(1.0, float(np.abs(r[finite]).max()))
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(g - r)
+    bad = finite & ~(err <= HALF_RTOL * np.abs(r) + HALF_ATOL * scale)
+    if bad.any():
+        i = np.flatnonzero(bad)[0]
+        return (
+            f"{int(bad.sum())} of {ref.size} values differ (fp16), first at {i}: "
+            f"{g.flat[i]!r} != {r.flat[i]!r} (scale {scale:.3g})"
+        )
+    return None
+
+
+def half_available() -> bool:
+    """Whether the OpenCL device here has cl_khr_fp16 (so `opencl-fp16` runs in half)."""
+    try:
+        from irc.targets.opencl.device import get_device
+        from irc.targets.opencl.runtime import FP16_EXTENSION
+
+        return bool(get_device().has_extension(FP16_EXTENSION))
+    except Exception:
+        return False
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`Type: message (file:line)`, the line that raised it."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" ({tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+    return f"{type(exc).__name__}: {str(exc)[:400]}{where}"
+
+
+def failure_kind(why: str) -> str:
+    """What a minimised graph must keep of a finding `why`: a crash's exception type and
+    raising line; a compile failure's refusal with symbol names and numbers stripped; any
+    mismatch for a mismatch."""
+    if why.startswith("crash: "):
+        name = re.match(r"crash: ([\w.]+)", why)
+        where = re.search(r"\(([^()]+:\d+)\)\s*$", why)
+        return f"crash {name.group(1) if name else ''} {where.group(1) if where else ''}"
+    if why.startswith("compile failure: "):
+        text = re.sub(r"@\w+", "@", why[len("compile failure: ") :])
+        return "compile failure " + re.sub(r"\d+", "N", text)
+    return "mismatch"
+
+
 # ---- Running -----------------------------------------------------------------------------------
 
 
@@ -142,32 +224,46 @@ def _quiet():
     return contextlib.redirect_stderr(io.StringIO())
 
 
+@contextlib.contextmanager
+def _precision(target: str):
+    """`IRC_OPENCL_PRECISION=fp16` while compiling for `opencl-fp16`."""
+    if target != FP16_TARGET:
+        yield
+        return
+    from irc.targets.opencl.target import PRECISION_ENV
+
+    old = os.environ.get(PRECISION_ENV)
+    os.environ[PRECISION_ENV] = "fp16"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[PRECISION_ENV]
+        else:
+            os.environ[PRECISION_ENV] = old
+
+
 def run_target(
     graphs: Sequence[Graph], inputs: Sequence[Sequence[np.ndarray]], target: str
 ) -> list[Outcome]:
-    """Every graph of the batch on `target`, compiled as one module."""
+    """Every graph of the batch on `target` (`opencl-fp16`: opencl in half storage),
+    compiled as one module."""
     import irc
 
     try:
         module = build_module(graphs)
     except Exception as exc:  # a generator bug: report it per graph
-        return [Outcome(error=f"build: {type(exc).__name__}: {exc}", kind="crash")] * len(graphs)
+        return [Outcome(error=f"build: {describe_exception(exc)}", kind="crash")] * len(graphs)
     feed = {f"g{k}_in{i}": a for k, ins in enumerate(inputs) for i, a in enumerate(ins)}
     try:
-        with warnings.catch_warnings(), _quiet():
+        with warnings.catch_warnings(), _quiet(), _precision(target):
             warnings.simplefilter("ignore")
-            compiled = irc.compile(module, targets=[target])
+            compiled = irc.compile(module, targets=["opencl" if target == FP16_TARGET else target])
             result = compiled.run(feed)
     except Exception as exc:
         if len(graphs) > 1:
             return [run_target([g], [i], target)[0] for g, i in zip(graphs, inputs, strict=True)]
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        return [
-            Outcome(
-                error=f"{type(exc).__name__}: {str(exc)[:400]} ({where.filename}:{where.lineno})",
-                kind="crash",
-            )
-        ]
+        return [Outcome(error=describe_exception(exc), kind="crash")]
     refusals = [r.describe() for r in compiled.refusals]
     if refusals and len(graphs) > 1:
         return [run_target([g], [i], target)[0] for g, i in zip(graphs, inputs, strict=True)]
@@ -229,7 +325,15 @@ def check_batch(
             for t, o in outcomes.items():
                 if t == "reference" or o.outputs is None:
                     continue
+                if t == FP16_TARGET and edges[k]:
+                    continue  # edge values are not half values: nothing to compare
                 for j, (r, g) in enumerate(zip(ref.outputs, o.outputs, strict=True)):
+                    if t == FP16_TARGET:
+                        why = compare_half(r, g)
+                        if why is not None:
+                            mismatches[t] = f"output {j}: {why}"
+                            break
+                        continue
                     quanta, step = qdq_allowance(graph, graph.outputs[j], t)
                     why = compare(r, g, quanta, step)
                     if why is not None:
@@ -239,9 +343,11 @@ def check_batch(
     return results
 
 
-def graph_mismatches(graph: Graph, inputs: Sequence[np.ndarray], target: str) -> str | None:
-    """What differs between `target` and the reference on one graph (a crash counts);
-    `onnx-import` and `onnxruntime` run the graph's ONNX form (`fuzz/onnx_emit.py`)."""
+def graph_failure(graph: Graph, inputs: Sequence[np.ndarray], target: str) -> str | None:
+    """How `target` fails on one graph: `crash: ...` (compile or run raised; for
+    `reference` too), `compile failure: ...` (a region it accepted and then refused), or
+    what differs from the reference; None when it does not. `onnx-import` and `onnxruntime`
+    run the graph's ONNX form (`fuzz/onnx_emit.py`)."""
     if target in ONNX_TARGETS:
         from fuzz.onnx_emit import KNOWN_ORT, check_onnx
 
@@ -252,10 +358,13 @@ def graph_mismatches(graph: Graph, inputs: Sequence[np.ndarray], target: str) ->
         return None if why is None or why.startswith(KNOWN_ORT) else why
     (res,) = check_batch([graph], [list(inputs)], [False], [target])
     o = res.outcomes[target]
-    if res.outcomes["reference"].outputs is None:
-        return None  # the reference cannot run it: not a mismatch of `target`
+    ref = res.outcomes["reference"]
+    if ref.kind == "crash":
+        return f"crash: {ref.error}" if target == "reference" else None
     if o.kind == "crash":
         return f"crash: {o.error}"
+    if o.kind == "compile-failure":
+        return "compile failure: " + "; ".join(o.refusals)
     return res.mismatches.get(target)
 
 
@@ -272,7 +381,8 @@ def save_finding(
     npz = directory / f"{name}.npz"
     np.savez(npz, **{f"g0_in{i}": a for i, a in enumerate(inputs)})
     header = (
-        f"// differential finding: {target} vs reference: {why}\n"
+        f"// differential finding: {target}{'' if target == 'reference' else ' vs reference'}: "
+        f"{why[:600]}\n"
         f"// replay: python -m fuzz.differential --replay {mlir} --targets {target}\n"
         f"// (inputs in {npz.name}; ops: {', '.join(graph.op_kinds())})\n"
     )
@@ -289,17 +399,26 @@ def save_finding(
 
 
 def replay(path: Path, targets: Sequence[str]) -> int:
-    """Run a saved finding on the reference and `targets`; print what differs; 1 if any."""
+    """Run a saved finding on the reference and `targets`; print what differs, crashes and
+    compile failures; 1 if any."""
     import irc
 
     module = irc.read_module(path)
     npz = path.with_suffix(".npz")
     data = dict(np.load(npz)) if npz.exists() else None
-    ref_model = irc.compile(module, targets=["reference"])
-    if data is None:
-        rng = np.random.default_rng(0)
-        data = {s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in ref_model.inputs}
-    ref = ref_model.run(data)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref_model = irc.compile(module, targets=["reference"])
+            if data is None:
+                rng = np.random.default_rng(0)
+                data = {
+                    s.name: rng.standard_normal(s.shape).astype(s.dtype) for s in ref_model.inputs
+                }
+            ref = ref_model.run(data)
+    except Exception as exc:
+        print(f"reference: crash: {describe_exception(exc)}")
+        return 1
     status = 0
     for target in targets:
         if target == "reference":
@@ -308,19 +427,27 @@ def replay(path: Path, targets: Sequence[str]) -> int:
             if target in ONNX_TARGETS:
                 got = _run_onnx(path.with_suffix(".onnx"), target, data)
             else:
-                got = irc.compile(module, targets=[target]).run(data)
+                with _precision(target):
+                    model = irc.compile(
+                        module, targets=["opencl" if target == FP16_TARGET else target]
+                    )
+                for refusal in model.refusals:
+                    print(f"{target}: compile failure: {refusal.describe()}")
+                    status = 1
+                got = model.run(data)
         except Exception as exc:
-            print(f"{target}: crash: {type(exc).__name__}: {exc}")
+            print(f"{target}: crash: {describe_exception(exc)}")
             status = 1
             continue
         for name in ref:
-            why = compare(np.asarray(ref[name]), np.asarray(got[name]))
+            r, g = np.asarray(ref[name]), np.asarray(got[name])
+            why = compare_half(r, g) if target == FP16_TARGET else compare(r, g)
             print(f"{target} {name}: {'ok' if why is None else why}")
             if why is not None:
                 status = 1
                 with np.printoptions(precision=6, threshold=40):
-                    print(f"  reference: {np.asarray(ref[name]).ravel()}")
-                    print(f"  {target}: {np.asarray(got[name]).ravel()}")
+                    print(f"  reference: {r.ravel()}")
+                    print(f"  {target}: {g.ravel()}")
     return status
 
 
@@ -391,14 +518,37 @@ def run(
     time_limit: float | None = None,
 ) -> Summary:
     """Generate `count` graphs from `seed` on, run them on `targets`, compare with the
-    reference; minimise and save mismatches (up to `max_findings`) when `save_dir` is set."""
+    reference; with `save_dir`, minimise and save up to `max_findings` findings: every
+    mismatch, and the first crash or compile failure of each kind (`failure_kind`)."""
     from fuzz.minimise import minimise_graph
 
     summary = Summary()
     start = time.perf_counter()
     all_targets = [t for t in targets if t != "reference"]
+    if FP16_TARGET in all_targets and not half_available():
+        print(f"{FP16_TARGET}: the OpenCL device has no cl_khr_fp16; not run", flush=True)
+        all_targets.remove(FP16_TARGET)
     if onnx:
         from fuzz.onnx_emit import KNOWN_ORT, check_onnx
+    saved_kinds: set[tuple[str, str]] = set()
+
+    def record(t: str, s: int, why: str, graph: Graph, ins: list[np.ndarray]) -> None:
+        """A finding: minimised and saved (the first of each crash or compile failure kind,
+        every mismatch) while fewer than `max_findings` were saved."""
+        saved = ""
+        kind = failure_kind(why)
+        first = (t, kind) not in saved_kinds or kind == "mismatch"
+        if save_dir is not None and first and len(saved_kinds) < max_findings:
+            saved_kinds.add((t, kind if kind != "mismatch" else f"mismatch {s}"))
+            if minimise:
+                graph, ins = minimise_graph(graph, ins, t, why)
+                again = graph_failure(graph, ins, t)
+                why = again if again is not None and failure_kind(again) == kind else why
+            try:
+                saved = str(save_finding(graph, ins, t, why, save_dir, f"seed{s}_{t}"))
+            except Exception as exc:  # a graph the builders reject cannot be printed
+                saved = f"(not saved: {describe_exception(exc)})"
+        summary.findings.append((t, s, why, saved))
 
     for first in range(seed, seed + count, batch):
         if time_limit is not None and time.perf_counter() - start > time_limit:
@@ -415,20 +565,14 @@ def run(
             for t, o in res.outcomes.items():
                 if o.kind == "crash":
                     summary.crashes[t] += 1
-                    summary.findings.append((t, s, f"crash: {o.error}", ""))
+                    record(t, s, f"crash: {o.error}", res.graph, res.inputs)
                 elif o.kind == "compile-failure":
                     summary.compile_failures[t] += 1
-                    summary.findings.append((t, s, "compile failure: " + "; ".join(o.refusals), ""))
+                    why = "compile failure: " + "; ".join(o.refusals)
+                    record(t, s, why, res.graph, res.inputs)
             for t, why in res.mismatches.items():
                 summary.mismatches[t] += 1
-                saved = ""
-                if save_dir is not None and len(summary.findings) < max_findings:
-                    graph, ins = res.graph, res.inputs
-                    if minimise:
-                        graph, ins = minimise_graph(graph, ins, t)
-                        why = graph_mismatches(graph, ins, t) or why
-                    saved = str(save_finding(graph, ins, t, why, save_dir, f"seed{s}_{t}"))
-                summary.findings.append((t, s, why, saved))
+                record(t, s, why, res.graph, res.inputs)
             if onnx:
                 outcome = check_onnx(res.graph, res.inputs, res.outcomes["reference"].outputs)
                 if outcome is not None:
@@ -441,14 +585,7 @@ def run(
                             continue
                         else:
                             summary.mismatches[t] += 1
-                        saved = ""
-                        if save_dir is not None and len(summary.findings) < max_findings:
-                            graph, ins = res.graph, res.inputs
-                            if minimise:
-                                graph, ins = minimise_graph(graph, ins, t)
-                                why = graph_mismatches(graph, ins, t) or why
-                            saved = str(save_finding(graph, ins, t, why, save_dir, f"seed{s}_{t}"))
-                        summary.findings.append((t, s, why, saved))
+                        record(t, s, why, res.graph, res.inputs)
         summary.seconds = time.perf_counter() - start
         if progress:
             bad = sum(summary.mismatches.values()) + sum(summary.crashes.values())

@@ -1,10 +1,13 @@
-"""Shrink a graph that a target runs differently from the reference to the smallest one that
-still differs (`fuzz/differential.py` calls it on every mismatch it saves).
+"""Shrink a graph on which a target fails to the smallest one that still fails the same way
+(`fuzz/differential.py` calls it on every finding it saves): a mismatch with the reference,
+a crash (the same exception type raised at the same line) or a compile failure (the same
+refusal, names and numbers aside); `differential.failure_kind` says what "the same" is.
 
-Steps, each kept only when the mismatch survives (`graph_mismatches`):
-1. one output: the first output that still differs, and only the ops it needs;
-2. cut above: an op's results become graph inputs that carry the reference's values for
-   them (so the rest of the graph sees the same data), dropping every op above;
+Steps, each kept only when the failure survives (`differential.graph_failure`):
+1. one output: the first output that still fails, and only the ops it needs;
+2. cut above (drop ops): an op's results become graph inputs that carry the reference's
+   values for them (so the rest of the graph sees the same data; seeded random values
+   where the reference itself cannot run the graph), dropping every op above;
 3. cut below: an earlier value becomes the output, dropping the ops after it;
 4. smaller shapes: each input sliced to half of a dimension (the graph re-typed through
    the ops' shape rules; skipped where a rule or a constant no longer fits).
@@ -18,7 +21,7 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, SSAValue
 
-from fuzz.graphs import Graph, VType, build_ops
+from fuzz.graphs import Graph, VType, build_ops, make_inputs
 
 
 def prune(graph: Graph) -> Graph:
@@ -48,9 +51,12 @@ def reference_values(graph: Graph, inputs: Sequence[np.ndarray]) -> dict[int, np
     every = graph.copy()
     every.outputs = [r for n in graph.nodes for r in n.results]
     (outcome,) = run_target([every], [list(inputs)], "reference")
-    if outcome.outputs is None:
-        return {}
     values = dict(zip(graph.inputs, inputs, strict=True))
+    if outcome.outputs is None:
+        # the reference cannot run it (a crash being minimised): seeded stand-ins
+        every.inputs = every.outputs
+        values.update(zip(every.outputs, make_inputs(every, 0, False), strict=True))
+        return values
     values.update(zip(every.outputs, outcome.outputs, strict=True))
     return values
 
@@ -73,17 +79,25 @@ def retype(graph: Graph) -> Graph | None:
 
 
 def minimise_graph(
-    graph: Graph, inputs: Sequence[np.ndarray], target: str, budget: int = 80
+    graph: Graph,
+    inputs: Sequence[np.ndarray],
+    target: str,
+    why: str = "mismatch",
+    budget: int = 80,
 ) -> tuple[Graph, list[np.ndarray]]:
-    """The smallest graph (and inputs) found on which `target` still differs."""
-    from fuzz.differential import graph_mismatches
+    """The smallest graph (and inputs) found on which `target` still fails as `why` says
+    (`differential.failure_kind`: a mismatch, a crash, a compile failure), within `budget`
+    runs of a candidate."""
+    from fuzz.differential import failure_kind, graph_failure
 
     checks = 0
+    kind = failure_kind(why)
 
     def differs(g: Graph, ins: Sequence[np.ndarray]) -> bool:
         nonlocal checks
         checks += 1
-        return graph_mismatches(g, ins, target) is not None
+        found = graph_failure(g, ins, target)
+        return found is not None and failure_kind(found) == kind
 
     best, best_in = graph, list(inputs)
     # 1. one output
@@ -98,8 +112,6 @@ def minimise_graph(
     while changed and checks < budget:
         changed = False
         values = reference_values(best, best_in)
-        if not values:
-            break
         # 2. cut above: a node's results become inputs (largest cut first)
         for node in reversed(best.nodes[:-1]):
             if checks >= budget:

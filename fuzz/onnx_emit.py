@@ -333,7 +333,7 @@ def check_onnx(
     import warnings
 
     import irc
-    from fuzz.differential import compare
+    from fuzz.differential import compare, describe_exception
 
     if reference is None:
         return None
@@ -355,7 +355,7 @@ def check_onnx(
                     found["onnx-import"] = f"output {j}: {why}"
                     break
         except Exception as exc:
-            found["onnx-import"] = f"crash: {type(exc).__name__}: {str(exc)[:300]}"
+            found["onnx-import"] = f"crash: {describe_exception(exc)}"
         try:
             import onnxruntime as ort
 
@@ -373,5 +373,5 @@ def check_onnx(
         except ImportError:
             pass
         except Exception as exc:
-            found["onnxruntime"] = f"crash: {type(exc).__name__}: {str(exc)[:300]}"
+            found["onnxruntime"] = f"crash: {describe_exception(exc)}"
     return found

@@ -1,0 +1,119 @@
+"""The differential fuzzer's minimiser on crashes and compile failures (fuzz/minimise.py), its
+failure kinds, saved findings and replay (fuzz/differential.py), and the fp16 comparison.
+
+The failing target here is simulated (`run_target` patched to fail whenever a graph holds a
+softmax) or unknown to irc (every compile raises), so the tests need neither a C compiler nor
+an OpenCL device and cannot depend on a bug that gets fixed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fuzz import differential
+from fuzz.differential import Outcome, compare_half, failure_kind, graph_failure, replay, run
+from fuzz.graphs import generate, make_inputs
+from fuzz.minimise import minimise_graph
+
+CRASH = "ValueError: cannot lower the softmax (/x/lower.py:12)"
+REFUSAL = "opencl refused 'region' (@main_opencl_3, 5 ops): lowering: 'nn.softmax' on 2x9 rows"
+
+
+def _softmax_graph():
+    """A seeded graph of several ops that holds one softmax (after other ops)."""
+    for seed in range(2000):
+        g = generate(seed, max_ops=10, quantized_share=0.0)
+        kinds = g.op_kinds()
+        if "softmax" in kinds and g.op_count() >= 6 and kinds.index("softmax") > 1:
+            return g, make_inputs(g, seed, False)
+    raise AssertionError("no seed gives a softmax graph")
+
+
+@pytest.fixture
+def failing_target(monkeypatch: pytest.MonkeyPatch):
+    """Targets `crashy` (raises on a graph with a softmax) and `refusing` (refuses it)."""
+    real = differential.run_target
+
+    def fake(graphs, inputs, target):
+        if target not in ("crashy", "refusing"):
+            return real(graphs, inputs, target)
+        out = real(graphs, inputs, "reference")
+        for k, g in enumerate(graphs):
+            if "softmax" in g.op_kinds():
+                if target == "crashy":
+                    out[k] = Outcome(error=CRASH, kind="crash")
+                else:
+                    out[k] = Outcome(out[k].outputs, kind="compile-failure", refusals=[REFUSAL])
+        return out
+
+    monkeypatch.setattr(differential, "run_target", fake)
+
+
+def test_failure_kinds() -> None:
+    assert failure_kind("output 0: NaN positions differ (1)") == "mismatch"
+    assert failure_kind(f"crash: {CRASH}") == "crash ValueError /x/lower.py:12"
+    other_line = "crash: ValueError: cannot lower the softmax (/x/lower.py:13)"
+    assert failure_kind(other_line) != failure_kind(f"crash: {CRASH}")
+    # the same refusal on another region and shape is the same kind
+    a = failure_kind(f"compile failure: {REFUSAL}")
+    b = failure_kind("compile failure: " + REFUSAL.replace("_3, 5", "_0, 2").replace("2x9", "4x4"))
+    assert a == b
+    assert a.startswith("compile failure")
+
+
+@pytest.mark.parametrize("target", ["crashy", "refusing"])
+def test_minimises_a_failure_to_the_failing_op(failing_target, target: str) -> None:
+    graph, inputs = _softmax_graph()
+    why = graph_failure(graph, inputs, target)
+    assert why is not None
+    assert why.startswith("crash" if target == "crashy" else "compile")
+    small, small_in = minimise_graph(graph, inputs, target, why)
+    assert small.op_kinds() == ["softmax"], small.op_kinds()
+    assert sum(a.size for a in small_in) < sum(a.size for a in inputs)
+    assert failure_kind(graph_failure(small, small_in, target) or "") == failure_kind(why)
+
+
+def test_a_mismatch_is_not_minimised_into_a_crash(failing_target) -> None:
+    graph, inputs = _softmax_graph()
+    # a mismatch being minimised never turns into a graph that crashes instead
+    small, _ = minimise_graph(graph, inputs, "crashy", "output 0: 3 of 9 values differ")
+    assert small is graph
+
+
+def test_run_saves_a_minimised_crash_with_its_replay_command(tmp_path: Path, capsys) -> None:
+    # an unknown target: every compile raises TargetError, so every graph is a crash
+    summary = run(3, 11, ["no-such-target"], batch=3, max_ops=8, save_dir=tmp_path)
+    assert summary.crashes["no-such-target"] == 3
+    saved = [s for t, _, why, s in summary.findings if s]
+    assert len(saved) == 1, "one crash kind: minimised and saved once"
+    text = Path(saved[0]).read_text()
+    assert "crash: TargetError" in text.splitlines()[0]
+    assert f"--replay {saved[0]} --targets no-such-target" in text
+    assert text.count("nn.") == 1, "minimised to one op"
+    assert replay(Path(saved[0]), ["no-such-target"]) == 1
+    assert "crash: TargetError" in capsys.readouterr().out
+
+
+def test_compare_half() -> None:
+    ref = np.array([1.0, -2.5, 100.0, 0.0], np.float32)
+    assert compare_half(ref, (ref * 1.004).astype(np.float32)) is None
+    assert compare_half(ref, ref + np.float32([0, 0, 5, 0])) is not None
+    # beyond half's range an fp16 result may overflow
+    big = np.array([1e6, np.nan, 1.0], np.float32)
+    assert compare_half(big, np.array([np.inf, np.nan, 1.0], np.float32)) is None
+    assert compare_half(big, np.array([np.nan, np.nan, 1.0], np.float32)) is None
+    assert compare_half(big, np.array([1e6, 1.0, 1.0], np.float32)) is not None
+    assert compare_half(ref, np.array([1.0, np.nan, 100.0, 0.0], np.float32)) is not None
+    # booleans: 95 % must agree
+    mask = np.arange(100) % 2 == 0
+    flipped = mask.copy()
+    flipped[:3] = ~flipped[:3]
+    assert compare_half(mask, flipped) is None
+    flipped[:10] = ~mask[:10]
+    assert compare_half(mask, flipped) is not None
