@@ -39,6 +39,8 @@ from opencl_vs_ort import kernel_flops, launch_geometry
 from side_by_side import DEFAULT_MODELS, load_inputs
 
 CONFIGS = ("gpu", "gpu-wide", "gpu-narrow", "gpu-tuned", "cpu")
+_DEFAULT_ITEMS: dict[str, int] = {}
+"""gpu_kernels.ITEMS_PER_UNIT as the module set it (before any configuration changed it)."""
 
 
 def median_ms(fn: Callable[[], object], repeat: int, warmup: int) -> tuple[float, float]:
@@ -60,7 +62,7 @@ def _configure(config: str) -> None:
     os.environ.pop("IRC_OPENCL_TUNE", None)
     if config == "gpu-tuned":
         os.environ["IRC_OPENCL_TUNE"] = "1"
-    base = 128
+    base = _DEFAULT_ITEMS.setdefault("items", gpu_kernels.ITEMS_PER_UNIT)
     gpu_kernels.ITEMS_PER_UNIT = {"gpu-wide": base * 4, "gpu-narrow": base // 4}.get(config, base)
 
 

@@ -112,20 +112,21 @@ def test_gpu_kernels_match_the_reference(units: int, monkeypatch: pytest.MonkeyP
 
 def test_gemm_shape_rule() -> None:
     units = 132
-    assert target_items(units) == 132 * 128
+    assert target_items(units) == 132 * 512
     # 112x112 pixels x 96 channels: plenty of items, 4 rows each, no split
     assert gemm_shape(12544, 24, 16, units) == GemmShape(4, 1, 1)
-    # 14x14 x 96 from K = 576: split K over 4 slices, 8 lanes dividing the 24 vectors
-    assert gemm_shape(196, 24, 576, units) == GemmShape(1, 4, 8)
-    # 7x7 x 320 from K = 960: 8 slices (K / 8 = 120 >= 32), 16 lanes dividing 80 vectors
-    assert gemm_shape(49, 80, 960, units) == GemmShape(1, 8, 16)
-    # fully_connected 1 x 1280 -> 1000: 8 slices, 32 lanes (no power of two >= 8 divides 250)
-    assert gemm_shape(1, 250, 1280, units) == GemmShape(1, 8, 32)
+    # 14x14 x 96 from K = 576: split K over 16 slices (36 each), 8 lanes dividing 24 vectors
+    assert gemm_shape(196, 24, 576, units) == GemmShape(1, 16, 8)
+    # 7x7 x 320 from K = 960: 16 slices (K / 32 = 30 < 32), 16 lanes dividing 80 vectors
+    assert gemm_shape(49, 80, 960, units) == GemmShape(1, 16, 16)
+    # fully_connected 1 x 1280 -> 1000: 32 slices; no power of two >= 8 divides 250 vectors,
+    # so 32 lanes, shrunk to 8 for a work-group of at most 256
+    assert gemm_shape(1, 250, 1280, units) == GemmShape(1, 32, 8)
     # shallow K is never split below 32 per slice
     assert gemm_shape(1, 4, 40, units) == GemmShape(1, 1, 1)
     # few channel vectors: the lanes shrink to a power of two covering them
     assert gemm_shape(9, 5, 512, units).lanes == 8
-    assert pixels_per_item(12544, 24, units) == 2
+    assert pixels_per_item(50176, 24, units) == 2
     assert pixels_per_item(49, 24, units) == 1
 
 

@@ -41,7 +41,8 @@ delegate.executable private @"odd name*/" target("opencl") {
 
 
 def _translate(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "irc.tools.irc_translate", *args]
+    # -P: the checkout's irc/ folder must not shadow an installed (non-editable) package
+    command = [sys.executable, "-P", "-m", "irc.tools.irc_translate", *args]
     return subprocess.run(command, capture_output=True, text=True, check=False)
 
 

@@ -913,7 +913,7 @@ def _dcast(op: quant.DCastOp, program: Program, desc: str) -> tuple[str, list, l
     if channels == 1:
         scales, zps = scales[:1], zps[:1]
     n = _numel(shape)
-    if channels == 1 and n % CAST_VECTOR == 0:
+    if channels == 1 and n % CAST_VECTOR == 0 and program.kernel_style == "cpu":
         # The table's formula, 16 values per work-item: the double product of one multiply is
         # correctly rounded whatever the build options, then rounded once to float.
         vt, ft = f"{ct}{CAST_VECTOR}", f"REAL{CAST_VECTOR}"
@@ -959,7 +959,7 @@ def _qcast(op: quant.QCastOp, program: Program, desc: str) -> tuple[str, list, l
             "    const double s = (double)x1[2 * ch]; const int zp = (int)x1[2 * ch + 1];\n"
         )
     n = _numel(shape)
-    if channels == 1 and n % CAST_VECTOR == 0:
+    if channels == 1 and n % CAST_VECTOR == 0 and program.kernel_style == "cpu":
         return _qcast_vector(op, program, desc, float(scales[0]), int(zps[0]), (low, high), n)
     if op.rounding.data == "half_to_even":
         rounding = "    const float r = rint(v);\n"
@@ -984,8 +984,9 @@ def _qcast(op: quant.QCastOp, program: Program, desc: str) -> tuple[str, list, l
 
 
 CAST_VECTOR = 16
-"""Values per work-item of the per-tensor qcast / dcast kernels (when the element count allows):
-PoCL runs one-value work-items of these 8-bit casts ~15x slower than `float16` vectors."""
+"""Values per work-item of the per-tensor qcast / dcast kernels with `kernels=cpu` (when the
+element count allows): PoCL runs one-value work-items of these 8-bit casts ~15x slower than
+`float16` vectors. `kernels=gpu` keeps one value per work-item (a GPU wants the work-items)."""
 
 
 def _qcast_vector(
