@@ -63,6 +63,7 @@ from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, UnitA
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
+import irc.targets.cpu.transformer_kernels as transformer_kernels
 from irc.dialects import cpu, nn, quant
 from irc.dialects.nn.base import ints_of
 from irc.dialects.quant import quantized_element
@@ -416,6 +417,8 @@ class OpLowering:
         support = check_op(op)
         if not support:
             raise LoweringError(op, support.reason.removeprefix("cpu: "))
+        if transformer_kernels.handles(op):
+            return transformer_kernels.lower(self, op)
         if isinstance(op, quant.SCastOp):
             return Lowered(lambda em, res, tmp: [], alias=True)
         if isinstance(op, quant.RescaleOp):

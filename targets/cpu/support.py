@@ -36,6 +36,8 @@ C_TYPES: dict[np.dtype, str] = {
     np.dtype(np.uint8): "uint8_t",
     np.dtype(np.int16): "int16_t",
     np.dtype(np.int32): "int32_t",
+    np.dtype(np.int64): "int64_t",
+    np.dtype(np.bool_): "_Bool",
 }
 """numpy dtypes of the values the generated C holds, and their C types (quantized tensors
 hold their storage integers)."""
@@ -146,6 +148,10 @@ def check_op(op: Operation, *, converts_layout: bool = False) -> Support:
 
     `converts_layout`: `op` is the integer form of a quantized op as imported, which
     `convert-layout` gives NHWC inside the target's regions before it is lowered."""
+    from irc.targets.cpu import transformer_kernels  # it imports this module
+
+    if transformer_kernels.handles(op):
+        return transformer_kernels.check_op(op)
     if quant_casts.handles(op):
         return quant_casts.check_cast(op)
     if type(op) not in SUPPORTED_OPS:

@@ -68,9 +68,9 @@ delegate.executable private @fused target("cpu") {
 
 // An op the target has no kernel for fails the pass at that op.
 delegate.executable private @unsupported target("cpu") {
-  func.func @entry(%a: tensor<2x2x2xf32>, %b: tensor<2x2x2xf32>) -> tensor<2x2x2xi1> {
-    // expected-error @+1 {{cpu-plan-memory: no kernel for 'nn.compare'}}
-    %y = nn.compare %a, %b kind = "lt" : tensor<2x2x2xf32>, tensor<2x2x2xf32> -> tensor<2x2x2xi1>
-    func.return %y : tensor<2x2x2xi1>
+  func.func @entry(%a: tensor<1x2x2x2xf32>, %s: tensor<2xf32>) -> tensor<1x2x2x2xf32> {
+    // expected-error @+1 {{cpu-plan-memory: no kernel for 'nn.batch_norm'}}
+    %y = nn.batch_norm %a, %s, %s, %s, %s layout = "NHWC" : tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x2x2xf32>
+    func.return %y : tensor<1x2x2x2xf32>
   }
 }

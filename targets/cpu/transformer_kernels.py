@@ -1,0 +1,323 @@
+"""CPU kernels of what transformers need besides matrix products: the `nn` transformer ops
+(layer_norm, silu, attention), gather, select, comparisons, logical ops and the casts of
+`i64` / `i1` tensors.
+
+`handles(op)` says whether this module lowers an op, `check_op(op)` whether it can (the CPU
+target's `supports()` asks it through `support.check_op`), `lower(lowering, op)` gives the
+`Lowered` that `codegen.OpLowering` emits:
+
+* **layer_norm, silu, attention** call the snippet "transformer"
+  (kernels/common/transformer.c): rows on the ISA's float vectors (`irc_vf`) with a
+  vectorised exp, split across OpenMP threads when large. float32 only.
+* **gather** (batch_dims 0, any C type, `i32` / `i64` indices) copies contiguous slices;
+  an index outside the dimension is clamped into it (the reference raises; generated code
+  must never read out of bounds), negative indices count from the end.
+* **select, compare, logical_and / or / xor / not** are loop nests with numpy broadcasting
+  (collapsed dimensions, literal bounds); `i1` tensors are `_Bool` bytes, as numpy's bools.
+* **cast** with an `i64` or `i1` side: integer and float conversions as C's, float to
+  integer truncating with the reference's saturation (NaN -> 0), anything to `i1` is
+  ``!= 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import numpy as np
+from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from irc.dialects import nn
+from irc.dtypes import numpy_dtype
+from irc.targets.base import Support
+from irc.targets.cpu import csrc
+from irc.targets.cpu.support import C_TYPES
+
+if TYPE_CHECKING:
+    from irc.targets.cpu.codegen import Emitter, Lowered, OpLowering
+
+__all__ = ["OPS", "check_op", "handles", "lower"]
+
+csrc.define_snippet("transformer_types", "#include <stdint.h>\n", ("common",))
+csrc.define_snippet("transformer", csrc.kernel_file("common/transformer.c"), ("common",))
+
+FLOAT_OPS: frozenset[type[Operation]] = frozenset({nn.LayerNormOp, nn.SiluOp, nn.AttentionOp})
+"""Ops with a float32 kernel in the "transformer" snippet."""
+
+LOGICAL_OPS: dict[type[Operation], str] = {
+    nn.LogicalAndOp: "a && b",
+    nn.LogicalOrOp: "a || b",
+    nn.LogicalXorOp: "a != b",
+}
+"""Logical binary ops on `i1` and their C expression of `a` and `b`."""
+
+COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+"""`nn.compare` kinds and their C operator (IEEE: NaN compares unequal to everything)."""
+
+OPS: frozenset[type[Operation]] = FLOAT_OPS | frozenset(
+    {nn.GatherOp, nn.SelectOp, nn.CompareOp, nn.LogicalNotOp, *LOGICAL_OPS}
+)
+"""Op classes this module lowers whatever their types (casts: see `handles`)."""
+
+_WIDE = (np.dtype(np.int64), np.dtype(np.bool_))
+"""Element types whose casts this module lowers."""
+
+
+def _dtypes(op: Operation) -> list[np.dtype | None]:
+    out: list[np.dtype | None] = []
+    for t in (*op.operand_types, *op.result_types):
+        try:
+            out.append(numpy_dtype(t) if isinstance(t, TensorType) else None)
+        except TypeError:
+            out.append(None)
+    return out
+
+
+def handles(op: Operation) -> bool:
+    """Whether this module lowers `op` (`check_op` says whether it can)."""
+    if type(op) in OPS:
+        return True
+    return isinstance(op, nn.CastOp) and any(d in _WIDE for d in _dtypes(op))
+
+
+def check_op(op: Operation) -> Support:
+    """Whether the CPU target runs `op` (one `handles` accepts), or the reason why not."""
+    types = [*op.operand_types, *op.result_types]
+    if any(not isinstance(t, TensorType) for t in types):
+        return Support.no("op", f"cpu: '{op.name}' has non-tensor operands or results")
+    for t in types:
+        assert isinstance(t, TensorType)
+        if any(d < 0 for d in t.get_shape()):
+            return Support.no("dynamic", f"cpu: '{op.name}' has a dynamic shape ({t})")
+    dtypes = _dtypes(op)
+    for t, d in zip(types, dtypes, strict=True):
+        if d is None or d not in C_TYPES:
+            element = t.element_type  # type: ignore[attr-defined]
+            return Support.no("dtype", f"cpu: '{op.name}' on {element} tensors")
+    if type(op) in FLOAT_OPS and not all(
+        isinstance(t.element_type, Float32Type)  # type: ignore[attr-defined]
+        for t in types
+    ):
+        return Support.no("dtype", f"cpu: '{op.name}' on float32 tensors only")
+    if isinstance(op, nn.GatherOp):
+        if op.batch_dims.value.data != 0:
+            return Support.no("attribute", f"cpu: '{op.name}' with batch_dims")
+        if dtypes[1] not in (np.dtype(np.int32), np.dtype(np.int64)):
+            return Support.no("dtype", f"cpu: '{op.name}' with {dtypes[1]} indices")
+    return Support.yes()
+
+
+# ---- Lowering ------------------------------------------------------------------------------------
+
+
+def lower(lowering: OpLowering, op: Operation) -> Lowered:
+    """The `Lowered` of an op `handles` accepts and `check_op` allowed."""
+    match op:
+        case nn.LayerNormOp():
+            return _layer_norm(op)
+        case nn.SiluOp():
+            return _silu(op)
+        case nn.AttentionOp():
+            return _attention(op)
+        case nn.GatherOp():
+            return _gather(op)
+        case nn.CastOp():
+            return _cast(op)
+        case nn.LogicalNotOp():
+            return _elementwise(lowering, op, "!a")
+        case nn.CompareOp():
+            return _elementwise(lowering, op, f"a {COMPARISONS[op.kind.data]} b")
+        case nn.SelectOp():
+            return _elementwise(lowering, op, "a ? b : c")
+    return _elementwise(lowering, op, LOGICAL_OPS[type(op)])
+
+
+def _codegen() -> ModuleType:
+    """The codegen module, imported late (it imports this module)."""
+    from irc.targets.cpu import codegen
+
+    return codegen
+
+
+def _layer_norm(op: nn.LayerNormOp) -> Lowered:
+    cg = _codegen()
+    dims = cg.shape(op.input)
+    axis = op.axis.value.data % len(dims)
+    rows, n = cg.numel(dims[:axis]), cg.numel(dims[axis:])
+    epsilon = cg.c_float(op.epsilon.value.data)
+
+    def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
+        bias = "NULL" if op.bias is None else em.ptr(op.bias)
+        args = (em.ptr(op.input), em.ptr(op.scale), bias, res[0], rows, n, epsilon)
+        return cg.block(cg.describe(op), [], [cg.c_call("irc_layer_norm", *args)])
+
+    return cg.Lowered(emit, snippets=("transformer",))
+
+
+def _silu(op: nn.SiluOp) -> Lowered:
+    cg = _codegen()
+    count = cg.numel(cg.shape(op.input))
+
+    def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
+        call = cg.c_call("irc_silu", em.ptr(op.input), res[0], count)
+        return cg.block(cg.describe(op), [], [call])
+
+    return cg.Lowered(emit, snippets=("transformer",))
+
+
+def _attention(op: nn.AttentionOp) -> Lowered:
+    cg = _codegen()
+    q, v = cg.shape(op.query), cg.shape(op.value)
+    batch = q[:-2]
+    m, d = q[-2], q[-1]
+    n, e = v[-2], v[-1]
+    key_t = int(bool(op.key_transposed.value.data))
+    scores = (*batch, m, n)
+    offsets, msm, msn = [0], 0, 0
+    if op.mask is not None:
+        strides = cg.broadcast_strides(cg.shape(op.mask), scores)
+        msm, msn = strides[-2], strides[-1]
+        for size, stride in zip(batch, strides[:-2], strict=True):
+            offsets = [o + i * stride for o in offsets for i in range(size)]
+    count = cg.numel(batch)
+    if op.mask is None:
+        offsets = [0]
+
+    def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
+        if not cg.numel(cg.shape(op.output)):
+            return cg.block(cg.describe(op), [], [])
+        mask = "NULL" if op.mask is None else em.ptr(op.mask)
+        decls = [f"static const long mo[] = {{{', '.join(map(str, offsets))}}};"]
+        call = cg.c_call(
+            "irc_attention",
+            *(em.ptr(op.query), em.ptr(op.key), em.ptr(op.value), mask, res[0]),
+            *(count, m, n, d, e, key_t, cg.c_float(op.scale.value.data), "mo", msm, msn),
+        )
+        return cg.block(cg.describe(op), decls, [call])
+
+    return cg.Lowered(emit, snippets=("transformer",))
+
+
+def _gather(op: nn.GatherOp) -> Lowered:
+    cg = _codegen()
+    dims = cg.shape(op.input)
+    axis = op.axis.value.data % len(dims)
+    outer, size, inner = cg.numel(dims[:axis]), dims[axis], cg.numel(dims[axis + 1 :])
+    count = cg.numel(cg.shape(op.indices))
+    ct, it = cg.ctype(op.input), cg.ctype(op.indices)
+
+    def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
+        decls = [
+            f"const {ct} *restrict px = {em.ptr(op.input)};",
+            f"const {it} *restrict pi = {em.ptr(op.indices)};",
+            f"{ct} *restrict po = {res[0]};",
+        ]
+        body = [
+            f"for (long o = 0; o < {outer}; ++o)",
+            f"  for (long j = 0; j < {count}; ++j) {{",
+            "    long k = (long)pi[j];",
+            f"    k = k < 0 ? k + {size} : k;",
+            f"    k = k < 0 ? 0 : (k >= {size} ? {size - 1} : k);",
+            f"    memcpy(po + (o * {count} + j) * {inner}, px + (o * {size} + k) * {inner},"
+            f" {inner} * sizeof({ct}));",
+            "  }",
+        ]
+        if not (outer and count and inner):
+            body = []
+        return cg.block(cg.describe(op), decls, body)
+
+    return cg.Lowered(emit, snippets=("transformer_types",))
+
+
+_INT_RANGES = {
+    "int32_t": ("(-2147483648.0f)", "2147483648.0f", "INT32_MIN", "INT32_MAX"),
+    "int64_t": ("(-9223372036854775808.0f)", "9223372036854775808.0f", "INT64_MIN", "INT64_MAX"),
+}
+"""(lowest float, first float above the range, min, max) of the saturating conversions."""
+
+
+def _cast_expr(source: str, target: str) -> str:
+    """A C expression of `a` (C type `source`) converted to C type `target`."""
+    if target == "_Bool":
+        return "a != 0"
+    if source == "float" and target in _INT_RANGES:
+        low, above, lo, hi = _INT_RANGES[target]
+        return f"a != a ? 0 : (a <= {low} ? {lo} : (a >= {above} ? {hi} : ({target})a))"
+    return f"({target})a"
+
+
+def _cast(op: nn.CastOp) -> Lowered:
+    cg = _codegen()
+    source, target = cg.ctype(op.input), cg.ctype(op.output)
+    expr = _cast_expr(source, target)
+    if source == "float" and target not in (*_INT_RANGES, "_Bool", "float"):
+        expr = f"({target})(a != a ? 0.0f : a)"  # narrow integers: C's conversion
+    count = cg.numel(cg.shape(op.output))
+
+    def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
+        decls = [
+            f"const {source} *restrict pa = {em.ptr(op.input)};",
+            f"{target} *restrict po = {res[0]};",
+        ]
+        body = cg.loop_nest(
+            [count],
+            [(0, [1])],
+            lambda ix: [f"const {source} a = pa[{ix[0]}];", f"po[{ix[0]}] = {expr};"],
+        )
+        return cg.block(cg.describe(op), decls, body)
+
+    return cg.Lowered(emit, snippets=("transformer_types",))
+
+
+def _elementwise(lowering: OpLowering, op: Operation, expr: str) -> Lowered:
+    """`po[i] = expr` of operands `a`, `b`, `c` read with numpy broadcasting; a splat
+    constant operand is a literal of its C type."""
+    cg = _codegen()
+    out = cg.shape(op.results[0])
+    operands: Sequence[SSAValue] = op.operands
+    splats = [_splat_literal(lowering, v) for v in operands]
+    strides = [cg.contiguous_strides(out)] + [
+        cg.broadcast_strides(() if s is not None else cg.shape(v), out)
+        for v, s in zip(operands, splats, strict=True)
+    ]
+    dims, collapsed = cg.collapse(out, strides)
+    names = "abc"
+
+    def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
+        decls = [f"{cg.ctype(op.results[0])} *restrict po = {res[0]};"]
+        loads = []
+        for k, (value, splat) in enumerate(zip(operands, splats, strict=True)):
+            ct = cg.ctype(value)
+            if splat is not None:
+                decls.insert(0, f"const {ct} {names[k]} = {splat};")
+            else:
+                decls.insert(0, f"const {ct} *restrict p{names[k]} = {em.ptr(value)};")
+                loads.append((k, ct))
+
+        def body_of(ix: list[str]) -> list[str]:
+            lines = [f"const {ct} {names[k]} = p{names[k]}[{ix[k + 1]}];" for k, ct in loads]
+            return [*lines, f"po[{ix[0]}] = {expr};"]
+
+        body = cg.loop_nest(dims, [(0, s) for s in collapsed], body_of)
+        return cg.block(cg.describe(op), decls, cg.parallel(dims, body))
+
+    return cg.Lowered(emit, snippets=("transformer_types",))
+
+
+def _splat_literal(lowering: OpLowering, value: SSAValue) -> str | None:
+    """A C literal of a constant operand whose elements are all equal, else None."""
+    array = lowering.codegen.constant_array(lowering.codegen.base(value))
+    if array is None or array.size == 0:
+        return None
+    first = array.reshape(-1)[0]
+    if not np.all(array == first) and not (np.isnan(first) and np.all(np.isnan(array))):
+        return None
+    if array.dtype == np.bool_:
+        return "1" if first else "0"
+    if array.dtype.kind == "f":
+        return _codegen().c_float(float(first))
+    if array.dtype == np.int64:
+        return f"{int(first)}LL"
+    return str(int(first))
