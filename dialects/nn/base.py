@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, ClassVar, Literal, Self, TypeVar, cast
+from typing import Any, ClassVar, Literal, Self, TypeGuard, TypeVar, cast
 from weakref import WeakKeyDictionary
 
 from xdsl.dialects.builtin import (
@@ -164,17 +164,20 @@ def to_prop_attr(kind: PropKind, value: object) -> Attribute:
         return value if isinstance(value, Attribute) else kind.from_str(str(value))
     if isinstance(value, Attribute):
         return value
+    # A builder's keyword argument, whatever its caller passed: the converters check it
+    # (int() / float() raise on a value of the wrong kind).
+    given: Any = value
     match kind:
         case "ints":
-            return ints_attr(value)  # type: ignore[arg-type]
+            return ints_attr(given)
         case "floats":
-            return floats_attr(value)  # type: ignore[arg-type]
+            return floats_attr(given)
         case "int":
-            return int_attr(value)  # type: ignore[arg-type]
+            return int_attr(given)
         case "float":
-            return float_attr(value)  # type: ignore[arg-type]
+            return float_attr(given)
         case "bool":
-            return bool_attr(value)  # type: ignore[arg-type]
+            return bool_attr(given)
         case "str":
             return StringAttr(str(value))
         case "attr":
@@ -234,15 +237,15 @@ def element_of(value: SSAValue | Attribute) -> Attribute:
     return tensor_type(value).element_type
 
 
-def is_quantized(element: Attribute) -> bool:
+def is_quantized(element: Attribute) -> TypeGuard[UniformQuantizedType]:
     return isinstance(element, UniformQuantizedType)
 
 
-def is_float(element: Attribute) -> bool:
+def is_float(element: Attribute) -> TypeGuard[AnyFloat]:
     return isinstance(element, AnyFloat)
 
 
-def is_integer(element: Attribute) -> bool:
+def is_integer(element: Attribute) -> TypeGuard[IntegerType]:
     return isinstance(element, IntegerType)
 
 
@@ -656,7 +659,10 @@ def get_ints(props: Mapping[str, Attribute], name: str) -> tuple[int, ...]:
 
 def get_floats(props: Mapping[str, Attribute], name: str) -> tuple[float, ...] | None:
     attr = props.get(name)
-    return None if attr is None else floats_of(attr)  # type: ignore[arg-type]
+    if attr is None:
+        return None
+    assert isinstance(attr, DenseArrayBase)
+    return floats_of(attr)
 
 
 def get_int(props: Mapping[str, Attribute], name: str) -> int:
@@ -667,7 +673,10 @@ def get_int(props: Mapping[str, Attribute], name: str) -> int:
 
 def get_float(props: Mapping[str, Attribute], name: str) -> float | None:
     attr = props.get(name)
-    return None if attr is None else attr.value.data  # type: ignore[union-attr]
+    if attr is None:
+        return None
+    assert isinstance(attr, FloatAttr)
+    return attr.value.data
 
 
 def get_bool(props: Mapping[str, Attribute], name: str) -> bool:

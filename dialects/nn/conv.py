@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.dialects.builtin import FloatAttr, IntegerType, TensorType
 from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def, traits_def
 from xdsl.traits import Pure
@@ -138,7 +138,7 @@ def _verify_integer_product(
     for name, element in named:
         if not is_integer(element):
             raise VerifyException(f"{name} must be an integer tensor like the input, got {element}")
-    if not (is_integer(result) and result.width.data in (32, 64)):  # type: ignore[attr-defined]
+    if not (is_integer(result) and result.width.data in (32, 64)):
         raise VerifyException(f"an integer product accumulates into i32 or i64, got {result}")
     if bias is not None and bias != result:
         raise VerifyException(f"bias element type {bias} differs from the accumulator {result}")
@@ -157,14 +157,14 @@ def _verify_conv_like_elements(op: NNOp, channel_axis: int, weights_name: str) -
         _verify_integer_product(
             [(weights_name, weights.element_type)],
             result_el,
-            None if bias is None else bias.element_type,  # type: ignore[union-attr]
+            None if bias is None else bias.element_type,
         )
         return
     if not is_float(input_el):
         raise VerifyException(f"input must be a float, integer or quantized tensor, got {input_el}")
     named = [("input", input_el), (weights_name, weights.element_type), ("result", result_el)]
     if bias is not None:
-        named.append(("bias", bias.element_type))  # type: ignore[union-attr]
+        named.append(("bias", bias.element_type))
     check_same_float_or_quantized(named, allow_quantized=False)
 
 
@@ -546,7 +546,9 @@ class BatchNormOp(NNOp):
         check_layout_and_activation(props)
         if len(x) < 2:
             raise VerifyException(f"expected an input of rank >= 2, got rank {len(x)}")
-        epsilon = props["epsilon"].value.data  # type: ignore[union-attr]
+        epsilon_attr = props["epsilon"]
+        assert isinstance(epsilon_attr, FloatAttr)  # the property's declared kind
+        epsilon = epsilon_attr.value.data
         if not epsilon >= 0:
             raise VerifyException(f"epsilon must be non-negative, got {epsilon}")
         channels = x[1] if get_str(props, "layout") == "NCHW" else x[-1]

@@ -27,7 +27,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from xdsl.ir import Operation
 
 from irc.dialects import nn
-from irc.dialects.nn.base import get_bool, get_float, get_int, get_ints, get_str
+from irc.dialects.nn.base import NNOp, get_bool, get_int, get_ints, get_str, shape_of
 from irc.targets.reference.common import activation_name, float_activation
 from irc.targets.reference.registry import Kernel, kernel, numpy_dtype
 
@@ -107,17 +107,19 @@ class _Window:
         return slice(h0, h0 + sh * (oh - 1) + 1, sh), slice(w0, w0 + sw * (ow - 1) + 1, sw)
 
 
-def _window_of(op: Operation, kernel_hw: tuple[int, ...] | None = None) -> _Window:
+def _window_of(op: NNOp, kernel_hw: tuple[int, int] | None = None) -> _Window:
     """The op's window; `kernel_hw` for convs, whose kernel size is the filter's."""
-    props = op.all_properties()  # type: ignore[attr-defined]
+    props = op.all_properties()
     kh, kw = kernel_hw if kernel_hw is not None else get_ints(props, "kernel")
-    strides, dilations, pads = (get_ints(props, n) for n in ("strides", "dilations", "pads"))
-    return _Window((kh, kw), strides, dilations, pads)  # type: ignore[arg-type]
+    sh, sw = get_ints(props, "strides")
+    dh, dw = get_ints(props, "dilations")
+    top, left, bottom, right = get_ints(props, "pads")
+    return _Window((kh, kw), (sh, sw), (dh, dw), (top, left, bottom, right))
 
 
-def _filter_hw(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+def _filter_hw(shape: tuple[int, ...], layout: str) -> tuple[int, int]:
     """(KH, KW) of an OHWI (NHWC) or OIHW / IOHW (NCHW) filter."""
-    return tuple(shape[1:3] if layout == "NHWC" else shape[2:4])
+    return (shape[1], shape[2]) if layout == "NHWC" else (shape[2], shape[3])
 
 
 def _hw_axes(layout: str) -> tuple[int, int]:
@@ -296,7 +298,7 @@ def conv2d(op: nn.Conv2DOp) -> Kernel:
     props = op.all_properties()
     groups = get_int(props, "groups")
     layout = get_str(props, "layout")
-    win = _window_of(op, _filter_hw(op.filter.type.get_shape(), layout))  # type: ignore[attr-defined]
+    win = _window_of(op, _filter_hw(shape_of(op.filter), layout))
     result = numpy_dtype(op.output.type)
     activation = _activation(op)
 
@@ -327,7 +329,7 @@ def conv2d_transpose(op: nn.Conv2DTransposeOp) -> Kernel:
     groups = get_int(props, "groups")
     layout = get_str(props, "layout")
     output_padding = get_ints(props, "output_padding")
-    kh, kw = _filter_hw(op.filter.type.get_shape(), layout)  # type: ignore[attr-defined]
+    kh, kw = _filter_hw(shape_of(op.filter), layout)
     win = _window_of(op, (kh, kw))
     result = numpy_dtype(op.output.type)
     activation = _activation(op)
@@ -514,7 +516,7 @@ def avg_pool2d(op: nn.AvgPool2DOp) -> Kernel:
 def batch_norm(op: nn.BatchNormOp) -> Kernel:
     props = op.all_properties()
     layout = get_str(props, "layout")
-    epsilon = get_float(props, "epsilon")
+    epsilon = op.epsilon.value.data
     result = numpy_dtype(op.output.type)
 
     def run(

@@ -14,6 +14,9 @@ from irc.dialects import quant
 from irc.dialects.quant import UniformQuantizedType, quantized_element
 from irc.targets.reference.registry import Kernel, kernel, numpy_dtype
 
+IntValues = np.ndarray | np.integer | int
+"""An int64 array, or a scalar that broadcasts with one (a fixed-point constant)."""
+
 _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
 
@@ -26,7 +29,7 @@ def _c_div_pow2(value: np.ndarray, bits: int) -> np.ndarray:
     return np.where(value >= 0, value >> bits, -((-value) >> bits))
 
 
-def saturating_rounding_doubling_high_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def saturating_rounding_doubling_high_mul(a: IntValues, b: IntValues) -> np.ndarray:
     """gemmlowp's SaturatingRoundingDoublingHighMul on int32 values held in int64."""
     product = a * b
     nudge = np.where(product >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
@@ -35,7 +38,7 @@ def saturating_rounding_doubling_high_mul(a: np.ndarray, b: np.ndarray) -> np.nd
     return np.where(overflow, np.int64(_INT32_MAX), high)
 
 
-def rounding_divide_by_pot(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+def rounding_divide_by_pot(x: np.ndarray, exponent: IntValues) -> np.ndarray:
     """gemmlowp's RoundingDivideByPOT: x / 2^exponent, rounding half away from zero."""
     mask = (np.int64(1) << exponent) - 1
     remainder = x & mask
@@ -44,7 +47,7 @@ def rounding_divide_by_pot(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
 
 
 def multiply_by_quantized_multiplier(
-    x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, rounding: str = "double_round"
+    x: np.ndarray, multiplier: IntValues, shift: IntValues, rounding: str = "double_round"
 ) -> np.ndarray:
     """TFLite's MultiplyByQuantizedMultiplier: x * multiplier * 2^(shift - 31), rounded.
 

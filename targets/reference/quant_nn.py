@@ -46,6 +46,7 @@ from irc.dialects.nn.base import ints_of
 from irc.dialects.quant import UniformQuantizedType, quantized_element
 from irc.quantization import quantize_multiplier
 from irc.targets.reference.quant import (
+    IntValues,
     multiply_by_quantized_multiplier,
     round_half_away_from_zero,
     rounding_divide_by_pot,
@@ -217,7 +218,7 @@ def get_reciprocal(x: np.ndarray, x_integer_digits: int) -> tuple[np.ndarray, np
     return one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one), num_bits_over_unit
 
 
-def _saturating_rounding_multiply_by_pot_param(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+def _saturating_rounding_multiply_by_pot_param(x: np.ndarray, exponent: IntValues) -> np.ndarray:
     """TFLite's SaturatingRoundingMultiplyByPOTParam: a saturating left shift by a run-time,
     non-negative exponent (per element)."""
     exponent = np.asarray(exponent, dtype=np.int64)
@@ -245,7 +246,7 @@ def log_x_for_x_greater_than_or_equal_to_1(
     alpha_d = 127690142
     alpha_i = 1057819769
     alpha_f = 638450708
-    shifted_quarter = _rescale(np.int64(one_quarter), 0, accum_integer_bits)
+    shifted_quarter = _rescale(np.array(one_quarter, dtype=np.int64), 0, accum_integer_bits)
 
     z_a = x
     z_a_headroom_plus_1 = _count_leading_zeros(z_a)

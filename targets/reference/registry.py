@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -52,7 +52,7 @@ _KERNEL_MODULES = (
 )
 _loaded = False
 
-F = TypeVar("F", bound=KernelFactory)
+OpT = TypeVar("OpT", bound=Operation)
 
 
 class UnsupportedOpError(Exception):
@@ -65,21 +65,24 @@ class UnsupportedOpError(Exception):
 
 
 def kernel(
-    *op_types: type[Operation], plain: bool = True, quantized: bool = False
-) -> Callable[[F], F]:
+    *op_types: type[OpT], plain: bool = True, quantized: bool = False
+) -> Callable[[Callable[[OpT], Kernel]], Callable[[OpT], Kernel]]:
     """Register a kernel factory for op classes.
 
     `plain`: for float/integer tensors; `quantized`: for ops on `!quant.uniform` tensors.
     """
 
-    def register(factory: F) -> F:
+    def register(factory: Callable[[OpT], Kernel]) -> Callable[[OpT], Kernel]:
+        # The tables are keyed by op class and `kernel_for` only calls a factory with an
+        # instance of its key, which a dict's value type cannot say: hence the cast.
+        general = cast(KernelFactory, factory)
         for op_type in op_types:
             for enabled, table in ((plain, _FACTORIES), (quantized, _QUANTIZED_FACTORIES)):
                 if not enabled:
                     continue
                 if op_type in table:
                     raise ValueError(f"a reference kernel for {op_type.name} is already registered")
-                table[op_type] = factory
+                table[op_type] = general
         return factory
 
     return register

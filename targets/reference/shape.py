@@ -9,6 +9,8 @@ values to read, never buffers to write into (constants are returned read-only).
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from irc.dialects import nn
@@ -118,6 +120,10 @@ def slice_(op: nn.SliceOp) -> Kernel:
     return run
 
 
+_NUMPY_PAD_MODES: dict[str, Literal["reflect", "edge"]] = {"reflect": "reflect", "edge": "edge"}
+"""The verifier's other `nn.pad` modes, by the name numpy's `pad` gives them."""
+
+
 @kernel(nn.PadOp, quantized=True)
 def pad(op: nn.PadOp) -> Kernel:
     flat = ints_of(op.pads)
@@ -131,7 +137,7 @@ def pad(op: nn.PadOp) -> Kernel:
     def run(x: np.ndarray) -> tuple[np.ndarray, ...]:
         if mode == "constant":
             return (np.pad(x, pairs, mode="constant", constant_values=value),)
-        return (np.pad(x, pairs, mode=mode),)
+        return (np.pad(x, pairs, mode=_NUMPY_PAD_MODES[mode]),)
 
     return run
 
@@ -313,7 +319,7 @@ def broadcast_to(op: nn.BroadcastToOp) -> Kernel:
 # ---- Reductions --------------------------------------------------------------------------------
 
 
-def _lowest(dtype: np.dtype) -> object:
+def _lowest(dtype: np.dtype) -> float | bool | int:
     if dtype.kind == "f":
         return -np.inf
     if dtype == np.bool_:
@@ -321,7 +327,7 @@ def _lowest(dtype: np.dtype) -> object:
     return np.iinfo(dtype).min
 
 
-def _highest(dtype: np.dtype) -> object:
+def _highest(dtype: np.dtype) -> float | bool | int:
     if dtype.kind == "f":
         return np.inf
     if dtype == np.bool_:
