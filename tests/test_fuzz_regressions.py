@@ -150,3 +150,50 @@ def test_opencl_refuses_mask_movement_of_a_constant() -> None:
     answer = OpenCLTarget().supports(transpose)
     assert not answer
     assert answer.code == "dtype", answer
+
+
+# seeds 400227, 401317, 402513 (--max-ops 12, first seen on NVIDIA OpenCL, then on cpu and
+# PoCL): relu of -0.0 was +0 on the reference (np.maximum) and -0.0 on cpu, opencl and
+# onnxruntime (`x < 0 ? 0 : x`; the reference's own relu6 / clip keep -0.0 too), so a later
+# rsqrt or division gave +inf on one side and -inf on the other. relu now keeps -0.0 everywhere.
+RELU_OF_NEGATIVE_ZERO = """
+func.func @main(%x: tensor<1x2x1x8xf32>, %y: tensor<1x2x1x8xf32>)
+    -> (tensor<1x2x1x8xf32>, tensor<1x2x1x8xf32>, tensor<1x2x1x8xf32>) {
+  %r = nn.relu %x : tensor<1x2x1x8xf32> -> tensor<1x2x1x8xf32>
+  %s = nn.rsqrt %r : tensor<1x2x1x8xf32> -> tensor<1x2x1x8xf32>
+  %d = nn.div %y, %r : tensor<1x2x1x8xf32>, tensor<1x2x1x8xf32> -> tensor<1x2x1x8xf32>
+  %a = nn.add %x, %x activation = "relu"
+      : tensor<1x2x1x8xf32>, tensor<1x2x1x8xf32> -> tensor<1x2x1x8xf32>
+  %e = nn.rsqrt %a : tensor<1x2x1x8xf32> -> tensor<1x2x1x8xf32>
+  func.return %s, %d, %e : tensor<1x2x1x8xf32>, tensor<1x2x1x8xf32>, tensor<1x2x1x8xf32>
+}
+"""
+
+
+def _negative_zero_feed() -> dict[str, np.ndarray]:
+    x = np.array([-0.0, 0.0, -1.5, 2.0, np.nan, -np.inf, np.inf, -0.0] * 2, np.float32)
+    y = np.full(16, 1.0, np.float32)
+    return {"arg0": x.reshape(1, 2, 1, 8), "arg1": y.reshape(1, 2, 1, 8)}
+
+
+def test_reference_relu_keeps_negative_zero() -> None:
+    _, out = _run(RELU_OF_NEGATIVE_ZERO, "reference", _negative_zero_feed())
+    rsqrt, div, fused = (np.asarray(v).ravel() for v in out.values())
+    assert rsqrt[0] == -np.inf
+    assert rsqrt[1] == np.inf
+    assert div[0] == -np.inf  # 1 / relu(-0.0)
+    assert fused[0] == -np.inf  # rsqrt(relu(-0.0 + -0.0)), the fused activation
+    assert np.isnan(rsqrt[4])
+
+
+@pytest.mark.parametrize(
+    "target",
+    [pytest.param("cpu", marks=needs_compiler), pytest.param("opencl", marks=needs_device)],
+)
+def test_relu_of_negative_zero_agrees_with_the_reference(target: str) -> None:
+    feed = _negative_zero_feed()
+    _, expected = _run(RELU_OF_NEGATIVE_ZERO, "reference", feed)
+    compiled, got = _run(RELU_OF_NEGATIVE_ZERO, target, feed)
+    assert "host: 0 ops" in compiled.summary, compiled.summary
+    for name, ref in expected.items():
+        assert compare(np.asarray(ref), np.asarray(got[name])) is None, name

@@ -26,7 +26,8 @@ def float_activation(name: str) -> ArrayFn | None:
         case "none":
             return None
         case "relu":
-            return lambda x: np.maximum(x, 0)
+            # -0.0 stays -0.0, as relu6/clip and the cpu/opencl targets keep it; NaN stays NaN
+            return lambda x: np.where(x < 0, 0, x)
         case "relu6":
             return lambda x: np.clip(x, 0, 6)
         case "relu_n1_to_1":

@@ -135,7 +135,9 @@ def _typed(x: np.ndarray, value: float) -> np.generic:
 
 @kernel(nn.ReluOp)
 def relu(op: nn.ReluOp) -> Kernel:
-    return _unary(op, lambda x: np.maximum(x, 0))
+    # -0.0 stays -0.0 (as relu6/clip and the cpu/opencl targets: 1 / relu(-0.0) is -inf on
+    # every target); NaN stays NaN
+    return _unary(op, lambda x: np.where(x < 0, 0, x))
 
 
 @kernel(nn.Relu6Op)
