@@ -10,10 +10,13 @@ and, with one thread, the median CPU time of a run (`time.process_time`: on a sh
 overloaded machine the CPU a run consumes is steadier than its wall time, which includes
 the waits for a core), and the ratios irc/peer and ISA/best ISA.
 
-irc's thread count is OpenMP's, read once when libgomp loads: run the script once per
-thread count (`--threads`, which sets OMP_NUM_THREADS before irc loads anything).
+Several thread counts (`--threads 1 2`) run in the same process and the same interleaved
+rounds: OMP_NUM_THREADS is set to the largest before libgomp loads, and each irc run first
+sets its libraries' thread count (`LoadedCpuExecutable.set_threads`); the peer gets one
+interpreter or session per thread count. So the ratio of irc at 2 threads to irc at 1
+thread, and to the peer at 2 threads, are measured under the same load.
 
-usage: python benchmarks/cpu_isa_compare.py [--models DIR] [--only NAME ...] [--threads N]
+usage: python benchmarks/cpu_isa_compare.py [--models DIR] [--only NAME ...] [--threads N ...]
                                             [--isa avx2 ...] [--rounds K] [--warmup W]
 """
 
@@ -62,8 +65,9 @@ def peer_runner(path: Path, threads: int) -> tuple[str, Runner] | None:
     return None
 
 
-def irc_runner(path: Path, isa_name: str) -> Runner:
-    """One run of `path` compiled for the cpu target with the ISA profile `isa_name`."""
+def irc_runner(path: Path, isa_name: str) -> Callable[[int], Runner]:
+    """threads -> one run of `path` compiled for the cpu target with the ISA profile
+    `isa_name`, its cpu libraries' parallel loops on that many threads."""
     import irc
 
     inputs = load_inputs(path.parent)
@@ -76,7 +80,17 @@ def irc_runner(path: Path, isa_name: str) -> Runner:
         model.run(inputs)  # loads (builds) the library with this profile
     finally:
         del os.environ["IRC_CPU_ISA"]
-    return lambda: model.run(inputs)
+    loaded = [x for x in model.program.loaded.values() if hasattr(x, "set_threads")]
+
+    def with_threads(threads: int) -> Runner:
+        def run() -> object:
+            for executable in loaded:
+                executable.set_threads(threads)
+            return model.run(inputs)
+
+        return run
+
+    return with_threads
 
 
 def measure(runners: dict[str, Runner], rounds: int, warmup: int) -> dict[str, tuple[float, float]]:
@@ -99,12 +113,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS)
     parser.add_argument("--only", nargs="*")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1])
     parser.add_argument("--isa", nargs="*", default=["avx2"], help="profiles besides the best")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args(argv)
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)  # before libgomp loads
+    os.environ["OMP_NUM_THREADS"] = str(max(args.threads))  # before libgomp loads
 
     from irc.targets.cpu import isa
 
@@ -118,32 +132,50 @@ def main(argv: list[str] | None = None) -> None:
         ),
         "unknown CPU",
     )
-    print(f"{cpu_name}; host best ISA {best}; {args.threads} thread(s); {args.rounds} rounds")
+    counts = ", ".join(str(t) for t in args.threads)
+    print(f"{cpu_name}; host best ISA {best}; {counts} thread(s); {args.rounds} rounds")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     manifest = json.loads((args.models / "manifest.json").read_text())
     files = {entry["name"]: entry["file"] for entry in manifest["models"]}
     names = [n for n in files if args.only is None or n in args.only]
     for name in names:
         path = args.models / files[name]
-        runners = {f"irc/{p}": irc_runner(path, p) for p in profiles}
-        peer = peer_runner(path, args.threads)
-        if peer is not None:
-            runners[peer[0]] = peer[1]
+        builders = {p: irc_runner(path, p) for p in profiles}
+        runners: dict[str, Runner] = {}
+        peer_name = None
+        for threads in args.threads:
+            for p in profiles:
+                runners[f"irc/{p} x{threads}"] = builders[p](threads)
+            peer = peer_runner(path, threads)
+            if peer is not None:
+                peer_name = peer[0]
+                runners[f"{peer[0]} x{threads}"] = peer[1]
         results = measure(runners, args.rounds, args.warmup)
-        print(f"\n{name}")
+        print(f"\n{name} (load average after: {os.getloadavg()[0]:.2f})")
         for label, (wall_ms, cpu_ms) in results.items():
-            line = f"  {label:16} wall {wall_ms:8.2f} ms"
-            if args.threads == 1:
+            line = f"  {label:20} wall {wall_ms:8.2f} ms"
+            if label.endswith(" x1"):
                 line += f"   cpu {cpu_ms:8.2f} ms"
             print(line)
-        column = 1 if args.threads == 1 else 0
-        what = "cpu" if args.threads == 1 else "wall"
-        if peer is not None:
-            for p in profiles:
-                r = results[f"irc/{p}"][column] / results[peer[0]][column]
-                print(f"  irc/{p} / {peer[0]} ({what}): {r:.2f}")
-        for p in profiles[1:]:
-            r = results[f"irc/{p}"][column] / results[f"irc/{best}"][column]
-            print(f"  irc/{p} / irc/{best} ({what}): {r:.2f}")
+        for threads in args.threads:
+            column = 1 if threads == 1 else 0
+            what = f"x{threads}, " + ("cpu" if threads == 1 else "wall")
+
+            def ms(label: str, threads: int = threads, column: int = column) -> float:
+                return results[f"{label} x{threads}"][column]  # noqa: B023 (called at once)
+
+            if peer_name is not None:
+                for p in profiles:
+                    print(f"  irc/{p} / {peer_name} ({what}): {ms(f'irc/{p}') / ms(peer_name):.2f}")
+            for p in profiles[1:]:
+                print(f"  irc/{p} / irc/{best} ({what}): {ms(f'irc/{p}') / ms(f'irc/{best}'):.2f}")
+        if 1 in args.threads:
+            for threads in args.threads:
+                if threads == 1:
+                    continue
+                for label in [f"irc/{p}" for p in profiles] + ([peer_name] if peer_name else []):
+                    speedup = results[f"{label} x1"][0] / results[f"{label} x{threads}"][0]
+                    print(f"  {label} speed-up x1 -> x{threads} (wall): {speedup:.2f}")
         sys.stdout.flush()
 
 

@@ -9,7 +9,8 @@ host runs (`IRC_CPU_ISA`: VNNI intrinsics, AVX-512 without VNNI, AVX2, the porta
 generic profile); the cases cover
 odd channel counts (tails of 4, 16 and 32), 1x1 convolutions flattened to one row, strides,
 dilations, asymmetric padding, int8 and uint8 storage, zero points, per-tensor and
-per-channel scales, a left-shifting rescale (scale ratio > 1), narrower fused activations
+per-channel scales, a left-shifting rescale (scale ratio > 1) and one without a right shift
+(ratio in [0.5, 1)), narrower fused activations
 (clip), fully connected layers with one or several rows, and adds with scalar tails and
 a size split across threads.
 """
@@ -133,6 +134,10 @@ CASES: list[Case | AddCase] = [
     Case("pw_stride2", (1, 9, 7, 12), 24, strides=(2, 2), zp_in=-128, zp_out=-128),
     Case("pw_uint8", (1, 6, 5, 20), 36, dtype="uint8", zp_in=128, zp_out=120),
     Case("pw_left_shift", (1, 3, 3, 8), 16, out_scale=1e-5, zp_out=3),
+    # scale ratio in [0.5, 1): no right shift (S = 31, AVX2's 64-bit shift path)
+    Case("pw_no_right_shift", (1, 4, 6, 16), 20, per_channel=False, out_scale=7e-4),
+    Case("dw_no_right_shift", (1, 5, 6, 16), 16, (3, 3), depthwise=True, per_channel=False,
+         pads=(1, 1, 1, 1), out_scale=7e-4, zp_out=-20),
     Case("conv3x3_c3", (1, 11, 9, 3), 32, (3, 3), strides=(2, 2), pads=(0, 0, 1, 1)),
     Case("conv3x3_same", (1, 7, 6, 10), 20, (3, 3), pads=(1, 1, 1, 1), zp_in=7, zp_out=-4),
     Case("conv_dilated", (2, 9, 10, 5), 9, (3, 2), pads=(2, 0, 1, 1), dilations=(2, 1)),

@@ -179,6 +179,17 @@ typedef uint32_t irc_vu32 __attribute__((vector_size(64)));
 typedef int32_t irc_vi32x8 __attribute__((vector_size(32)));
 typedef int8_t irc_vb8 __attribute__((vector_size(8)));
 
+/* Multiply-adds above which a fused int8 conv / depthwise kernel splits over the threads:
+   ~0.03 ms of one core's work with VNNI (a fork/join costs ~1-10 us), so that the small
+   late layers of a CNN (7x7 and 14x14 depthwise, the classifier) do not run on one core
+   while the other waits. Tasks go to threads dynamically (schedule(dynamic, 1)): a thread
+   that the OS delays on a shared machine does not hold back the others' share. */
+#define IRC_PARALLEL_QCONV_WORK 1000000.0
+#define IRC_PARALLEL_QDW_WORK 250000.0
+/* Elements above which the fused int8 add splits (in chunks of IRC_QADD_CHUNK). */
+#define IRC_PARALLEL_QADD 16384
+#define IRC_QADD_CHUNK 2048
+
 #if defined(__AVX512VNNI__) && defined(__AVX512F__) && !defined(IRC_PORTABLE)
 #include <immintrin.h>
 #define IRC_HAVE_VNNI 1
@@ -224,14 +235,15 @@ int irc_have_vnni(void) { return IRC_HAVE_VNNI; }
 """
     + kernel_file("common/requant_scalar.h")
     + r"""
-#define IRC_RQ_PARAMS(NAME, Q, MODE) const int64_t *restrict NAME = (Q)
 #if defined(__AVX2__) && !defined(IRC_PORTABLE)
 """
     + kernel_file("x86_64_avx2/requant.h")
     + r"""
+#define IRC_RQ_PARAMS(NAME, Q, MODE) const irc_rqp_avx2 NAME = irc_rq_prepare_avx2(Q, MODE)
 #define IRC_RQ_STORE(ACC, P, Q, MODE, ZP, LO, HI, DST, CNT) \
-  irc_rq_store_avx2(ACC, P, MODE, ZP, LO, HI, DST, CNT)
+  irc_rq_store_avx2(ACC, &P, MODE, ZP, LO, HI, DST, CNT)
 #else
+#define IRC_RQ_PARAMS(NAME, Q, MODE) const int64_t *restrict NAME = (Q)
 #define IRC_RQ_STORE(ACC, P, Q, MODE, ZP, LO, HI, DST, CNT) \
   irc_rq_store_scalar(ACC, P, MODE, ZP, LO, HI, DST, CNT)
 #endif
@@ -368,16 +380,31 @@ IRC_INLINE void irc_qconv_store4(irc_vi32 *acc, int mr, int nv, const int64_t *r
 static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N, long H, long W,
                      long C, long Cp, long PT, long PL, long PB, long PR, int fill) {
   const long Hp = H + PT + PB, Wp = W + PL + PR;
-  memset(dst, fill, (size_t)(N * Hp * Wp * Cp));
-  for (long n = 0; n < N; ++n)
-    for (long h = 0; h < H; ++h) {
-      uint8_t *restrict d = dst + ((n * Hp + h + PT) * Wp + PL) * Cp;
-      const uint8_t *restrict s = src + (n * H + h) * W * C;
-      if (C == Cp)
-        memcpy(d, s, (size_t)(W * C));
-      else
-        for (long w = 0; w < W; ++w) memcpy(d + w * Cp, s + w * C, (size_t)C);
+  IRC_PARFOR(schedule(static) if (N * Hp * Wp * Cp >= 131072))
+  for (long row = 0; row < N * Hp; ++row) {
+    const long n = row / Hp, h = row % Hp - PT;
+    uint8_t *restrict d = dst + row * Wp * Cp;
+    if (h < 0 || h >= H) {
+      memset(d, fill, (size_t)(Wp * Cp));
+      continue;
     }
+    memset(d, fill, (size_t)(PL * Cp));
+    memset(d + (PL + W) * Cp, fill, (size_t)(PR * Cp));
+    d += PL * Cp;
+    const uint8_t *restrict s = src + (n * H + h) * W * C;
+    if (C == Cp)
+      memcpy(d, s, (size_t)(W * C));
+    else if (C == 3 && Cp == 4) /* an image: no library call per pixel */
+      for (long w = 0; w < W; ++w) {
+        d[4 * w] = s[3 * w], d[4 * w + 1] = s[3 * w + 1], d[4 * w + 2] = s[3 * w + 2];
+        d[4 * w + 3] = (uint8_t)fill;
+      }
+    else
+      for (long w = 0; w < W; ++w) {
+        memcpy(d + w * Cp, s + w * C, (size_t)C);
+        memset(d + w * Cp + C, fill, (size_t)(Cp - C));
+      }
+  }
 }
 
 /* Fused int8 convolution / fully connected as u8 x s8 dot products of 4 channels:
@@ -388,8 +415,10 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
    time; y [N][OH][OW][OC] bytes. Register tile: MR output pixels x NB channels, started at
    the bias; a tail tile repeats its last pixel (computed again, written once). The input
    words of a pixel tile (all taps) are XORed with `flip` once, into a stack buffer that
-   every channel block of the tile reads (a broadcast from memory is a load, no shuffle);
-   a tile too deep for IRC_QCONV_XBUF reads the input directly. Mode 0 with AVX512BW
+   every channel block of the tile reads (a broadcast from memory is a load, no shuffle;
+   on AVX2 each word is stored as its two int16-pair dwords, IRC_QCONV_WIDE_X, and the tile
+   and its mode-0 epilogue are irc_qconv_tile_avx2's); a tile too deep for IRC_QCONV_XBUF
+   reads the input directly. Mode 0 with AVX512BW
    stores through irc_qconv_store4 (four vectors per pack, masked stores); other modes,
    MR = 1 and the portable path requantize vector by vector. Tasks (channel block fastest,
    then pixel tile, then row) go to threads in 64 contiguous chunks, so a thread decodes
@@ -407,12 +436,12 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
     const double work = (double)N * OH * OW * OC * KH * KW * C4 * 4;                         \
     const long chunks = tasks < 64 ? tasks : 64;                                             \
     const int buffered = (long)(MR) * KH * KW * C4 <= IRC_QCONV_XBUF;                        \
-    IRC_PARFOR(schedule(static) if (work > IRC_PARALLEL_WORK))                               \
+    IRC_PARFOR(schedule(dynamic, 1) if (work > IRC_PARALLEL_QCONV_WORK))                     \
     for (long ch = 0; ch < chunks; ++ch) {                                                   \
       const long t0 = tasks * ch / chunks, t1 = tasks * (ch + 1) / chunks;                   \
       long b = t0 % nblk, r = t0 / nblk / tiles, ow0 = t0 / nblk % tiles * (MR);             \
       const uint8_t *xp[MR];                                                                 \
-      uint32_t xb[IRC_QCONV_XBUF];                                                           \
+      uint32_t xb[IRC_QCONV_XBUF * (1 + IRC_QCONV_WIDE_X)];                                  \
       for (long t = t0; t < t1; ++t) {                                                       \
         if (t == t0 || b == 0) { /* a new pixel tile */                                      \
           const long n = r / OH, oh = r % OH;                                                \
@@ -427,49 +456,57 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
                 for (int p = 0; p < (MR); ++p) {                                             \
                   uint32_t a;                                                                \
                   __builtin_memcpy(&a, xp[p] + off + c4 * 4, 4);                             \
-                  xb[(tap * C4 + c4) * (MR) + p] = a ^ flip;                                 \
+                  if (IRC_QCONV_WIDE_X) /* AVX2: the int16 pairs of the word */              \
+                    irc_qwiden_word(a ^ flip, xb + ((tap * C4 + c4) * (MR) + p) * 2);        \
+                  else                                                                       \
+                    xb[(tap * C4 + c4) * (MR) + p] = a ^ flip;                               \
                 }                                                                            \
             }                                                                                \
         }                                                                                    \
         irc_vi32 acc[MR][NV];                                                                \
         const int8_t *restrict wb = w + b * KH * KW * C4 * NB * 4;                           \
-        if (IRC_QCONV_AVX2 && buffered) /* AVX2 without VNNI: exact int16 pairs */       \
-          irc_qconv_tile_avx2((MR), (NV), (int32_t *)acc, bias + b * NB, xb, wb,          \
-                              KH * KW * C4);                                             \
-        else {                                                                           \
-        for (int v = 0; v < (NV); ++v) {                                                     \
-          irc_vi32 bv;                                                                       \
-          __builtin_memcpy(&bv, bias + b * NB + v * 16, 64);                                 \
-          for (int p = 0; p < (MR); ++p) acc[p][v] = bv;                                     \
-        }                                                                                    \
-        if (buffered) /* all taps: the weights are packed in the same order */               \
-          for (long k = 0; k < KH * KW * C4; ++k) {                                          \
-            irc_vi32 wv[NV];                                                                 \
-            for (int v = 0; v < (NV); ++v)                                                   \
-              __builtin_memcpy(&wv[v], wb + (k * NB + v * 16) * 4, 64);                      \
-            for (int p = 0; p < (MR); ++p)                                                   \
-              for (int v = 0; v < (NV); ++v)                                                 \
-                acc[p][v] = irc_dot4(acc[p][v], xb[k * (MR) + p], wv[v]);                    \
+        int stored = 0;                                                                      \
+        if (IRC_QCONV_AVX2 && buffered) /* AVX2 without VNNI: exact int16 pairs */           \
+          stored = irc_qconv_tile_avx2((MR), (NV), (int32_t *)acc, bias + b * NB, xb, wb,    \
+                                       KH * KW * C4, (MODEC) == 0,                           \
+                                       q + b * (NV) * IRC_RQ_BLOCK, zp, lo, hi,              \
+                                       y + (r * OW + ow0) * OC, OW - ow0, OC, b * NB);       \
+        else {                                                                               \
+          for (int v = 0; v < (NV); ++v) {                                                   \
+            irc_vi32 bv;                                                                     \
+            __builtin_memcpy(&bv, bias + b * NB + v * 16, 64);                               \
+            for (int p = 0; p < (MR); ++p) acc[p][v] = bv;                                   \
           }                                                                                  \
-        else                                                                                 \
-          for (int kh = 0; kh < KH; ++kh)                                                    \
-            for (int kw = 0; kw < KW; ++kw) {                                                \
-              const long off = ((long)kh * DH * Wp + (long)kw * DW) * Cs;                    \
-              const int8_t *restrict wp = wb + ((long)kh * KW + kw) * C4 * NB * 4;           \
-              for (long c4 = 0; c4 < C4; ++c4) {                                             \
-                irc_vi32 wv[NV];                                                             \
+          if (buffered) /* all taps: the weights are packed in the same order */             \
+            for (long k = 0; k < KH * KW * C4; ++k) {                                        \
+              irc_vi32 wv[NV];                                                               \
+              for (int v = 0; v < (NV); ++v)                                                 \
+                __builtin_memcpy(&wv[v], wb + (k * NB + v * 16) * 4, 64);                    \
+              for (int p = 0; p < (MR); ++p)                                                 \
                 for (int v = 0; v < (NV); ++v)                                               \
-                  __builtin_memcpy(&wv[v], wp + (c4 * NB + v * 16) * 4, 64);                 \
-                for (int p = 0; p < (MR); ++p) {                                             \
-                  uint32_t a;                                                                \
-                  __builtin_memcpy(&a, xp[p] + off + c4 * 4, 4);                             \
-                  a ^= flip;                                                                 \
-                  for (int v = 0; v < (NV); ++v) acc[p][v] = irc_dot4(acc[p][v], a, wv[v]);  \
+                  acc[p][v] = irc_dot4(acc[p][v], xb[k * (MR) + p], wv[v]);                  \
+            }                                                                                \
+          else                                                                               \
+            for (int kh = 0; kh < KH; ++kh)                                                  \
+              for (int kw = 0; kw < KW; ++kw) {                                              \
+                const long off = ((long)kh * DH * Wp + (long)kw * DW) * Cs;                  \
+                const int8_t *restrict wp = wb + ((long)kh * KW + kw) * C4 * NB * 4;         \
+                for (long c4 = 0; c4 < C4; ++c4) {                                           \
+                  irc_vi32 wv[NV];                                                           \
+                  for (int v = 0; v < (NV); ++v)                                             \
+                    __builtin_memcpy(&wv[v], wp + (c4 * NB + v * 16) * 4, 64);               \
+                  for (int p = 0; p < (MR); ++p) {                                           \
+                    uint32_t a;                                                              \
+                    __builtin_memcpy(&a, xp[p] + off + c4 * 4, 4);                           \
+                    a ^= flip;                                                               \
+                    for (int v = 0; v < (NV); ++v)                                           \
+                      acc[p][v] = irc_dot4(acc[p][v], a, wv[v]);                             \
+                  }                                                                          \
                 }                                                                            \
               }                                                                              \
-            }                                                                                \
-        }                                                                                \
-        if (IRC_QCONV_PACKED && (MODEC) == 0 && (MR) % (4 / (NV)) == 0) {                    \
+        }                                                                                    \
+        if (stored) {                                                                        \
+        } else if (IRC_QCONV_PACKED && (MODEC) == 0 && (MR) % (4 / (NV)) == 0) {             \
           uint8_t *restrict yt = y + (r * OW + ow0) * OC;                                    \
           const long px = OW - ow0, oc0 = b * NB;                                            \
           const int64_t *restrict qb = q + b * (NV) * IRC_RQ_BLOCK;                          \
@@ -542,7 +579,7 @@ IRC_INLINE irc_vi32 irc_dw_widen(irc_vh16 p) { return __builtin_convertvector(p,
     const long rows = N * OH;                                                                 \
     const double work = (double)rows * OW * C * KH * KW;                                      \
     const int md = (MODEC) >= 0 ? (MODEC) : mode;                                             \
-    IRC_PARFOR(schedule(static) if (work > IRC_PARALLEL_WORK / 4))                            \
+    IRC_PARFOR(schedule(dynamic, 1) if (work > IRC_PARALLEL_QDW_WORK))                          \
     for (long r = 0; r < rows; ++r) {                                                         \
       const long n = r / OH, oh = r % OH, ih0 = oh * SH - PT;                                 \
       const int rows_in = ih0 >= 0 && ih0 + (long)(KH - 1) * DH < H;                          \
@@ -682,7 +719,7 @@ IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4
   for (long j = right; j < count; ++j) _mm512_store_si512((void *)(dst + j * 64), outside);
 }
 #elif defined(__AVX2__) && !defined(IRC_PORTABLE)
-#define IRC_DWQ_DEFERRED 1
+#define IRC_DWQ_INT16 1
 """
     + kernel_file("x86_64_avx2/dwq.h")
     + r"""
@@ -713,14 +750,16 @@ IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4
 }
 #endif
 
-#if !defined(IRC_DWQ_DEFERRED)
-/* The dot products accumulate in the int32 lanes themselves, started at the bias. */
+#if !defined(IRC_DWQ_INT16)
+/* Columns of 64 bytes (byte 4c + t: channel c of row t), the weights of a tap as they are
+   packed, the dot products accumulating in the int32 lanes themselves, started at the bias. */
+#define IRC_DWQ_COL 64
+typedef irc_vi32 irc_dwq_w;
+IRC_INLINE irc_dwq_w irc_dwq_wprep(irc_vi32 w) { return w; }
 typedef irc_vi32 irc_dwq_acc;
 IRC_INLINE irc_dwq_acc irc_dwq_init(irc_vi32 bias) { return bias; }
-IRC_INLINE irc_vi32 irc_dwq_finish(irc_dwq_acc acc, irc_vi32 bias) {
-  (void)bias;
-  return acc;
-}
+#define IRC_DWQ_STORE(ACC, RQ, MODE, ZP, LO, HI, DST, CNT) \
+  IRC_RQ_STORE(ACC, RQ, q, MODE, ZP, LO, HI, DST, CNT)
 #endif
 
 #define IRC_QDWV(NAME, KHC, KWC, MODEC)                                                       \
@@ -737,9 +776,9 @@ IRC_INLINE irc_vi32 irc_dwq_finish(irc_dwq_acc acc, irc_vi32 bias) {
     const long ncol = (IRC_DWQ_CHUNK - 1L) * SW + (long)(KW - 1) * DW + 1;                    \
     const double work = (double)N * OH * OW * C * KH * KW;                                    \
     const int md = (MODEC) >= 0 ? (MODEC) : mode;                                             \
-    IRC_PARFOR(schedule(static) if (work > IRC_PARALLEL_WORK / 4))                            \
+    IRC_PARFOR(schedule(dynamic, 1) if (work > IRC_PARALLEL_QDW_WORK))                          \
     for (long t = 0; t < tasks; ++t) { /* (image, row tile, block of 16 channels) */          \
-      uint8_t cols[G * ncol * 64] __attribute__((aligned(64)));                               \
+      uint8_t cols[G * ncol * IRC_DWQ_COL] __attribute__((aligned(64)));                      \
       uint8_t zrow[16];                                                                       \
       memset(zrow, zp_in & 255, sizeof zrow);                                                 \
       const long c = t % nblk * 16, n = t / nblk / tiles, oh = t / nblk % tiles * R;          \
@@ -758,46 +797,35 @@ IRC_INLINE irc_vi32 irc_dwq_finish(irc_dwq_acc acc, irc_vi32 bias) {
       __builtin_memcpy(&bv, bias + c, 64);                                                    \
       IRC_RQ_PARAMS(rq, q + c / 16 * IRC_RQ_BLOCK, md);                                       \
       const int8_t *restrict wb = w + c / 16 * (long)G * KW * 64;                             \
-      irc_vi32 wv[(KHC) && (KWC) ? ((KHC) + 3) / 4 * (KWC) : 1];                              \
-      irc_vi32 wv2[(KHC) && (KWC) ? ((KHC) + 3) / 4 * (KWC) : 1];                             \
-      if ((KHC) && (KWC))                                                                     \
-        for (int k = 0; k < G * KW; ++k) {                                                    \
-          __builtin_memcpy(&wv[k], wb + k * 64, 64);                                          \
-          wv2[k] = (irc_vi32)((irc_vu32)wv[k] << 8);                                          \
-        }                                                                                     \
+      /* The weights of every tap, prepared once per task (the second row's shifted). */      \
+      irc_dwq_w wv[(KHC) && (KWC) ? ((KHC) + 3) / 4 * (KWC) : G * KW];                        \
+      irc_dwq_w wv2[(KWC) ? (KWC) : KW];                                                      \
+      for (int k = 0; k < G * KW; ++k) {                                                      \
+        irc_vi32 w8;                                                                          \
+        __builtin_memcpy(&w8, wb + k * 64, 64);                                               \
+        wv[k] = irc_dwq_wprep(w8);                                                            \
+        if (k < KW) wv2[k] = irc_dwq_wprep((irc_vi32)((irc_vu32)w8 << 8));                    \
+      }                                                                                       \
       for (long ow0 = 0; ow0 < OW; ow0 += IRC_DWQ_CHUNK) {                                    \
         const long nout = OW - ow0 < IRC_DWQ_CHUNK ? OW - ow0 : IRC_DWQ_CHUNK;                \
         const long used = (nout - 1) * SW + (long)(KW - 1) * DW + 1;                          \
         for (int g = 0; g < G; ++g)                                                           \
-          irc_dwq_columns(cols + g * ncol * 64, rp + 4 * g, rs + 4 * g, ow0 * SW - PL, used,  \
-                          W, cnt, nrows - 4 * g < 4 ? nrows - 4 * g : 4, zp_in, flip);        \
+          irc_dwq_columns(cols + g * ncol * IRC_DWQ_COL, rp + 4 * g, rs + 4 * g, ow0 * SW - PL, \
+                          used, W, cnt, nrows - 4 * g < 4 ? nrows - 4 * g : 4, zp_in, flip);  \
         for (long p = 0; p < nout; ++p) {                                                     \
-          const uint8_t *restrict cp = cols + p * SW * 64;                                    \
+          const uint8_t *restrict cp = cols + p * SW * IRC_DWQ_COL;                           \
           uint8_t *restrict yp = y + (r * OW + ow0 + p) * C + c;                              \
           irc_dwq_acc acc = irc_dwq_init(bv);                                                 \
           for (int g = 0; g < G; ++g)                                                         \
-            for (int kw = 0; kw < KW; ++kw) {                                                 \
-              irc_vi32 wk;                                                                    \
-              if ((KHC) && (KWC))                                                             \
-                wk = wv[g * KW + kw];                                                         \
-              else                                                                            \
-                __builtin_memcpy(&wk, wb + (g * KW + kw) * 64, 64);                           \
-              acc = irc_dwq_dot(acc, cp + (g * ncol + (long)kw * DW) * 64, wk);               \
-            }                                                                                 \
-          IRC_RQ_STORE(irc_dwq_finish(acc, bv), rq, q, md, zp, lo, hi, yp, cnt);              \
+            for (int kw = 0; kw < KW; ++kw)                                                   \
+              acc = irc_dwq_dot(acc, cp + (g * ncol + (long)kw * DW) * IRC_DWQ_COL,           \
+                                wv[g * KW + kw]);                                             \
+          IRC_DWQ_STORE(acc, rq, md, zp, lo, hi, yp, cnt);                                    \
           if (two) {                                                                          \
             acc = irc_dwq_init(bv);                                                           \
-            for (int kw = 0; kw < KW; ++kw) {                                                 \
-              irc_vi32 wk;                                                                    \
-              if ((KHC) && (KWC))                                                             \
-                wk = wv2[kw];                                                                 \
-              else {                                                                          \
-                __builtin_memcpy(&wk, wb + kw * 64, 64);                                      \
-                wk = (irc_vi32)((irc_vu32)wk << 8);                                           \
-              }                                                                               \
-              acc = irc_dwq_dot(acc, cp + (long)kw * DW * 64, wk);                            \
-            }                                                                                 \
-            IRC_RQ_STORE(irc_dwq_finish(acc, bv), rq, q, md, zp, lo, hi, yp + OW * C, cnt);   \
+            for (int kw = 0; kw < KW; ++kw)                                                   \
+              acc = irc_dwq_dot(acc, cp + (long)kw * DW * IRC_DWQ_COL, wv2[kw]);              \
+            IRC_DWQ_STORE(acc, rq, md, zp, lo, hi, yp + OW * C, cnt);                         \
           }                                                                                   \
         }                                                                                     \
       }                                                                                       \
@@ -813,7 +841,7 @@ IRC_INLINE int64_t irc_rq0_scalar(int64_t x, const int64_t *restrict q) {
 /* Fused int8 add (TFLite's general 8-bit add in lower-quantized's form): y = clamp(zp +
    rq_o(rq_a((a - za) * ka) + rq_b((b - zb) * kb)), lo, hi) over n elements of T, each rq_*
    a mode-0 requantization (per tensor: block lane 0 holds the parameters); the int32 sum
-   wraps as the chain's nn.add. Chunks of 4096 elements are split across threads. */
+   wraps as the chain's nn.add. Chunks of IRC_QADD_CHUNK elements are split across threads. */
 #if defined(__AVX512F__) && !defined(IRC_PORTABLE)
 #define IRC_QADD_VECTOR(CVT)                                                                 \
   {                                                                                          \
@@ -848,11 +876,11 @@ IRC_INLINE int64_t irc_rq0_scalar(int64_t x, const int64_t *restrict q) {
                    int kb, const int64_t *restrict qa, const int64_t *restrict qb,            \
                    const int64_t *restrict qo, int64_t zp, int64_t lo, int64_t hi,            \
                    uint8_t *restrict y) {                                                     \
-    const long chunks = (n + 4095) / 4096;                                                    \
-    IRC_PARFOR(schedule(static) if (n >= 65536))                                              \
+    const long chunks = (n + IRC_QADD_CHUNK - 1) / IRC_QADD_CHUNK;                            \
+    IRC_PARFOR(schedule(dynamic, 1) if (n >= IRC_PARALLEL_QADD))                              \
     for (long t = 0; t < chunks; ++t) {                                                       \
-      const long i1 = (t + 1) * 4096 < n ? (t + 1) * 4096 : n;                                \
-      long i = t * 4096;                                                                      \
+      const long i1 = (t + 1) * IRC_QADD_CHUNK < n ? (t + 1) * IRC_QADD_CHUNK : n;            \
+      long i = t * IRC_QADD_CHUNK;                                                            \
       IRC_QADD_VECTOR(CVT)                                                                    \
       for (; i < i1; ++i) {                                                                   \
         const int64_t va = irc_rq0_scalar((int64_t)((int32_t)a[i] - za) * ka, qa);           \

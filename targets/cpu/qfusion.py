@@ -253,7 +253,8 @@ def requant_blocks(op: quant.RescaleOp, channels: int, padded: int) -> tuple[np.
     mode 0: multiplier, K1 = 2^30 + half * 2^31, K2 = 2^30 + (half - (b > 0)) * 2^31 and
     S = 31 + b (half = 2^b / 2, b the right shift: one rounding shift, see csrc); other
     modes: multiplier, a, b (double rounding: left and right shift; single rounding:
-    b = total shift 31 - s) and zeros. Padding channels are zero."""
+    b = total shift 31 - s) and zeros. Padding channels are zero (mode 0: multiplier zero,
+    right shift 1)."""
     multipliers, shifts = list(op.multiplier_values), list(op.shift_values)
     if len(multipliers) == 1:
         multipliers, shifts = multipliers * channels, shifts * channels
@@ -271,6 +272,7 @@ def requant_blocks(op: quant.RescaleOp, channels: int, padded: int) -> tuple[np.
     mode |= 8 if not single and (rows[2] > 31).any() else 0
     if mode == 0:
         right = rows[2].copy()
+        right[channels:] = 1  # padding: S = 32 keeps a block's shifts >= 32 (AVX2's fast path)
         half = (1 << right) >> 1
         rows[1] = (1 << 30) + half * (1 << 31)
         rows[2] = (1 << 30) + (half - (right > 0)) * (1 << 31)

@@ -1,52 +1,80 @@
-/* irc CPU kernels, AVX2 without VNNI: the column quads and dot products of the fused int8
-   depthwise kernel (IRC_QDWV), exactly. A dot product of 16 channels x 4 rows widens both
-   sides to int16 and sums pairs with vpmaddwd into int32 pair sums, kept per quarter of 4
-   channels (4 ymm) over the taps of a pixel and added horizontally once (irc_dwq_finish). */
+/* irc CPU kernels, AVX2 without VNNI: the columns, weights and dot products of the fused
+   int8 depthwise kernel (IRC_QDWV), exactly. A column (IRC_DWQ_COL = 128 bytes) holds its 16
+   channels of 4 kernel rows as int16 pairs, zero-extended from the XORed bytes: bytes
+   0-31 channels 0-7 (row 0, row 1), 32-63 channels 8-15 (row 0, row 1), 64-95 channels 0-7
+   (row 2, row 3), 96-127 channels 8-15 (row 2, row 3). The weights of a tap are prepared
+   once per task in the same layout (irc_dwq_wprep, sign-extended), so one vpmaddwd gives
+   two rows of a tap for 8 channels in their own int32 lanes: a tap is 4 vpmaddwd + 4 vpaddd
+   on two accumulators started at the bias, no horizontal sums. */
+#define IRC_DWQ_COL 128
+
 typedef struct {
-  __m256i q[4];
+  __m256i v[4];
+} irc_dwq_w;
+
+/* The weights of a tap (byte 4c + t = row t of channel c, int8) as int16 pairs. */
+IRC_INLINE irc_dwq_w irc_dwq_wprep(irc_vi32 w) {
+  int8_t b[64];
+  int16_t h[64] __attribute__((aligned(32)));
+  memcpy(b, &w, 64);
+  for (int c = 0; c < 16; ++c)
+    for (int t = 0; t < 4; ++t)
+      h[((t / 2) * 2 + c / 8) * 16 + (c % 8) * 2 + (t & 1)] = b[4 * c + t];
+  irc_dwq_w out;
+  for (int i = 0; i < 4; ++i) out.v[i] = _mm256_load_si256((const __m256i *)(h + 16 * i));
+  return out;
+}
+
+typedef struct {
+  __m256i q[2];
 } irc_dwq_acc;
 
 IRC_INLINE irc_dwq_acc irc_dwq_init(irc_vi32 bias) {
-  (void)bias; /* added by irc_dwq_finish */
   irc_dwq_acc a;
-  for (int i = 0; i < 4; ++i) a.q[i] = _mm256_setzero_si256();
+  memcpy(&a.q[0], &bias, 32);
+  memcpy(&a.q[1], (const char *)&bias + 32, 32);
   return a;
 }
 
-IRC_INLINE irc_dwq_acc irc_dwq_dot(irc_dwq_acc acc, const uint8_t *restrict col, irc_vi32 w) {
-  const int8_t *wb = (const int8_t *)&w;
-  for (int i = 0; i < 4; ++i) {
-    const __m256i c16 = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i *)(col + 16 * i)));
-    const __m256i w16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wb + 16 * i)));
-    acc.q[i] = _mm256_add_epi32(acc.q[i], _mm256_madd_epi16(c16, w16));
-  }
+IRC_INLINE irc_dwq_acc irc_dwq_dot(irc_dwq_acc acc, const uint8_t *restrict col, irc_dwq_w w) {
+  const __m256i *c = (const __m256i *)col;
+  acc.q[0] = _mm256_add_epi32(acc.q[0], _mm256_madd_epi16(_mm256_load_si256(c), w.v[0]));
+  acc.q[1] = _mm256_add_epi32(acc.q[1], _mm256_madd_epi16(_mm256_load_si256(c + 1), w.v[1]));
+  acc.q[0] = _mm256_add_epi32(acc.q[0], _mm256_madd_epi16(_mm256_load_si256(c + 2), w.v[2]));
+  acc.q[1] = _mm256_add_epi32(acc.q[1], _mm256_madd_epi16(_mm256_load_si256(c + 3), w.v[3]));
   return acc;
 }
 
-IRC_INLINE irc_vi32 irc_dwq_finish(irc_dwq_acc acc, irc_vi32 bias) {
-  const __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc.q[0], acc.q[1]), 0xD8);
-  const __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc.q[2], acc.q[3]), 0xD8);
+/* Requantize and store the accumulators: IRC_RQ_STORE's AVX2 path on the two halves (an
+   AVX-512 CPU without VNNI also runs these dot products, with its own requantization). */
+#if defined(__AVX512F__)
+IRC_INLINE irc_vi32 irc_dwq_joined(irc_dwq_acc acc) {
   irc_vi32 out;
-  memcpy(&out, &lo, 32);
-  memcpy((char *)&out + 32, &hi, 32);
-  return out + bias;
+  memcpy(&out, &acc.q[0], 32);
+  memcpy((char *)&out + 32, &acc.q[1], 32);
+  return out;
 }
+#define IRC_DWQ_STORE(ACC, RQ, MODE, ZP, LO, HI, DST, CNT) \
+  IRC_RQ_STORE(irc_dwq_joined(ACC), RQ, q, MODE, ZP, LO, HI, DST, CNT)
+#else
+#define IRC_DWQ_STORE(ACC, RQ, MODE, ZP, LO, HI, DST, CNT) \
+  irc_rq_store2_halves_avx2((ACC).q[0], (ACC).q[1], &(RQ), MODE, ZP, LO, HI, DST, CNT)
+#endif
 
-/* Columns iw0 .. iw0 + count - 1 of 4 rows as quads of 16 channels (as the AVX-512
-   irc_dwq_columns): byte 4c + t = channel c of row t, XORed with `flip`; columns outside
-   the input and channels beyond `cnt` read `fill`. Every row pointer reads 16 bytes (rows
-   past `nr` are the 16-byte zero-point row, stride 0). */
+/* Columns iw0 .. iw0 + count - 1 of 4 rows (row t at rp[t] + iw * rs[t]; rs 0 for a row of
+   zero points, which reads 16 bytes) in the layout above, XORed with `flip`; columns outside
+   the input and channels beyond `cnt` read `fill`. */
 IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4],
                                 const long rs[4], long iw0, long count, long W, int cnt,
                                 int nr, int fill, uint32_t flip) {
   (void)nr;
   const __m128i vflip = _mm_set1_epi32((int)flip);
-  const __m128i outside = _mm_xor_si128(_mm_set1_epi8((char)fill), vflip);
+  const __m256i outside = _mm256_set1_epi16((short)((fill ^ (int)flip) & 255));
   for (long j = 0; j < count; ++j) {
     const long iw = iw0 + j;
-    __m128i *d = (__m128i *)(dst + j * 64);
+    __m256i *d = (__m256i *)(dst + j * IRC_DWQ_COL);
     if (iw < 0 || iw >= W) {
-      for (int i = 0; i < 4; ++i) _mm_store_si128(d + i, outside);
+      for (int i = 0; i < 4; ++i) _mm256_store_si256(d + i, outside);
       continue;
     }
     __m128i r[4];
@@ -59,12 +87,11 @@ IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4
         memcpy(tmp, rp[t] + iw * rs[t], (size_t)cnt);
         r[t] = _mm_loadu_si128((const __m128i *)tmp);
       }
+      r[t] = _mm_xor_si128(r[t], vflip);
     }
-    const __m128i a = _mm_unpacklo_epi8(r[0], r[1]), b = _mm_unpacklo_epi8(r[2], r[3]);
-    const __m128i c = _mm_unpackhi_epi8(r[0], r[1]), e = _mm_unpackhi_epi8(r[2], r[3]);
-    _mm_store_si128(d + 0, _mm_xor_si128(_mm_unpacklo_epi16(a, b), vflip));
-    _mm_store_si128(d + 1, _mm_xor_si128(_mm_unpackhi_epi16(a, b), vflip));
-    _mm_store_si128(d + 2, _mm_xor_si128(_mm_unpacklo_epi16(c, e), vflip));
-    _mm_store_si128(d + 3, _mm_xor_si128(_mm_unpackhi_epi16(c, e), vflip));
+    _mm256_store_si256(d + 0, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(r[0], r[1])));
+    _mm256_store_si256(d + 1, _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r[0], r[1])));
+    _mm256_store_si256(d + 2, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(r[2], r[3])));
+    _mm256_store_si256(d + 3, _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r[2], r[3])));
   }
 }
