@@ -6,7 +6,9 @@
    on tensors ended by `cpu.yield`; `kind` says which kernel): `"qconv"`, an int8
    `cast -> sub zp -> conv2d / fully_connected -> rescale [-> scast -> clip]` chain;
    `"qadd"`, the int8 add of `lower-quantized`; `"conv_add"`, a float conv2d and the
-   residual `nn.add` (and an `nn.relu` of it) computed in its epilogue;
+   residual `nn.add` (and an `nn.relu` of it) computed in its epilogue; `"dynamic_fc"`, a
+   dynamically quantized fully connected layer with the quantization of its input
+   (`targets/cpu/dynamic_quant.py`);
 2. `cpu-plan-memory` records the workspace plan as discardable attributes: on every op of
    an entry (`nn.constant` aside) `cpu.offsets` (per result, its byte offset in the
    workspace, or -1 when the op writes the entry's result buffer), `cpu.scratch` (byte
@@ -302,6 +304,7 @@ FUSION_KINDS = {
     "qconv": ("nn.conv2d", "nn.fully_connected"),
     "qadd": ("nn.add",),
     "conv_add": ("nn.conv2d",),
+    "dynamic_fc": ("nn.fully_connected",),
 }
 """Kinds of `cpu.fusion` and the op names of which the region holds exactly one (the
 producer the kernel is named after)."""

@@ -69,7 +69,7 @@ from irc.dialects.nn.base import ints_of
 from irc.dialects.quant import quantized_element
 from irc.dtypes import numpy_dtype
 from irc.sanitize import c_comment, c_identifier
-from irc.targets.cpu import csrc, packing, qfusion, quant_casts, quant_kernels
+from irc.targets.cpu import csrc, dynamic_quant, packing, qfusion, quant_casts, quant_kernels
 from irc.targets.cpu.profiling import KernelProfiler, profile_enabled
 from irc.targets.cpu.qfusion import QuantAddChain, QuantChain, match_add, match_chain
 from irc.targets.cpu.support import (
@@ -481,6 +481,8 @@ class OpLowering:
                 lowered = self.lower_conv2d(conv, (other, act2))
                 timed = (conv, tuple(conv.operands))
                 return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
+        elif kind == dynamic_quant.KIND:
+            return dynamic_quant.lower_fusion(self, fusion)
         raise LoweringError(fusion, f"the '{kind}' fusion does not hold a chain of its kind")
 
     # ---- The integer form of lower-quantized ----

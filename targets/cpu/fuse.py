@@ -35,6 +35,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from irc.dialects import cpu, delegate, nn
 from irc.dtypes import numpy_dtype
+from irc.targets.cpu.dynamic_quant import fuse_chains as fuse_dynamic_chains
 from irc.targets.cpu.qfusion import match_add_chains, match_chains
 from irc.targets.cpu.support import C_TYPES
 
@@ -145,6 +146,7 @@ def wrap_in_fusion(kind: str, members: Sequence[Operation]) -> cpu.FusionOp:
 
 def fuse_function(func: FuncOp) -> int:
     """Wrap every fusable chain of an entry; returns the number of fusions made."""
+    dynamic = fuse_dynamic_chains(list(func.body.block.ops))
     ops = list(func.body.block.ops)
     groups: list[tuple[str, list[Operation]]] = []
     if fuse_int8_enabled():
@@ -156,9 +158,9 @@ def fuse_function(func: FuncOp) -> int:
             groups.append(("conv_add", [conv, add] if relu is None else [conv, add, relu]))
     for kind, members in groups:
         wrap_in_fusion(kind, members)
-    if groups:
+    if groups or dynamic:
         drop_plan(func)
-    return len(groups)
+    return len(groups) + dynamic
 
 
 def drop_plan(func: FuncOp) -> None:
