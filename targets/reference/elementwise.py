@@ -151,10 +151,12 @@ def clip(op: nn.ClipOp) -> Kernel:
     high = None if op.max is None else op.max.value.data
 
     def fn(x: np.ndarray) -> np.ndarray:
+        # `x < lo ? lo : x > hi ? hi : x`, as np.clip and the cpu/opencl targets: NaN and
+        # -0.0 stay (np.maximum(-0.0, 0.0) would give +0)
         if low is not None:
-            x = np.maximum(x, _typed(x, low))
+            x = np.where(x < low, _typed(x, low), x)
         if high is not None:
-            x = np.minimum(x, _typed(x, high))
+            x = np.where(x > high, _typed(x, high), x)
         return x
 
     return _unary(op, fn)
