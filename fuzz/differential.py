@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from fuzz.graphs import Graph, build_module, generate, make_inputs  # noqa: E402
+from fuzz.graphs import Const, Graph, build_module, generate, make_inputs  # noqa: E402
 
 TARGETS = ("reference", "cpu", "opencl")
 FP16_TARGET = "opencl-fp16"
@@ -275,20 +275,56 @@ def run_target(
     return out
 
 
+OWN_STEP_OPS = frozenset({"conv2d", "add", "avg_pool2d"})
+"""Quantized ops that round their own result (in QDQ: float arithmetic, then `quant.qcast`);
+the others move or clamp storage values and round nothing."""
+
+
+def qdq_error(graph: Graph, value: int) -> float:
+    """How far (in real units) a QDQ target's `value` may be from the reference's: one
+    storage step (`QDQ_QUANTA`) at each quantized op that rounds its result, carried through
+    the ops after it: a conv multiplies an operand's error by its largest sum of |weights|
+    over one output channel, an add sums its operands' errors (docs/semantics.md)."""
+    producer = next((n for n in graph.nodes if value in n.results), None)
+    if producer is None:
+        return 0.0  # a graph input: the same data on both sides
+    operands = producer.value_operands()
+    if producer.kind == "dcast":
+        return qdq_error(graph, operands[0])
+    t = graph.values[value]
+    if t.kind != "q" or t.qtype is None:
+        return 0.0
+    step = QDQ_QUANTA * max(t.qtype.scale_values)
+    if producer.kind == "qcast":
+        # a float computed by the target may sit on the other side of a rounding boundary,
+        # and a tie may round the other way
+        return step
+    upstream = [qdq_error(graph, v) for v in operands if graph.values[v].kind == "q"]
+    own = step if producer.kind in OWN_STEP_OPS else 0.0
+    if producer.kind == "add":
+        return own + sum(upstream)
+    gain = 1.0
+    if producer.kind == "conv2d" and isinstance(producer.operands[1], Const):
+        filt = producer.operands[1]
+        assert filt.qtype is not None
+        real = (filt.array.astype(np.float64) - filt.qtype.zero_point_values[0]) * max(
+            filt.qtype.scale_values
+        )
+        gain = float(np.abs(real).reshape(real.shape[0], -1).sum(axis=1).max())
+    return own + gain * max(upstream, default=0.0)
+
+
 def qdq_allowance(graph: Graph, value: int, target: str) -> tuple[int, float]:
-    """(storage steps, float step) a QDQ target's result `value` may be off: a quantized
-    value, or the dcast of one (docs/semantics.md); (0, 0.0) otherwise."""
+    """(storage steps, float step) a QDQ target's result `value` may be off: `qdq_error`
+    in the steps of a quantized output, or as is for the dcast of one; (0, 0.0) for other
+    targets and values."""
     if target not in QDQ_TARGETS:
         return 0, 0.0
     t = graph.values[value]
-    if t.kind == "q":
-        return QDQ_QUANTA, 0.0
-    producer = next((n for n in graph.nodes if value in n.results), None)
-    if producer is not None and producer.kind == "dcast":
-        qtype = graph.values[producer.value_operands()[0]].qtype
-        if qtype is not None:
-            return 0, QDQ_QUANTA * max(qtype.scale_values)
-    return 0, 0.0
+    error = qdq_error(graph, value)
+    if t.kind == "q" and t.qtype is not None:
+        return max(QDQ_QUANTA, int(error / max(t.qtype.scale_values) + 1e-6)), 0.0
+    return 0, error
 
 
 @dataclass

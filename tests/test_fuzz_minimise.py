@@ -117,3 +117,33 @@ def test_compare_half() -> None:
     assert compare_half(mask, flipped) is None
     flipped[:10] = ~mask[:10]
     assert compare_half(mask, flipped) is not None
+
+
+def test_qdq_allowance_carries_each_rounding_through_the_chain() -> None:
+    """A QDQ target may be one step off at each op that rounds; a conv multiplies an upstream
+    error by its largest |weight| sum, an add passes it on (seed 300724: a step of a conv
+    with scale 0.030 was 10 steps of the add after it, scale 0.0031)."""
+    from xdsl.dialects.builtin import f32
+
+    from fuzz.differential import qdq_allowance, qdq_error
+    from fuzz.graphs import Const, Graph, Node, VType, i8
+    from irc.dialects.quant import UniformQuantizedType
+
+    def q(scale: float, zp: int = 0) -> VType:
+        return VType((1, 2, 2, 1), "q", UniformQuantizedType.per_tensor(i8, f32, scale, zp))
+
+    w = Const(np.array([[[[3]]], [[[-5]]]], np.int8), q(0.5).qtype)
+    values = [q(0.1), q(0.05), q(0.01), q(0.001), VType((1, 2, 2, 1)), q(0.2), q(0.01)]
+    nodes = [
+        Node("conv2d", [0, w, None], {}, [1]),  # own step 0.05; its input is exact
+        Node("add", [1, 2], {}, [3]),  # 0.001 + 0.05
+        Node("dcast", [3], {}, [4]),
+        Node("conv2d", [1, w, None], {}, [5]),  # 0.2 + 2.5 * 0.05
+        Node("relu", [5], {}, [6]),  # moves storage: no step of its own
+    ]
+    graph = Graph(values, [0, 2], nodes, [3, 4, 6])
+    assert qdq_error(graph, 1) == pytest.approx(0.05)
+    assert qdq_allowance(graph, 3, "opencl") == (51, 0.0)
+    assert qdq_allowance(graph, 4, "opencl") == (0, pytest.approx(0.051))
+    assert qdq_error(graph, 6) == pytest.approx(0.2 + 2.5 * 0.05)
+    assert qdq_allowance(graph, 3, "cpu") == (0, 0.0), "cpu runs int8 natively: exact"
