@@ -421,3 +421,19 @@ def test_prefetched_program_is_saved_at_load(monkeypatch: pytest.MonkeyPatch) ->
     assert not built.saved
     ocl_runtime.save_binary(device, built)
     assert ocl_runtime.build_program(device, source).saved
+
+
+def test_correct_division_is_asked_only_where_the_device_reports_it() -> None:
+    from types import SimpleNamespace
+
+    from irc.targets.opencl import build as ocl_build
+
+    fp_config = SimpleNamespace(CORRECTLY_ROUNDED_DIVIDE_SQRT=128)
+    cl = SimpleNamespace(device_fp_config=fp_config)
+    without = SimpleNamespace(cl=cl, device=SimpleNamespace(single_fp_config=2 | 4))
+    with_it = SimpleNamespace(cl=cl, device=SimpleNamespace(single_fp_config=2 | 128))
+    options = ocl_build.BUILD_OPTIONS
+    assert ocl_build.device_build_options(with_it) == options  # type: ignore[arg-type]  # fakes
+    dropped = ocl_build.device_build_options(without)  # type: ignore[arg-type]  # fakes
+    assert ocl_build.CORRECT_DIVISION not in dropped
+    assert dropped.split() == [o for o in options.split() if o != ocl_build.CORRECT_DIVISION]

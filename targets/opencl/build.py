@@ -32,6 +32,7 @@ from irc.targets.opencl.device import Device
 __all__ = [
     "BUILD_LOG_ENV",
     "BUILD_OPTIONS",
+    "CORRECT_DIVISION",
     "FAST_MATH_BUILD_OPTIONS",
     "FAST_MATH_ENV",
     "STRICT_BUILD_OPTIONS",
@@ -40,12 +41,18 @@ __all__ = [
     "OpenCLLoadError",
     "build",
     "build_log_requested",
+    "device_build_options",
     "show_log",
 ]
 
-STRICT_BUILD_OPTIONS = "-cl-mad-enable"
+CORRECT_DIVISION = "-cl-fp32-correctly-rounded-divide-sqrt"
+STRICT_BUILD_OPTIONS = f"-cl-mad-enable {CORRECT_DIVISION}"
 """The default: IEEE NaN, Inf and signed zeros kept (docs/semantics.md); `mad` may fuse a
-multiply-add with one rounding, which changes no NaN/Inf result and PoCL needs for speed."""
+multiply-add with one rounding, which changes no NaN/Inf result and PoCL needs for speed.
+Float division and sqrt correctly rounded (`CORRECT_DIVISION`, dropped on a device without
+CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT): OpenCL allows 2.5 ulp otherwise, and compilers shrink
+`(float)((double)x / (double)s)` — qcast's exact float division — to a float division
+(NVIDIA's OpenCL on an H100 then rounded 5 of 384 quantization ties the wrong way)."""
 FAST_MATH_BUILD_OPTIONS = "-cl-fast-relaxed-math -cl-mad-enable"
 """With `IRC_OPENCL_FAST_MATH=1`: gives up NaN and Inf (the compiler assumes none: relu,
 max, clip, pools and softmax of NaN/Inf inputs become undefined) and the sign of zero."""
@@ -116,11 +123,29 @@ def _log(device: Device, program: Any) -> str:
     return str(log or "")
 
 
+def device_build_options(device: Device) -> str:
+    """`BUILD_OPTIONS` for `device`: without `CORRECT_DIVISION` where the device does not
+    report CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT (the option is only valid where it does)."""
+    if CORRECT_DIVISION not in BUILD_OPTIONS:
+        return BUILD_OPTIONS
+    cl = device.cl
+    try:
+        config = int(device.device.single_fp_config)
+        flag = int(cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+    except Exception:  # a driver without the query: do not ask for it
+        config, flag = 0, 1
+    if config & flag:
+        return BUILD_OPTIONS
+    return " ".join(o for o in BUILD_OPTIONS.split() if o != CORRECT_DIVISION)
+
+
 def build(device: Device, *, source: str | None = None, binary: bytes | None = None) -> tuple:
     """Build a program for `device` from `source` or from a driver `binary` with
-    `BUILD_OPTIONS`; returns `(program, log)`. Raises `BuildFailure` (error + log) when the
-    driver refuses it. Never emits `pyopencl.CompilerWarning`; safe on several threads."""
+    `device_build_options(device)`; returns `(program, log)`. Raises `BuildFailure` (error +
+    log) when the driver refuses it. Never emits `pyopencl.CompilerWarning`; safe on several
+    threads."""
     cl = device.cl
+    options = device_build_options(device)
     raw = getattr(cl, "_cl", None)
     low_level = getattr(raw, "_Program", None)
     if low_level is not None and hasattr(low_level, "_build"):
@@ -129,7 +154,7 @@ def build(device: Device, *, source: str | None = None, binary: bytes | None = N
         else:
             program = low_level(device.context, [device.device], [binary])
         try:
-            program._build(options=BUILD_OPTIONS.encode(), devices=[device.device])
+            program._build(options=options.encode(), devices=[device.device])
         except cl.Error as exc:
             raise BuildFailure(str(exc), _log(device, program)) from None
         return program, _log(device, program)
@@ -141,7 +166,7 @@ def build(device: Device, *, source: str | None = None, binary: bytes | None = N
     with _public_build_lock, warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         try:
-            program.build(options=BUILD_OPTIONS, devices=[device.device])
+            program.build(options=options, devices=[device.device])
         except cl.Error as exc:  # pyopencl's message carries the logs
             raise BuildFailure(str(exc), str(exc)) from None
         return program, _log(device, program)
