@@ -228,3 +228,41 @@ CPU_CLIP = (
 )
 def test_clip_of_negative_zero_agrees_with_the_reference(target: str) -> None:
     _agrees_on_negative_zero(target, ["result3"])
+
+
+# seed 300223 (--max-ops 12, cpu): softmax with beta of a row holding FLT_MAX. The row max is
+# the rounded product `x * beta`; with -ffp-contract=fast gcc turns `x * beta - max` into
+# fma(x, beta, -max), whose exact product leaves the rounding error (~1e31) for exp: inf, and
+# the row becomes inf / inf = NaN. The OpenCL kernel had the same bug under -cl-mad-enable
+# and skips the subtraction where `x * beta == max` (docs/semantics.md).
+SOFTMAX_OF_FLT_MAX = """
+func.func @main(%x: tensor<1x22xf32>, %y: tensor<1x22xf32>) -> tensor<2x22xf32> {
+  %s = nn.softmax %x beta = 0.33 : tensor<1x22xf32> -> tensor<1x22xf32>
+  %c = nn.concat %y, %s axis = -2 : tensor<1x22xf32>, tensor<1x22xf32> -> tensor<2x22xf32>
+  func.return %c : tensor<2x22xf32>
+}
+"""
+CPU_SOFTMAX = (
+    "cpu: irc_softmax computes x * beta - max with an fma (-ffp-contract=fast): exp of the "
+    "product's rounding error (targets/cpu/kernels/common/softmax; reported to the cpu owners)"
+)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        pytest.param(
+            "cpu", marks=[needs_compiler, pytest.mark.xfail(strict=True, reason=CPU_SOFTMAX)]
+        ),
+        pytest.param("opencl", marks=needs_device),
+    ],
+)
+def test_softmax_of_a_row_with_flt_max(target: str) -> None:
+    x = np.linspace(-2.5, 1.5, 22).astype(np.float32).reshape(1, 22)
+    x[0, 4] = np.finfo(np.float32).max
+    feed = {"arg0": x, "arg1": np.zeros((1, 22), np.float32)}
+    _, expected = _run(SOFTMAX_OF_FLT_MAX, "reference", feed)
+    _, got = _run(SOFTMAX_OF_FLT_MAX, target, feed)
+    ref = np.asarray(expected["result0"])
+    assert ref[1, 4] == 1.0
+    assert compare(ref, np.asarray(got["result0"])) is None
