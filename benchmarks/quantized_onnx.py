@@ -25,8 +25,11 @@ this shared machine move 1.5-2x between runs: compare the ratios of one run
 (PERF_NOTES.md). Prints tables; asserts nothing (tests/test_quantized_onnx_models.py checks
 the accuracy part at small sizes).
 
+The encoder is small by default (32 tokens, width 128, 2 layers: overhead-bound);
+`--bert 128,768,12,2` gives tokens, width, heads and layers (BERT-base: 128,768,12,12).
+
 usage: python benchmarks/quantized_onnx.py [--size 96] [--repeat 30] [--only NAME ...]
-                                           [--threads 2] [--no-latency]
+                                           [--threads 2] [--no-latency] [--bert T,W,H,L]
 """
 
 from __future__ import annotations
@@ -437,13 +440,19 @@ def interleaved(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str,
 # ---- Main --------------------------------------------------------------------------------------
 
 
-def build_all(folder: Path, size: int, only: Sequence[str] = ()) -> dict[str, dict[str, Path]]:
-    """Every model's files by model name (`only`: a subset)."""
+def build_all(
+    folder: Path, size: int, only: Sequence[str] = (), bert_shape: Sequence[int] = (32, 128, 4, 2)
+) -> dict[str, dict[str, Path]]:
+    """Every model's files by model name (`only`: a subset; `bert_shape`: the encoder's
+    tokens, width, heads and layers)."""
+    seq, hidden, heads, layers = bert_shape
     builders: dict[str, Callable[[], dict[str, Path]]] = {
         "mobilenet": lambda: quantize_cnn(mobilenet(size), folder, "mobilenet"),
         "resnet": lambda: quantize_cnn(resnet(size), folder, "resnet"),
         "efficientnet": lambda: quantize_cnn(efficientnet(size), folder, "efficientnet"),
-        "bert": lambda: quantize_transformer(bert(), folder, "bert"),
+        "bert": lambda: quantize_transformer(
+            bert(seq=seq, hidden=hidden, heads=heads, layers=layers), folder, "bert"
+        ),
     }
     return {name: build() for name, build in builders.items() if not only or name in only}
 
@@ -455,7 +464,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--only", nargs="*", default=())
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument(
+        "--bert",
+        default="32,128,4,2",
+        help="the encoder's tokens,width,heads,layers (BERT-base: 128,768,12,12)",
+    )
     args = parser.parse_args(argv)
+    bert_shape = [int(v) for v in args.bert.split(",")]
+    if len(bert_shape) != 4 or bert_shape[1] % bert_shape[2]:
+        parser.error("--bert takes tokens,width,heads,layers with heads dividing width")
     os.environ["OMP_NUM_THREADS"] = str(args.threads)  # before libgomp loads
 
     import logging
@@ -465,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger().setLevel(logging.ERROR)  # the quantizer's pre-processing advice
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        models = build_all(folder, args.size, args.only)
+        models = build_all(folder, args.size, args.only, bert_shape)
         print(
             f"{'model':<22} {'<=1 step':>9} {'mean':>6} {'argmax':>6} {'max diff':>9} "
             f"{'ort spread':>10} {'in cpu':>11} {'regions':>7} {'irc ms':>8} {'ort ms':>8} "

@@ -206,37 +206,46 @@ IRC_INLINE void irc_dq_tile(const int MR, const int NV, const uint8_t *restrict 
 #elif defined(IRC_DQ_AVX2)
 /* MR rows x 16 columns (NV = 1): int16 pairs (vpmaddwd), each int32 lane holding two of a
    column's four products per k group until the end. */
+#define IRC_DQ_MADD(r)                                                                       \
+  if (MR > r) {                                                                              \
+    const __m256i xb = _mm256_set1_epi64x(*(const int64_t *)(q + r * KP + k4 * 4));          \
+    a##r##0 = _mm256_add_epi32(a##r##0, _mm256_madd_epi16(w0, xb));                          \
+    a##r##1 = _mm256_add_epi32(a##r##1, _mm256_madd_epi16(w1, xb));                          \
+    a##r##2 = _mm256_add_epi32(a##r##2, _mm256_madd_epi16(w2, xb));                          \
+    a##r##3 = _mm256_add_epi32(a##r##3, _mm256_madd_epi16(w3, xb));                          \
+  }
+IRC_INLINE void irc_dq_store16_avx2(__m256i c0, __m256i c1, __m256i c2, __m256i c3,
+                                    const int32_t *colsum, const float *sp, const float *bias,
+                                    int32_t zp, float *restrict y, long N, long n0) {
+  int32_t sums[16];
+  _mm256_storeu_si256((__m256i *)sums, _mm256_permute4x64_epi64(_mm256_hadd_epi32(c0, c1), 0xD8));
+  _mm256_storeu_si256((__m256i *)(sums + 8),
+                      _mm256_permute4x64_epi64(_mm256_hadd_epi32(c2, c3), 0xD8));
+  const long cols = N - n0 < 16 ? N - n0 : 16;
+  for (long c = 0; c < cols; ++c) {
+    float f = (float)(int32_t)((uint32_t)sums[c] - (uint32_t)zp * (uint32_t)colsum[n0 + c]);
+    f *= sp[n0 + c];
+    IRC_DQ_FENCE(f);
+    y[n0 + c] = bias ? f + bias[n0 + c] : f;
+  }
+}
 IRC_INLINE void irc_dq_tile(const int MR, const int NV, const int16_t *restrict q, long KP,
                             long K4, const int8_t *restrict w, long wblock, const int32_t *colsum,
                             const float *sp, const float *bias, int32_t zp, float *restrict y,
                             long N, long n0) {
   (void)NV, (void)wblock;
-  __m256i acc[2][4];
-  for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_si256();
+  __m256i a00 = _mm256_setzero_si256(), a01 = a00, a02 = a00, a03 = a00;
+  __m256i a10 = a00, a11 = a00, a12 = a00, a13 = a00;
   for (long k4 = 0; k4 < K4; ++k4) {
-    __m256i wv[4];
-    for (int j = 0; j < 4; ++j)
-      wv[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + k4 * 64 + 16 * j)));
-    for (int r = 0; r < MR; ++r) {
-      const __m256i xb = _mm256_set1_epi64x(*(const int64_t *)(q + r * KP + k4 * 4));
-      for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_add_epi32(acc[r][j], _mm256_madd_epi16(wv[j], xb));
-    }
+    const int8_t *wk = w + k4 * 64;
+    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)wk));
+    const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wk + 16)));
+    const __m256i w2 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wk + 32)));
+    const __m256i w3 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wk + 48)));
+    IRC_DQ_MADD(0) IRC_DQ_MADD(1)
   }
-  for (int r = 0; r < MR; ++r) {
-    int32_t sums[16];
-    for (int h = 0; h < 2; ++h) {
-      const __m256i pair = _mm256_hadd_epi32(acc[r][2 * h], acc[r][2 * h + 1]);
-      _mm256_storeu_si256((__m256i *)(sums + 8 * h), _mm256_permute4x64_epi64(pair, 0xD8));
-    }
-    const long cols = N - n0 < 16 ? N - n0 : 16;
-    for (long c = 0; c < cols; ++c) {
-      float f = (float)(int32_t)((uint32_t)sums[c] - (uint32_t)zp * (uint32_t)colsum[n0 + c]);
-      f *= sp[n0 + c];
-      IRC_DQ_FENCE(f);
-      y[r * N + n0 + c] = bias ? f + bias[n0 + c] : f;
-    }
-  }
+  irc_dq_store16_avx2(a00, a01, a02, a03, colsum, sp, bias, zp, y, N, n0);
+  if (MR > 1) irc_dq_store16_avx2(a10, a11, a12, a13, colsum, sp, bias, zp, y + N, N, n0);
 }
 #define IRC_DQ_MR 2
 #define IRC_DQ_NV 1
@@ -304,7 +313,9 @@ static void irc_qgemm_dynamic(const float *restrict x, long M, long K, long N,
   const long mt = (M + IRC_DQ_MR - 1) / IRC_DQ_MR, nt = (NB + IRC_DQ_NV - 1) / IRC_DQ_NV;
   IRC_PARFOR(schedule(static) if ((double)M * N * K >= IRC_DQ_PARALLEL_WORK && mt * nt > 1))
   for (long t = 0; t < mt * nt; ++t) {
-    const long m0 = (t / nt) * IRC_DQ_MR, nb = (t % nt) * IRC_DQ_NV;
+    /* Column blocks outermost: a block's weights stay in cache while every row tile uses
+       them (the quantized rows are the smaller operand). */
+    const long m0 = (t % mt) * IRC_DQ_MR, nb = (t / mt) * IRC_DQ_NV;
     const long mr = M - m0 < IRC_DQ_MR ? M - m0 : IRC_DQ_MR;
     const long nv = NB - nb < IRC_DQ_NV ? NB - nb : IRC_DQ_NV;
     irc_dq_block(mr, nv, q + m0 * KP, KP, K4, w, colsum, sp, bias, zp, y + m0 * N, N, nb);
