@@ -45,7 +45,9 @@ def lower(module: ModuleOp) -> ModuleOp:
     return module
 
 
-def run_cases(cases: Sequence[Case], rtol: float = 1e-4, atol: float = 1e-5) -> None:
+def run_cases(cases: Sequence[Case], rtol: float = 1e-4, atol: float = 1e-5) -> str:
+    """Lower `cases` as one executable, run it, compare with the reference; returns the
+    program's OpenCL C source."""
     module, executable, built = build_executable(cases, "test_opencl_0")
     executable.properties["target"] = StringAttr("opencl")
     expected = [reference_outputs(b) for b in built]
@@ -57,6 +59,8 @@ def run_cases(cases: Sequence[Case], rtol: float = 1e-4, atol: float = 1e-5) -> 
             got = next(outs)
             assert isinstance(got, OpenCLValue)
             np.testing.assert_allclose(got.to_host(), ref, rtol=rtol, atol=atol, err_msg=b.case.id)
+    (program,) = [op for op in module.walk() if isinstance(op, ocl.ProgramOp)]
+    return program.source.data
 
 
 # ---- Registration, availability, supports -------------------------------------------------------
@@ -397,6 +401,50 @@ def test_pool_family() -> None:
             op_case("avg_global", nn.AvgPool2DOp, [x], kernel=[9, 8], layout="NHWC"),
         ]
     )
+
+
+@needs_device
+def test_vectorised_pools_and_channel_pads() -> None:
+    """kernels=cpu: pools over float8 / float4 / float2 channel vectors (NaN through max,
+    both average divisors, a fused activation) and last-axis constant pads as row copies
+    (float4 rows, scalar rows for other counts)."""
+    x8, x4, x2 = rand(2, 9, 8, 16), rand(1, 7, 6, 12), rand(1, 5, 5, 6)
+    x8[0, 1, 1, 3] = np.nan
+    cases = []
+    for name, x in (("v8", x8), ("v4", x4), ("v2", x2)):
+        cases += [
+            op_case(
+                f"max2_{name}", nn.MaxPool2DOp, [x], kernel=[2, 2], strides=[2, 2], layout="NHWC"
+            ),
+            op_case(
+                f"max3_{name}",
+                nn.MaxPool2DOp,
+                [x],
+                kernel=[3, 3],
+                pads=[1, 1, 1, 1],
+                strides=[2, 1],
+                layout="NHWC",
+                activation="relu6",
+            ),
+            op_case(
+                f"avg3_{name}", nn.AvgPool2DOp, [x], kernel=[3, 3], pads=[1] * 4, layout="NHWC"
+            ),
+            op_case(
+                f"avg_incl_{name}",
+                nn.AvgPool2DOp,
+                [x],
+                kernel=[3, 3],
+                pads=[1, 0, 1, 2],
+                strides=[2, 2],
+                count_include_pad=True,
+                layout="NHWC",
+            ),
+            op_case(f"pad_{name}", nn.PadOp, [x], pads=[0, 0, 0, 0, 0, 0, 4, 8]),
+            op_case(f"pad_odd_{name}", nn.PadOp, [x], pads=[0, 0, 0, 0, 0, 0, 1, 2], value=1.5),
+        ]
+    source = run_cases(cases)
+    for marker in ("(x8) */", "(x4) */", "(x2) */", "(rows x4) */", "(rows) */"):
+        assert marker in source, marker
 
 
 @needs_device

@@ -729,6 +729,11 @@ def _emit(
         body += "    y[gid] = v;\n"
         return [(program.kernel(_kernel(1, body), desc), [op.operands[0]], [n_out])]
 
+    if isinstance(op, nn.MaxPool2DOp | nn.AvgPool2DOp) and program.kernel_style == "cpu":
+        vectorised = _pool_vector(op, act, program, desc, out_shape)
+        if vectorised is not None:
+            return [vectorised]
+
     if isinstance(op, nn.MaxPool2DOp | nn.AvgPool2DOp):
         n, h, w, c = _shape(op.input)
         _, oh, ow, _ = out_shape
@@ -823,6 +828,11 @@ def _emit(
         src = " + ".join(f"c{d} * {st[perm[d]]}" for d in range(rank)) or "0"
         body = _decompose(out_shape, [f"c{d}" for d in range(rank)]) + f"    y[gid] = x0[{src}];\n"
         return [(program.kernel(_kernel(1, body, ct, ct), desc), [op.input], [n_out])]
+
+    if isinstance(op, nn.PadOp) and program.kernel_style == "cpu":
+        rows = _channel_pad(op, program, desc, ct)
+        if rows is not None:
+            return [rows]
 
     if isinstance(op, nn.PadOp):
         in_shape = _shape(op.input)
@@ -1020,6 +1030,108 @@ def _qcast_vector(
     )
     kernel = _kernel(1, body, f"REAL{w}", f"{ct}{w}")
     return program.kernel(kernel, desc), [op.input], [n // w]
+
+
+POOL_VECTORS = (8, 4, 2)
+"""Channel vector widths of `kernels=cpu` pools (the widest dividing the channel count)."""
+
+
+def _pool_vector(
+    op: nn.MaxPool2DOp | nn.AvgPool2DOp,
+    act: list[str],
+    program: Program,
+    desc: str,
+    out_shape: tuple[int, ...],
+) -> tuple[str, list[SSAValue | str], list[int]] | None:
+    """A 2-D pool with one `floatVW` of channels per work-item (VW from `POOL_VECTORS`
+    dividing C), or None: PoCL runs the one-value-per-work-item pool ~10x slower. Same
+    semantics: NaN propagates through max (`select` on `xv > acc || isnan(xv)`), averages
+    divide by the window's in-image count or its area (`count_include_pad`)."""
+    n, h, w, c = _shape(op.input)
+    vw = next((v for v in POOL_VECTORS if c % v == 0), 0)
+    if not vw or any("RESIDUAL" in e for e in act):
+        return None
+    _, oh, ow, _ = out_shape
+    props = op.all_properties()
+    kh, kw = get_ints(props, "kernel")
+    sh, sw = get_ints(props, "strides")
+    dh, dw = get_ints(props, "dilations")
+    pt, pl = get_ints(props, "pads")[:2]
+    is_max = isinstance(op, nn.MaxPool2DOp)
+    vec, real = f"float{vw}", f"REAL{vw}"
+    blocks = c // vw
+    if is_max:
+        init, update, result = (
+            f"({vec})(-INFINITY)",
+            "acc = select(acc, xv, xv > acc || isnan(xv));",
+            "acc",
+        )
+    else:
+        init, update = f"({vec})(0.0f)", "acc += xv;"
+        if get_bool(props, "count_include_pad"):
+            result = f"acc / {_f(kh * kw)}"
+        else:
+            result = "acc / (float)cnt"
+    body = (
+        _decompose((n, oh, ow, blocks), ["n", "oh", "ow", "cb"])
+        + f"    __global const {real}* xp = (__global const {real}*)x0;\n"
+        + f"    {vec} acc = {init}; int cnt = 0;\n"
+        f"    for (int kh = 0; kh < {kh}; ++kh) {{\n"
+        f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n"
+        f"        if (ih < 0 || ih >= {h}) continue;\n"
+        f"        for (int kw = 0; kw < {kw}; ++kw) {{\n"
+        f"            const int iw = ow * {sw} - {pl} + kw * {dw};\n"
+        f"            if (iw < 0 || iw >= {w}) continue;\n"
+        f"            const {vec} xv ="
+        f" WIDEN{vw}(xp[((n * {h} + ih) * {w} + iw) * {blocks} + cb]);\n"
+        f"            {update} ++cnt;\n"
+        "        }\n    }\n"
+        f"    {vec} v = {result};\n"
+        + "".join(f"    v = {e};\n" for e in act if e != "v")
+        + f"    ((__global {real}*)y)[gid] = NARROW{vw}(v);\n"
+    )
+    name = program.kernel(_kernel(1, body), f"{desc} (x{vw})")
+    return name, [op.input], [n * oh * ow * blocks]
+
+
+def _channel_pad(
+    op: nn.PadOp, program: Program, desc: str, ct: str
+) -> tuple[str, list[SSAValue | str], list[int]] | None:
+    """A constant pad of the last axis only (BlazeFace's channel pads before a residual
+    add) as one work-item per row: the row's values copied, then the fill, in `REAL4`
+    vectors when every count divides by 4; None for other pads."""
+    in_shape = _shape(op.input)
+    props = op.all_properties()
+    pads = list(get_ints(props, "pads"))
+    rank = len(in_shape)
+    if rank == 0 or any(pads[: 2 * (rank - 1)]) or op.mode.data != "constant":
+        return None
+    before, after = pads[2 * rank - 2], pads[2 * rank - 1]
+    if before < 0 or after < 0:
+        return None
+    cin = in_shape[-1]
+    cout = cin + before + after
+    rows = _numel(in_shape[:-1])
+    fill = get_float(props, "value") or 0.0
+    if ct == REAL and cin % 4 == 0 and before % 4 == 0 and after % 4 == 0:
+        vin, vout, vb = cin // 4, cout // 4, before // 4
+        body = (
+            "    __global const REAL4* xp = (__global const REAL4*)x0 + gid * " + str(vin) + ";\n"
+            "    __global REAL4* yp = (__global REAL4*)y + gid * " + str(vout) + ";\n"
+            f"    for (int j = 0; j < {vb}; ++j) yp[j] = (REAL4)(NARROW({_f(fill)}));\n"
+            f"    for (int j = 0; j < {vin}; ++j) yp[{vb} + j] = xp[j];\n"
+            f"    for (int j = {vb + vin}; j < {vout}; ++j) yp[j] = (REAL4)(NARROW({_f(fill)}));\n"
+        )
+        return program.kernel(_kernel(1, body, ct, ct), f"{desc} (rows x4)"), [op.input], [rows]
+    fill_code = f"NARROW({_f(fill)})" if ct == REAL else f"({ct})({int(fill)})"
+    body = (
+        f"    __global const {ct}* xp = x0 + gid * {cin};\n"
+        f"    __global {ct}* yp = y + gid * {cout};\n"
+        f"    for (int j = 0; j < {before}; ++j) yp[j] = {fill_code};\n"
+        f"    for (int j = 0; j < {cin}; ++j) yp[{before} + j] = xp[j];\n"
+        f"    for (int j = {before + cin}; j < {cout}; ++j) yp[j] = {fill_code};\n"
+    )
+    return program.kernel(_kernel(1, body, ct, ct), f"{desc} (rows)"), [op.input], [rows]
 
 
 GPU_DEFAULT_UNITS = 64
