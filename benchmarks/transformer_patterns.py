@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""GELU fusion (canonicalize's transformer patterns) on or off, side by side in one process.
+"""canonicalize's transformer patterns (GELU, LayerNorm, SiLU, attention, Linear) on or off,
+side by side in one process.
 
 Builds the BERT-like (erf GELU) and GPT-2-like (tanh GELU) graphs of
 tests/transformer_graphs.py at a given size, compiles each for `--targets` twice (with
 `passes/transformer_patterns.py` in canonicalize, and without: the exporter's decomposed
-arithmetic), and prints the median latency of each (runs interleaved) and their ratio,
-with the host-op count.
+arithmetic and MatMul + Add), and prints the median latency of each (runs interleaved) and
+their ratio, with the host-op count.
 The machine is shared and noisy: only the ratio measured here means much.
 
 usage: python benchmarks/transformer_patterns.py [--hidden 256] [--seq 128] [--targets cpu]
@@ -28,6 +29,7 @@ from transformer_graphs import bert_inputs, bert_like, gpt2_inputs, gpt2_like
 
 import irc
 import irc.passes.canonicalize as canonicalize
+from irc.passes.transformer_patterns import transformer_patterns
 
 
 def _interleaved_ms(models: dict[str, irc.CompiledModel], feeds: dict, runs: int) -> dict:
@@ -54,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     targets = args.targets.split(",")
     original = canonicalize.canonicalization_patterns
-    names = {"FuseErfGelu", "FuseTanhGelu"}
+    names = {type(p).__name__ for p in transformer_patterns()}
 
     def without_fusion() -> list:
         return [p for p in original() if type(p).__name__ not in names]

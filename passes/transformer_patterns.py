@@ -28,6 +28,9 @@ The other transformer blocks become the ops of `irc.dialects.nn.transformer`:
 * `FuseAttention`: ``softmax(q @ k * s [+ mask], axis=-1) @ v`` -> ``nn.attention`` (the
   scale as a multiply by a splat or a divide by one, or absent; the mask added either way
   round; ``k`` as ``[..., D, Lk]`` (`key_transposed`) or read through `adj_y`).
+* `MatmulToFullyConnected`: ``x @ W [+ b]`` with a constant 2-D ``W`` (torch's Linear as
+  exported: MatMul, Add) -> ``nn.fully_connected x, W^T, b``, the op every target runs as
+  its blocked GEMM with the bias in the epilogue (the weights transposed once, here).
 
 Every intermediate value of a matched form has one use.
 """
@@ -52,6 +55,7 @@ __all__ = [
     "FuseLayerNorm",
     "FuseSilu",
     "FuseTanhGelu",
+    "MatmulToFullyConnected",
     "transformer_patterns",
 ]
 
@@ -426,6 +430,53 @@ class FuseAttention(RewritePattern):
         rewriter.replace(pv, [attention])
 
 
+class MatmulToFullyConnected(RewritePattern):
+    """``batch_matmul(x, W) [+ b]`` with a constant matrix ``W`` -> ``fully_connected(x,
+    W^T, b)``."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.BatchMatmulOp, rewriter: PatternRewriter) -> None:
+        weights = op.rhs.owner
+        if (
+            not isinstance(weights, nn.ConstantOp)
+            or op.adj_x.value.data
+            or not _is_float_tensor(op.lhs)
+            or not _is_float_tensor(op.rhs)
+            or not isinstance(op.lhs.type, TensorType)
+        ):
+            return
+        matrix = weights.to_array()
+        if matrix.ndim != 2 or len(op.lhs.type.get_shape()) < 2:
+            return
+        if not op.adj_y.value.data:
+            matrix = matrix.T
+        last: Operation = op
+        bias = None
+        add = _only_user(op.output)
+        if isinstance(add, nn.AddOp) and add.activation.data == "none":
+            other = _other(add, op.output)
+            if (
+                other is not None
+                and isinstance(other.type, TensorType)
+                and tuple(other.type.get_shape()) == (matrix.shape[0],)
+                and other != op.output
+            ):
+                last, bias = add, other
+        constant = nn.ConstantOp.from_array(np.ascontiguousarray(matrix))
+        linear = nn.FullyConnectedOp.make(op.lhs, constant.output, bias)
+        if linear.output.type != last.results[0].type:
+            return
+        linear.location = last.location
+        rewriter.replace(last, [constant, linear])
+
+
 def transformer_patterns() -> list[RewritePattern]:
     """The patterns of this module, in the order `canonicalize` tries them."""
-    return [FuseErfGelu(), FuseTanhGelu(), FuseLayerNorm(), FuseSilu(), FuseAttention()]
+    return [
+        FuseErfGelu(),
+        FuseTanhGelu(),
+        FuseLayerNorm(),
+        FuseSilu(),
+        FuseAttention(),
+        MatmulToFullyConnected(),
+    ]

@@ -1,5 +1,5 @@
 """CPU kernels of targets/cpu/transformer_kernels.py against the reference target: layer_norm,
-silu, attention (float32, rtol 1e-4 / atol 1e-5), and gather, select, compare, logical ops
+silu, gelu, attention (float32, rtol 1e-4 / atol 1e-5), and gather, select, compare, logical ops
 and i64 / i1 casts (exact). Sizes include vector tails (not multiples of 16 or 8) and every
 ISA profile this CPU runs; a BERT-like graph runs entirely inside cpu regions."""
 
@@ -56,6 +56,9 @@ def _float_cases() -> list[Case]:
         )
     silu_x = np.concatenate([normal(1003, scale=5.0), np.float32([-100, -87, 0, 60, 90, 1e-30])])
     cases.append(op_case("silu", nn.SiluOp, [silu_x]))
+    gelu_x = np.concatenate([normal(1001, scale=4.0), np.float32([-30, -9, 0, 9, 30, 1e-30])])
+    cases.append(op_case("gelu_erf", nn.GeluOp, [gelu_x]))
+    cases.append(op_case("gelu_tanh", nn.GeluOp, [gelu_x], approximate="tanh"))
     for i, (q_shape, n, e, key_t, mask_shape) in enumerate(
         [
             ((1, 12, 20, 64), 20, 64, True, (1, 1, 1, 20)),

@@ -148,6 +148,8 @@ def test_canonicalize_folds_layer_norm_and_attention(tmp_path: Path, which: str)
     assert text.count("nn.attention ") == (2 if which == "bert" else 1)
     assert "nn.reduce" not in text
     assert text.count("nn.softmax ") == (0 if which == "bert" else 1)
+    # every Linear (MatMul by a constant, then Add; the pooler's Gemm; GPT-2's tied head)
+    assert text.count("nn.fully_connected ") == (6 * 2 + 1 if which == "bert" else 4 * 2 + 1)
 
 
 def test_canonicalize_folds_silu(tmp_path: Path) -> None:

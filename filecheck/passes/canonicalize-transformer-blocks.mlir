@@ -179,3 +179,43 @@ func.func @attention_broadcast_batch(%q: tensor<2x8x4xf32>, %kt: tensor<1x4x8xf3
   %o = nn.batch_matmul %p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32> -> tensor<2x8x4xf32>
   func.return %o : tensor<2x8x4xf32>
 }
+
+// -----
+
+// torch's Linear as exported: MatMul by a constant [K, N] matrix, then the bias Add.
+// CHECK-LABEL: func.func @linear
+// CHECK-NEXT:    %[[W:.*]] = nn.constant dense<{{\[\[}}1.000000e+00, 3.000000e+00, 5.000000e+00], [2.000000e+00, 4.000000e+00, 6.000000e+00]]> : tensor<2x3xf32>
+// CHECK-NEXT:    %[[Y:.*]] = nn.fully_connected %x, %[[W]], %b : tensor<4x5x3xf32>, tensor<2x3xf32>, tensor<2xf32> -> tensor<4x5x2xf32>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @linear(%x: tensor<4x5x3xf32>, %b: tensor<2xf32>) -> tensor<4x5x2xf32> {
+  %w = nn.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %m = nn.batch_matmul %x, %w : tensor<4x5x3xf32>, tensor<3x2xf32> -> tensor<4x5x2xf32>
+  %y = nn.add %b, %m : tensor<2xf32>, tensor<4x5x2xf32> -> tensor<4x5x2xf32>
+  func.return %y : tensor<4x5x2xf32>
+}
+
+// -----
+
+// A matrix read through adj_y is [N, K] already; an add of another shape is not a bias.
+// CHECK-LABEL: func.func @linear_adj_y_no_bias
+// CHECK-NEXT:    %[[W:.*]] = nn.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00]]> : tensor<1x3xf32>
+// CHECK-NEXT:    %[[F:.*]] = nn.fully_connected %x, %[[W]] : tensor<5x3xf32>, tensor<1x3xf32> -> tensor<5x1xf32>
+// CHECK-NEXT:    %[[Y:.*]] = nn.add %[[F]], %r
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @linear_adj_y_no_bias(%x: tensor<5x3xf32>, %r: tensor<5x1xf32>) -> tensor<5x1xf32> {
+  %w = nn.constant dense<[[1.0, 2.0, 3.0]]> : tensor<1x3xf32>
+  %m = nn.batch_matmul %x, %w adj_y = true : tensor<5x3xf32>, tensor<1x3xf32> -> tensor<5x1xf32>
+  %y = nn.add %m, %r : tensor<5x1xf32>, tensor<5x1xf32> -> tensor<5x1xf32>
+  func.return %y : tensor<5x1xf32>
+}
+
+// -----
+
+// A run-time right operand (attention's q @ k^T) stays a batch_matmul.
+// CHECK-LABEL: func.func @matmul_of_activations
+// CHECK-NOT:     nn.fully_connected
+// CHECK:         nn.batch_matmul
+func.func @matmul_of_activations(%x: tensor<2x5x3xf32>, %w: tensor<3x2xf32>) -> tensor<2x5x2xf32> {
+  %m = nn.batch_matmul %x, %w : tensor<2x5x3xf32>, tensor<3x2xf32> -> tensor<2x5x2xf32>
+  func.return %m : tensor<2x5x2xf32>
+}

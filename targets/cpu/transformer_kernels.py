@@ -6,9 +6,10 @@
 target's `supports()` asks it through `support.check_op`), `lower(lowering, op)` gives the
 `Lowered` that `codegen.OpLowering` emits:
 
-* **layer_norm, silu, attention** call the snippet "transformer"
+* **layer_norm, silu, gelu, attention** call the snippet "transformer"
   (kernels/common/transformer.c): rows on the ISA's float vectors (`irc_vf`) with a
-  vectorised exp, split across OpenMP threads when large. float32 only.
+  vectorised exp (and erf for gelu), split across OpenMP threads when large. float32
+  only (a quantized gelu stays a table, `tables.py`).
 * **gather** (batch_dims 0, any C type, `i32` / `i64` indices) copies contiguous slices;
   an index outside the dimension is clamped into it (the reference raises; generated code
   must never read out of bounds), negative indices count from the end.
@@ -79,6 +80,8 @@ def handles(op: Operation) -> bool:
     """Whether this module lowers `op` (`check_op` says whether it can)."""
     if type(op) in OPS:
         return True
+    if isinstance(op, nn.GeluOp):  # float32 only: a quantized gelu is a table (tables.py)
+        return all(d == np.dtype(np.float32) for d in _dtypes(op))
     return isinstance(op, nn.CastOp) and any(d in _WIDE for d in _dtypes(op))
 
 
@@ -119,6 +122,8 @@ def lower(lowering: OpLowering, op: Operation) -> Lowered:
             return _layer_norm(op)
         case nn.SiluOp():
             return _silu(op)
+        case nn.GeluOp():
+            return _gelu(op)
         case nn.AttentionOp():
             return _attention(op)
         case nn.GatherOp():
@@ -162,6 +167,18 @@ def _silu(op: nn.SiluOp) -> Lowered:
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
         call = cg.c_call("irc_silu", em.ptr(op.input), res[0], count)
+        return cg.block(cg.describe(op), [], [call])
+
+    return cg.Lowered(emit, snippets=("transformer",))
+
+
+def _gelu(op: nn.GeluOp) -> Lowered:
+    cg = _codegen()
+    count = cg.numel(cg.shape(op.input))
+    tanh_form = int(op.approximate.data == "tanh")
+
+    def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
+        call = cg.c_call("irc_gelu", em.ptr(op.input), res[0], count, tanh_form)
         return cg.block(cg.describe(op), [], [call])
 
     return cg.Lowered(emit, snippets=("transformer",))

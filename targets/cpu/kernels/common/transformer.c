@@ -10,13 +10,16 @@ IRC_INLINE float irc_vf_hsum(irc_vf v) {
 }
 
 /* exp on IRC_VL lanes (Cephes' expf: x = n ln2 + r, a degree-6 polynomial of r, times 2^n),
-   within 2 ulp of expf; the argument is clamped to [-87.3, 88.37] (no inf, no denormals),
+   within 2 ulp of expf above e^-69; below (results under 1e-30) it is 0, so that what is
+   computed from it never meets denormals (a masked score's softmax weight times a value
+   would run at a hundredth of the speed); above 88.37 the argument is clamped (no inf).
    NaN gives NaN. */
 IRC_INLINE irc_vf irc_vf_exp(irc_vf x) {
   const irc_vf zero = {0.0f};
   const irc_vfi nan = x != x;
+  const irc_vfi tiny = x < zero - 69.0f;
   x = irc_vf_select(x > zero + 88.3762626647949f, zero + 88.3762626647949f, x);
-  x = irc_vf_select(x < zero - 87.3365478515625f, zero - 87.3365478515625f, x);
+  x = irc_vf_select(tiny, zero, x);
   irc_vf fx = x * 1.44269504088896341f + 0.5f;
   irc_vf t = __builtin_convertvector(__builtin_convertvector(fx, irc_vfi), irc_vf);
   fx = irc_vf_select(t > fx, t - 1.0f, t); /* floor */
@@ -31,7 +34,45 @@ IRC_INLINE irc_vf irc_vf_exp(irc_vf x) {
   p = p * z + x + 1.0f;
   const irc_vfi n = __builtin_convertvector(fx, irc_vfi);
   const irc_vf scale = (irc_vf)((n + 127) << 23);
-  return irc_vf_select(nan, x, p * scale);
+  return irc_vf_select(nan, x, irc_vf_select(tiny, zero, p * scale));
+}
+
+/* erf on IRC_VL lanes (Abramowitz and Stegun 7.1.26: |error| < 1.5e-7), odd in x. */
+IRC_INLINE irc_vf irc_vf_erf(irc_vf x) {
+  const irc_vf zero = {0.0f};
+  const irc_vfi neg = x < zero;
+  const irc_vf a = irc_vf_select(neg, -x, x);
+  const irc_vf t = 1.0f / (1.0f + 0.3275911f * a);
+  irc_vf p = zero + 1.061405429f;
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  const irc_vf r = 1.0f - p * t * irc_vf_exp(-a * a);
+  return irc_vf_select(neg, -r, r);
+}
+
+/* GELU on IRC_VL lanes: 0.5 x (1 + erf(x / sqrt 2)), or with tanh_form
+   0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), tanh(u) = 1 - 2 / (exp(2u) + 1). */
+IRC_INLINE irc_vf irc_vf_gelu(irc_vf x, int tanh_form) {
+  if (tanh_form) {
+    const irc_vf u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (2.0f - 2.0f / (irc_vf_exp(2.0f * u) + 1.0f));
+  }
+  return 0.5f * x * (1.0f + irc_vf_erf(x * 0.70710678118654752f));
+}
+
+/* y = gelu(x) on n elements (vectors, then one partial vector). */
+static void irc_gelu(const float *restrict x, float *restrict y, long n, int tanh_form) {
+  const long vectors = n / IRC_VL;
+  IRC_PARFOR(schedule(static) if (n > 65536))
+  for (long i = 0; i < vectors; ++i)
+    *(irc_vfu *)(y + i * IRC_VL) = irc_vf_gelu(*(const irc_vfu *)(x + i * IRC_VL), tanh_form);
+  const long rest = n - vectors * IRC_VL;
+  if (rest)
+    irc_vf_store_n(y + vectors * IRC_VL,
+                   irc_vf_gelu(irc_vf_load_n(x + vectors * IRC_VL, (int)rest), tanh_form),
+                   (int)rest);
 }
 
 /* y = (x - mean) / sqrt(var + eps) * g (+ b) over rows of n elements: the mean, then the
@@ -79,69 +120,178 @@ static void irc_silu(const float *restrict x, float *restrict y, long n) {
 
 /* Softmax of a row of n scores in place, in float lanes. */
 IRC_INLINE void irc_softmax_row(float *restrict s, long n) {
-  float mx = -INFINITY;
-  for (long j = 0; j < n; ++j) mx = irc_maxf(mx, s[j]);
-  if (!(mx > -INFINITY)) mx = 0.0f; /* a row masked everywhere with -inf */
-  irc_vf acc = {0.0f};
+  const irc_vf zero = {0.0f};
+  irc_vf vmx = zero - INFINITY;
   long j = 0;
   for (; j + IRC_VL <= n; j += IRC_VL) {
+    const irc_vf x = *(irc_vfu *)(s + j);
+    vmx = irc_vf_select(x > vmx, x, vmx);
+  }
+  float mx = -INFINITY;
+  for (int i = 0; i < IRC_VL; ++i) mx = irc_maxf(mx, vmx[i]);
+  for (; j < n; ++j) mx = irc_maxf(mx, s[j]);
+  if (!(mx > -INFINITY)) mx = 0.0f; /* a row masked everywhere with -inf */
+  irc_vf acc = {0.0f};
+  for (j = 0; j + IRC_VL <= n; j += IRC_VL) {
     const irc_vf e = irc_vf_exp(*(irc_vfu *)(s + j) - mx);
     *(irc_vfu *)(s + j) = e;
     acc += e;
   }
   float sum = irc_vf_hsum(acc);
   for (; j < n; ++j) {
-    s[j] = expf(s[j] - mx);
+    s[j] = s[j] - mx < -69.0f ? 0.0f : expf(s[j] - mx);
     sum += s[j];
   }
   const float inv = 1.0f / sum;
   for (j = 0; j < n; ++j) s[j] *= inv;
 }
 
+/* y[0:n] = sum_k a[k] * x[k * stride + 0:n] for k < K: register-blocked over 4 vectors of
+   y at a time (the accumulators stay in registers across k), then single vectors, then a
+   scalar tail. */
+static void irc_axpy_rows(const float *restrict a, const float *restrict x, long K,
+                          long stride, float *restrict y, long n) {
+  long j = 0;
+  for (; j + 4 * IRC_VL <= n; j += 4 * IRC_VL) {
+    /* two accumulators per vector (even and odd k): 8 independent FMA chains */
+    irc_vf c0 = {0.0f}, c1 = {0.0f}, c2 = {0.0f}, c3 = {0.0f};
+    irc_vf d0 = {0.0f}, d1 = {0.0f}, d2 = {0.0f}, d3 = {0.0f};
+    long k = 0;
+    for (; k + 2 <= K; k += 2) {
+      const float *restrict xr = x + k * stride + j;
+      const float *restrict xs = xr + stride;
+      const float ak = a[k], bk = a[k + 1];
+      c0 += ak * *(const irc_vfu *)(xr);
+      c1 += ak * *(const irc_vfu *)(xr + IRC_VL);
+      c2 += ak * *(const irc_vfu *)(xr + 2 * IRC_VL);
+      c3 += ak * *(const irc_vfu *)(xr + 3 * IRC_VL);
+      d0 += bk * *(const irc_vfu *)(xs);
+      d1 += bk * *(const irc_vfu *)(xs + IRC_VL);
+      d2 += bk * *(const irc_vfu *)(xs + 2 * IRC_VL);
+      d3 += bk * *(const irc_vfu *)(xs + 3 * IRC_VL);
+    }
+    if (k < K) {
+      const float *restrict xr = x + k * stride + j;
+      const float ak = a[k];
+      c0 += ak * *(const irc_vfu *)(xr);
+      c1 += ak * *(const irc_vfu *)(xr + IRC_VL);
+      c2 += ak * *(const irc_vfu *)(xr + 2 * IRC_VL);
+      c3 += ak * *(const irc_vfu *)(xr + 3 * IRC_VL);
+    }
+    *(irc_vfu *)(y + j) = c0 + d0;
+    *(irc_vfu *)(y + j + IRC_VL) = c1 + d1;
+    *(irc_vfu *)(y + j + 2 * IRC_VL) = c2 + d2;
+    *(irc_vfu *)(y + j + 3 * IRC_VL) = c3 + d3;
+  }
+  for (; j + IRC_VL <= n; j += IRC_VL) {
+    irc_vf c = {0.0f};
+    for (long k = 0; k < K; ++k) c += a[k] * *(const irc_vfu *)(x + k * stride + j);
+    *(irc_vfu *)(y + j) = c;
+  }
+  for (; j < n; ++j) {
+    float c = 0.0f;
+    for (long k = 0; k < K; ++k) c += a[k] * x[k * stride + j];
+    y[j] = c;
+  }
+}
+
+/* The dot product of a[0:n] and b[0:n] in float lanes. */
+IRC_INLINE float irc_dot(const float *restrict a, const float *restrict b, long n) {
+  irc_vf acc = {0.0f};
+  long j = 0;
+  for (; j + IRC_VL <= n; j += IRC_VL) acc += *(const irc_vfu *)(a + j) * *(const irc_vfu *)(b + j);
+  float sum = irc_vf_hsum(acc);
+  for (; j < n; ++j) sum += a[j] * b[j];
+  return sum;
+}
+
+/* y[r][0:n] = sum_k a[r][k] * x[k * stride + 0:n] for 4 rows r (a rows lda apart, y rows
+   ldy apart): a 4-row x 4-vector register tile, so every loaded x vector serves 4 rows;
+   the columns left over go row by row through irc_axpy_rows. */
+static void irc_axpy_rows4(const float *restrict a, long lda, const float *restrict x, long K,
+                           long stride, float *restrict y, long ldy, long n) {
+  long j = 0;
+  for (; j + 4 * IRC_VL <= n; j += 4 * IRC_VL) {
+    const irc_vf zero = {0.0f};
+    irc_vf c00 = zero, c01 = zero, c02 = zero, c03 = zero, c10 = zero, c11 = zero;
+    irc_vf c12 = zero, c13 = zero, c20 = zero, c21 = zero, c22 = zero, c23 = zero;
+    irc_vf c30 = zero, c31 = zero, c32 = zero, c33 = zero;
+    for (long k = 0; k < K; ++k) {
+      const float *restrict xr = x + k * stride + j;
+      const irc_vf x0 = *(const irc_vfu *)(xr), x1 = *(const irc_vfu *)(xr + IRC_VL);
+      const irc_vf x2 = *(const irc_vfu *)(xr + 2 * IRC_VL);
+      const irc_vf x3 = *(const irc_vfu *)(xr + 3 * IRC_VL);
+      const float a0 = a[k], a1 = a[lda + k], a2 = a[2 * lda + k], a3 = a[3 * lda + k];
+      c00 += a0 * x0; c01 += a0 * x1; c02 += a0 * x2; c03 += a0 * x3;
+      c10 += a1 * x0; c11 += a1 * x1; c12 += a1 * x2; c13 += a1 * x3;
+      c20 += a2 * x0; c21 += a2 * x1; c22 += a2 * x2; c23 += a2 * x3;
+      c30 += a3 * x0; c31 += a3 * x1; c32 += a3 * x2; c33 += a3 * x3;
+    }
+    float *restrict y0 = y + j, *restrict y1 = y0 + ldy;
+    float *restrict y2 = y1 + ldy, *restrict y3 = y2 + ldy;
+    *(irc_vfu *)(y0) = c00; *(irc_vfu *)(y0 + IRC_VL) = c01;
+    *(irc_vfu *)(y0 + 2 * IRC_VL) = c02; *(irc_vfu *)(y0 + 3 * IRC_VL) = c03;
+    *(irc_vfu *)(y1) = c10; *(irc_vfu *)(y1 + IRC_VL) = c11;
+    *(irc_vfu *)(y1 + 2 * IRC_VL) = c12; *(irc_vfu *)(y1 + 3 * IRC_VL) = c13;
+    *(irc_vfu *)(y2) = c20; *(irc_vfu *)(y2 + IRC_VL) = c21;
+    *(irc_vfu *)(y2 + 2 * IRC_VL) = c22; *(irc_vfu *)(y2 + 3 * IRC_VL) = c23;
+    *(irc_vfu *)(y3) = c30; *(irc_vfu *)(y3 + IRC_VL) = c31;
+    *(irc_vfu *)(y3 + 2 * IRC_VL) = c32; *(irc_vfu *)(y3 + 3 * IRC_VL) = c33;
+  }
+  if (j < n)
+    for (int r = 0; r < 4; ++r) irc_axpy_rows(a + r * lda, x + j, K, stride, y + r * ldy + j, n - j);
+}
+
 /* o[b] = softmax(scale * q[b] @ k[b]^T + mask) @ v[b] for B batches: q[b] is [M][D], v[b]
    [N][E] and o[b] [M][E], contiguous; k[b] is [N][D] or, key_t, [D][N]. The mask (NULL:
-   none) is read at mo[b] + m * msm + n * msn (broadcasting: zero strides). One row of
-   scores per (batch, query row) at a time, on the stack; rows split across threads. */
+   none) is read at mo[b] + m * msm + n * msn (broadcasting: zero strides). Blocks of 4
+   query rows: their scores on the stack, the products as 4-row register tiles
+   (irc_axpy_rows4: each key and value row loaded once per block); blocks split across
+   threads. */
 static void irc_attention(const float *restrict q, const float *restrict k,
                           const float *restrict v, const float *restrict mask,
                           float *restrict o, long B, long M, long N, long D, long E,
                           int key_t, float scale, const long *restrict mo, long msm, long msn) {
   const double work = (double)B * M * N * (D + E);
+  const long blocks = (M + 3) / 4;
   IRC_PARFOR(collapse(2) schedule(static) if (work > IRC_PARALLEL_WORK))
   for (long b = 0; b < B; ++b)
-    for (long m = 0; m < M; ++m) {
-      float s[N];
-      const float *restrict qr = q + (b * M + m) * D;
+    for (long mb = 0; mb < blocks; ++mb) {
+      float s[4 * N];
+      const long m0 = mb * 4, rows = M - m0 < 4 ? M - m0 : 4;
+      const float *restrict qb = q + (b * M + m0) * D;
       const float *restrict kb = k + b * N * D;
       const float *restrict vb = v + b * N * E;
-      float *restrict orow = o + (b * M + m) * E;
-      if (key_t) {
-        for (long n = 0; n < N; ++n) s[n] = 0.0f;
-        for (long d = 0; d < D; ++d) {
-          const float a = qr[d];
-          const float *restrict kr = kb + d * N;
-          for (long n = 0; n < N; ++n) s[n] += a * kr[n];
-        }
+      float *restrict ob = o + (b * M + m0) * E;
+      if (key_t && rows == 4) {
+        irc_axpy_rows4(qb, D, kb, D, N, s, N, N);
       } else {
-        for (long n = 0; n < N; ++n) {
-          const float *restrict kr = kb + n * D;
-          float acc = 0.0f;
-          for (long d = 0; d < D; ++d) acc += qr[d] * kr[d];
-          s[n] = acc;
+        for (long r = 0; r < rows; ++r) {
+          if (key_t) {
+            irc_axpy_rows(qb + r * D, kb, D, N, s + r * N, N);
+          } else {
+            for (long n = 0; n < N; ++n) s[r * N + n] = irc_dot(qb + r * D, kb + n * D, D);
+          }
         }
       }
-      if (mask) {
-        const float *restrict mr = mask + mo[b] + m * msm;
-        for (long n = 0; n < N; ++n) s[n] = s[n] * scale + mr[n * msn];
-      } else {
-        for (long n = 0; n < N; ++n) s[n] *= scale;
+      for (long r = 0; r < rows; ++r) {
+        float *restrict sr = s + r * N;
+        if (mask) {
+          const float *restrict mr = mask + mo[b] + (m0 + r) * msm;
+          if (msn == 1) {
+            for (long n = 0; n < N; ++n) sr[n] = sr[n] * scale + mr[n];
+          } else {
+            for (long n = 0; n < N; ++n) sr[n] = sr[n] * scale + mr[n * msn];
+          }
+        } else {
+          for (long n = 0; n < N; ++n) sr[n] *= scale;
+        }
+        irc_softmax_row(sr, N);
       }
-      irc_softmax_row(s, N);
-      for (long e = 0; e < E; ++e) orow[e] = 0.0f;
-      for (long n = 0; n < N; ++n) {
-        const float p = s[n];
-        const float *restrict vr = vb + n * E;
-        for (long e = 0; e < E; ++e) orow[e] += p * vr[e];
+      if (rows == 4) {
+        irc_axpy_rows4(s, N, vb, N, E, ob, E, E);
+      } else {
+        for (long r = 0; r < rows; ++r) irc_axpy_rows(s + r * N, vb, N, E, ob + r * E, E);
       }
     }
 }
