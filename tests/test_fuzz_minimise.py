@@ -147,3 +147,14 @@ def test_qdq_allowance_carries_each_rounding_through_the_chain() -> None:
     assert qdq_allowance(graph, 4, "opencl") == (0, pytest.approx(0.051))
     assert qdq_error(graph, 6) == pytest.approx(0.2 + 2.5 * 0.05)
     assert qdq_allowance(graph, 3, "cpu") == (0, 0.0), "cpu runs int8 natively: exact"
+
+
+def test_fp16_target_is_left_out_without_cl_khr_fp16(capsys) -> None:
+    from fuzz.differential import FP16_TARGET, half_available
+
+    if half_available():
+        pytest.skip("this OpenCL device has cl_khr_fp16: opencl-fp16 runs")
+    summary = run(2, 3, [FP16_TARGET], batch=2, max_ops=2)
+    assert summary.graphs == 2
+    assert not summary.findings
+    assert "no cl_khr_fp16; not run" in capsys.readouterr().out
