@@ -12,6 +12,9 @@ placed where its last op was, its `kind` naming the kernel `cpu-codegen` emits f
 * `"conv_add"`: a float NHWC, non-depthwise `nn.conv2d` whose only use is an `nn.add` with
   a same-shaped tensor (a residual): the add (and its activation, or an `nn.relu` that is
   the only use of an add without one) in the conv's epilogue.
+* `"dynamic_fc"`: a dynamically quantized fully connected layer (ONNX DynamicQuantizeLinear
+  -> MatMulInteger -> scales [-> bias]) with its own copy of its input's quantization
+  (`dynamic_quant.fuse_chains`; `IRC_CPU_FUSE_DYNAMIC=0` turns it off).
 
 Constants and the chain's inputs stay above the fusion (its region reads them). A buffer
 plan recorded earlier (`cpu-plan-memory`) is dropped from an entry in which a fusion is made.
