@@ -179,6 +179,9 @@ typedef uint32_t irc_vu32 __attribute__((vector_size(64)));
 typedef int32_t irc_vi32x8 __attribute__((vector_size(32)));
 typedef int8_t irc_vb8 __attribute__((vector_size(8)));
 
+"""
+    + kernel_file("common/pool.h")
+    + r"""
 /* Multiply-adds above which a fused int8 conv / depthwise kernel splits over the threads:
    ~0.03 ms of one core's work with VNNI (a fork/join costs ~1-10 us), so that the small
    late layers of a CNN (7x7 and 14x14 depthwise, the classifier) do not run on one core
@@ -186,6 +189,7 @@ typedef int8_t irc_vb8 __attribute__((vector_size(8)));
    that the OS delays on a shared machine does not hold back the others' share. */
 #define IRC_PARALLEL_QCONV_WORK 1000000.0
 #define IRC_PARALLEL_QDW_WORK 250000.0
+#define IRC_QDW_CHUNKS 1024 /* at most this many ranges of depthwise tasks */
 /* Elements above which the fused int8 add splits (in chunks of IRC_QADD_CHUNK). */
 #define IRC_PARALLEL_QADD 16384
 #define IRC_QADD_CHUNK 2048
@@ -375,15 +379,23 @@ IRC_INLINE void irc_qconv_store4(irc_vi32 *acc, int mr, int nv, const int64_t *r
   ((void)(Q), (void)(Y), (void)(PX), (void)(OC0))
 #endif
 
-/* dst [N][H+PT+PB][W+PL+PR][Cp] bytes = src [N][H][W][C] with `fill` around and in the
-   channels beyond C (the input's zero point: those taps then contribute nothing). */
-static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N, long H, long W,
-                     long C, long Cp, long PT, long PL, long PB, long PR, int fill) {
-  const long Hp = H + PT + PB, Wp = W + PL + PR;
-  IRC_PARFOR(schedule(static) if (N * Hp * Wp * Cp >= 131072))
-  for (long row = 0; row < N * Hp; ++row) {
+typedef struct {
+  uint8_t *dst;
+  const uint8_t *src;
+  long N, H, W, C, Cp, PT, PL, PB, PR, rows_per_chunk;
+  int fill;
+} irc_qpad_args;
+
+static void irc_qpad_rows(const void *ctx, long chunk) {
+  const irc_qpad_args *A = (const irc_qpad_args *)ctx;
+  const long H = A->H, W = A->W, C = A->C, Cp = A->Cp, PT = A->PT, PL = A->PL, PR = A->PR;
+  const long Hp = H + PT + A->PB, Wp = W + PL + PR;
+  const int fill = A->fill;
+  const long r0 = chunk * A->rows_per_chunk;
+  const long r1 = r0 + A->rows_per_chunk < A->N * Hp ? r0 + A->rows_per_chunk : A->N * Hp;
+  for (long row = r0; row < r1; ++row) {
     const long n = row / Hp, h = row % Hp - PT;
-    uint8_t *restrict d = dst + row * Wp * Cp;
+    uint8_t *restrict d = A->dst + row * Wp * Cp;
     if (h < 0 || h >= H) {
       memset(d, fill, (size_t)(Wp * Cp));
       continue;
@@ -391,7 +403,7 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
     memset(d, fill, (size_t)(PL * Cp));
     memset(d + (PL + W) * Cp, fill, (size_t)(PR * Cp));
     d += PL * Cp;
-    const uint8_t *restrict s = src + (n * H + h) * W * C;
+    const uint8_t *restrict s = A->src + (n * H + h) * W * C;
     if (C == Cp)
       memcpy(d, s, (size_t)(W * C));
     else if (C == 3 && Cp == 4) /* an image: no library call per pixel */
@@ -405,6 +417,17 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
         memset(d + w * Cp + C, fill, (size_t)(Cp - C));
       }
   }
+}
+
+/* dst [N][H+PT+PB][W+PL+PR][Cp] bytes = src [N][H][W][C] with `fill` around and in the
+   channels beyond C (the input's zero point: those taps then contribute nothing); rows split
+   over the threads when the copy is large. */
+static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N, long H, long W,
+                     long C, long Cp, long PT, long PL, long PB, long PR, int fill) {
+  const long rows = N * (H + PT + PB), bytes = rows * (W + PL + PR) * Cp;
+  const long per = rows / 64 > 1 ? (rows + 63) / 64 : 1;
+  const irc_qpad_args a = {dst, src, N, H, W, C, Cp, PT, PL, PB, PR, per, fill};
+  irc_parallel(irc_qpad_rows, &a, (rows + per - 1) / per, bytes >= 131072 ? irc_nthreads() : 1);
 }
 
 /* Fused int8 convolution / fully connected as u8 x s8 dot products of 4 channels:
@@ -424,20 +447,42 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
    then pixel tile, then row) go to threads in 64 contiguous chunks, so a thread decodes
    its position once per chunk and sets up the pixel pointers once per tile. */
 #define IRC_QCONV_XBUF 4096 /* input words of one pixel tile, XORed once for all its blocks */
+#define IRC_QCONV_CHUNKS 128 /* ranges of tasks the threads claim (irc_parallel) */
 #define IRC_QCONV(NAME, MR, NV, MODEC)                                                       \
-  static void NAME(const uint8_t *restrict x, long N, long Hp, long Wp, long Cs,             \
-                   uint32_t flip, const int8_t *restrict w, const int32_t *restrict bias,    \
-                   const int64_t *restrict q, int mode, int64_t zp, int64_t lo,              \
-                   int64_t hi, uint8_t *restrict y, long OH, long OW, long OC, int KH,       \
-                   int KW, int SH, int SW, int DH, int DW, long C4) {                        \
+  typedef struct {                                                                           \
+    const uint8_t *x;                                                                        \
+    long N, Hp, Wp, Cs;                                                                      \
+    uint32_t flip;                                                                           \
+    const int8_t *w;                                                                         \
+    const int32_t *bias;                                                                     \
+    const int64_t *q;                                                                        \
+    int mode;                                                                                \
+    int64_t zp, lo, hi;                                                                      \
+    uint8_t *y;                                                                              \
+    long OH, OW, OC;                                                                         \
+    int KH, KW, SH, SW, DH, DW;                                                              \
+    long C4;                                                                                 \
+  } NAME##_args;                                                                             \
+  /* Chunk `ch` of the tasks (irc_parallel). */                                              \
+  static void NAME##_chunk(const void *ctx, long ch) {                                       \
+    const NAME##_args *A = (const NAME##_args *)ctx;                                         \
+    const uint8_t *restrict x = A->x;                                                        \
+    const long N = A->N, Hp = A->Hp, Wp = A->Wp, Cs = A->Cs;                                 \
+    const uint32_t flip = A->flip;                                                           \
+    const int8_t *restrict w = A->w;                                                         \
+    const int32_t *restrict bias = A->bias;                                                  \
+    const int64_t *restrict q = A->q;                                                        \
+    const int64_t zp = A->zp, lo = A->lo, hi = A->hi;                                        \
+    uint8_t *restrict y = A->y;                                                              \
+    const long OH = A->OH, OW = A->OW, OC = A->OC, C4 = A->C4;                               \
+    const int KH = A->KH, KW = A->KW, SH = A->SH, SW = A->SW, DH = A->DH, DW = A->DW;        \
     const long NB = 16 * (NV), nblk = (OC + NB - 1) / NB, tiles = (OW + (MR) - 1) / (MR);    \
     const long tasks = N * OH * tiles * nblk;                                                \
-    const int md = (MODEC) >= 0 ? (MODEC) : mode;                                            \
-    const double work = (double)N * OH * OW * OC * KH * KW * C4 * 4;                         \
-    const long chunks = tasks < 64 ? tasks : 64;                                             \
+    const int md = (MODEC) >= 0 ? (MODEC) : A->mode;                                         \
+    const long chunks = tasks < IRC_QCONV_CHUNKS ? tasks : IRC_QCONV_CHUNKS;                 \
     const int buffered = (long)(MR) * KH * KW * C4 <= IRC_QCONV_XBUF;                        \
-    IRC_PARFOR(schedule(dynamic, 1) if (work > IRC_PARALLEL_QCONV_WORK))                     \
-    for (long ch = 0; ch < chunks; ++ch) {                                                   \
+    (void)md;                                                                                \
+    {                                                                                        \
       const long t0 = tasks * ch / chunks, t1 = tasks * (ch + 1) / chunks;                   \
       long b = t0 % nblk, r = t0 / nblk / tiles, ow0 = t0 / nblk % tiles * (MR);             \
       const uint8_t *xp[MR];                                                                 \
@@ -531,6 +576,18 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
         }                                                                                    \
       }                                                                                      \
     }                                                                                        \
+  }                                                                                          \
+  static void NAME(const uint8_t *restrict x, long N, long Hp, long Wp, long Cs,             \
+                   uint32_t flip, const int8_t *restrict w, const int32_t *restrict bias,    \
+                   const int64_t *restrict q, int mode, int64_t zp, int64_t lo,              \
+                   int64_t hi, uint8_t *restrict y, long OH, long OW, long OC, int KH,       \
+                   int KW, int SH, int SW, int DH, int DW, long C4) {                        \
+    const NAME##_args a = {x,  N,  Hp, Wp, Cs, flip, w,  bias, q,  mode, zp, lo, hi,         \
+                           y,  OH, OW, OC, KH, KW,   SH, SW,   DH, DW,   C4};                \
+    const long tasks = N * OH * ((OW + (MR) - 1) / (MR)) * ((OC + 16 * (NV) - 1) / (16 * (NV))); \
+    const double work = (double)N * OH * OW * OC * KH * KW * C4 * 4;                         \
+    irc_parallel(NAME##_chunk, &a, tasks < IRC_QCONV_CHUNKS ? tasks : IRC_QCONV_CHUNKS,      \
+                 work > IRC_PARALLEL_QCONV_WORK ? irc_nthreads() : 1);                       \
   }
 
 /* Fused int8 depthwise convolution (one filter per channel), 16 channels per vector (the
@@ -763,21 +820,44 @@ IRC_INLINE irc_dwq_acc irc_dwq_init(irc_vi32 bias) { return bias; }
 #endif
 
 #define IRC_QDWV(NAME, KHC, KWC, MODEC)                                                       \
-  static void NAME(const uint8_t *restrict x, long N, long H, long W, long C, long Cp,        \
-                   int zp_in, uint32_t flip, const int8_t *restrict w,                        \
-                   const int32_t *restrict bias, const int64_t *restrict q, int mode,         \
-                   int64_t zp, int64_t lo, int64_t hi, uint8_t *restrict y, long OH, long OW, \
-                   int KH_, int KW_, int SH, int SW, int DH, int DW, int PT, int PL) {        \
-    const int KH = (KHC) ? (KHC) : KH_, KW = (KWC) ? (KWC) : KW_, G = (KH + 3) / 4;           \
+  typedef struct {                                                                            \
+    const uint8_t *x;                                                                         \
+    long N, H, W, C, Cp;                                                                      \
+    int zp_in;                                                                                \
+    uint32_t flip;                                                                            \
+    const int8_t *w;                                                                          \
+    const int32_t *bias;                                                                      \
+    const int64_t *q;                                                                         \
+    int mode;                                                                                 \
+    int64_t zp, lo, hi;                                                                       \
+    uint8_t *y;                                                                               \
+    long OH, OW;                                                                              \
+    int KH_, KW_, SH, SW, DH, DW, PT, PL;                                                     \
+    long tasks, chunks;                                                                       \
+  } NAME##_args;                                                                              \
+  /* Chunk `ch` of the tasks (irc_parallel). */                                               \
+  static void NAME##_chunk(const void *ctx, long ch) {                                        \
+    const NAME##_args *A = (const NAME##_args *)ctx;                                          \
+    const uint8_t *restrict x = A->x;                                                         \
+    const long N = A->N, H = A->H, W = A->W, C = A->C, Cp = A->Cp, OH = A->OH, OW = A->OW;    \
+    const int zp_in = A->zp_in;                                                               \
+    const uint32_t flip = A->flip;                                                            \
+    const int8_t *restrict w = A->w;                                                          \
+    const int32_t *restrict bias = A->bias;                                                   \
+    const int64_t *restrict q = A->q;                                                         \
+    const int64_t zp = A->zp, lo = A->lo, hi = A->hi;                                         \
+    uint8_t *restrict y = A->y;                                                               \
+    const int SH = A->SH, SW = A->SW, DH = A->DH, DW = A->DW, PT = A->PT, PL = A->PL;         \
+    const int KH = (KHC) ? (KHC) : A->KH_, KW = (KWC) ? (KWC) : A->KW_, G = (KH + 3) / 4;     \
     /* Two output rows per task when one quad holds both rows' taps (stride and dilation 1,   \
        KH <= 3): the second row uses quad bytes 1 .. KH, its weights shifted up one byte. */  \
     const int R = SH == 1 && DH == 1 && KH <= 3 ? 2 : 1;                                      \
-    const long tiles = (OH + R - 1) / R, nblk = Cp / 16, tasks = N * tiles * nblk;            \
+    const long tiles = (OH + R - 1) / R, nblk = Cp / 16;                                      \
     const long ncol = (IRC_DWQ_CHUNK - 1L) * SW + (long)(KW - 1) * DW + 1;                    \
-    const double work = (double)N * OH * OW * C * KH * KW;                                    \
-    const int md = (MODEC) >= 0 ? (MODEC) : mode;                                             \
-    IRC_PARFOR(schedule(dynamic, 1) if (work > IRC_PARALLEL_QDW_WORK))                          \
-    for (long t = 0; t < tasks; ++t) { /* (image, row tile, block of 16 channels) */          \
+    const int md = (MODEC) >= 0 ? (MODEC) : A->mode;                                          \
+    const long t0 = A->tasks * ch / A->chunks, t1 = A->tasks * (ch + 1) / A->chunks;          \
+    (void)N, (void)md;                                                                        \
+    for (long t = t0; t < t1; ++t) { /* (image, row tile, block of 16 channels) */            \
       uint8_t cols[G * ncol * IRC_DWQ_COL] __attribute__((aligned(64)));                      \
       uint8_t zrow[16];                                                                       \
       memset(zrow, zp_in & 255, sizeof zrow);                                                 \
@@ -830,6 +910,21 @@ IRC_INLINE irc_dwq_acc irc_dwq_init(irc_vi32 bias) { return bias; }
         }                                                                                     \
       }                                                                                       \
     }                                                                                         \
+  }                                                                                           \
+  static void NAME(const uint8_t *restrict x, long N, long H, long W, long C, long Cp,        \
+                   int zp_in, uint32_t flip, const int8_t *restrict w,                        \
+                   const int32_t *restrict bias, const int64_t *restrict q, int mode,         \
+                   int64_t zp, int64_t lo, int64_t hi, uint8_t *restrict y, long OH, long OW, \
+                   int KH_, int KW_, int SH, int SW, int DH, int DW, int PT, int PL) {        \
+    const int KH = (KHC) ? (KHC) : KH_, KW = (KWC) ? (KWC) : KW_;                             \
+    const int R = SH == 1 && DH == 1 && KH <= 3 ? 2 : 1;                                      \
+    const long tasks = N * ((OH + R - 1) / R) * (Cp / 16);                                    \
+    const long chunks = tasks < IRC_QDW_CHUNKS ? tasks : IRC_QDW_CHUNKS;                      \
+    const double work = (double)N * OH * OW * C * KH * KW;                                    \
+    const NAME##_args a = {x,  N,    H,  W,  C,  Cp, zp_in, flip, w,  bias, q,  mode, zp,     \
+                           lo, hi,   y,  OH, OW, KH_, KW_,  SH,   SW, DH,   DW, PT,   PL,     \
+                           tasks, chunks};                                                    \
+    irc_parallel(NAME##_chunk, &a, chunks, work > IRC_PARALLEL_QDW_WORK ? irc_nthreads() : 1); \
   }
 
 /* Mode 0 on one value (lane 0 of a parameter block): exact, as irc_rq0_lanes. */
@@ -872,24 +967,41 @@ IRC_INLINE int64_t irc_rq0_scalar(int64_t x, const int64_t *restrict q) {
 #define IRC_QADD_VECTOR(CVT)
 #endif
 #define IRC_QADD(NAME, T, CVT)                                                                \
+  typedef struct {                                                                            \
+    const T *a, *b;                                                                           \
+    long n, size;                                                                             \
+    int za, zb, ka, kb;                                                                       \
+    const int64_t *qa, *qb, *qo;                                                              \
+    int64_t zp, lo, hi;                                                                       \
+    uint8_t *y;                                                                               \
+  } NAME##_args;                                                                              \
+  /* Chunk `t` of `size` elements (irc_parallel). */                                          \
+  static void NAME##_chunk(const void *ctx, long t) {                                         \
+    const NAME##_args *A = (const NAME##_args *)ctx;                                          \
+    const T *restrict a = A->a, *restrict b = A->b;                                           \
+    const int za = A->za, zb = A->zb, ka = A->ka, kb = A->kb;                                 \
+    const int64_t *restrict qa = A->qa, *restrict qb = A->qb, *restrict qo = A->qo;           \
+    const int64_t zp = A->zp, lo = A->lo, hi = A->hi;                                         \
+    uint8_t *restrict y = A->y;                                                               \
+    const long i1 = (t + 1) * A->size < A->n ? (t + 1) * A->size : A->n;                      \
+    long i = t * A->size;                                                                     \
+    IRC_QADD_VECTOR(CVT)                                                                      \
+    for (; i < i1; ++i) {                                                                     \
+      const int64_t va = irc_rq0_scalar((int64_t)((int32_t)a[i] - za) * ka, qa);             \
+      const int64_t vb = irc_rq0_scalar((int64_t)((int32_t)b[i] - zb) * kb, qb);             \
+      const int32_t s = (int32_t)((uint32_t)(int32_t)va + (uint32_t)(int32_t)vb);             \
+      const int64_t r = zp + irc_rq0_scalar(s, qo);                                           \
+      y[i] = (uint8_t)(r < lo ? lo : (r > hi ? hi : r));                                      \
+    }                                                                                         \
+  }                                                                                           \
   static void NAME(const T *restrict a, const T *restrict b, long n, int za, int zb, int ka,  \
                    int kb, const int64_t *restrict qa, const int64_t *restrict qb,            \
                    const int64_t *restrict qo, int64_t zp, int64_t lo, int64_t hi,            \
                    uint8_t *restrict y) {                                                     \
-    const long chunks = (n + IRC_QADD_CHUNK - 1) / IRC_QADD_CHUNK;                            \
-    IRC_PARFOR(schedule(dynamic, 1) if (n >= IRC_PARALLEL_QADD))                              \
-    for (long t = 0; t < chunks; ++t) {                                                       \
-      const long i1 = (t + 1) * IRC_QADD_CHUNK < n ? (t + 1) * IRC_QADD_CHUNK : n;            \
-      long i = t * IRC_QADD_CHUNK;                                                            \
-      IRC_QADD_VECTOR(CVT)                                                                    \
-      for (; i < i1; ++i) {                                                                   \
-        const int64_t va = irc_rq0_scalar((int64_t)((int32_t)a[i] - za) * ka, qa);           \
-        const int64_t vb = irc_rq0_scalar((int64_t)((int32_t)b[i] - zb) * kb, qb);           \
-        const int32_t s = (int32_t)((uint32_t)(int32_t)va + (uint32_t)(int32_t)vb);           \
-        const int64_t r = zp + irc_rq0_scalar(s, qo);                                         \
-        y[i] = (uint8_t)(r < lo ? lo : (r > hi ? hi : r));                                    \
-      }                                                                                       \
-    }                                                                                         \
+    const long size = n / IRC_QADD_CHUNK > 4096 ? (n + 4095) / 4096 : IRC_QADD_CHUNK;         \
+    const NAME##_args args = {a, b, n, size, za, zb, ka, kb, qa, qb, qo, zp, lo, hi, y};      \
+    irc_parallel(NAME##_chunk, &args, (n + size - 1) / size,                                  \
+                 n >= IRC_PARALLEL_QADD ? irc_nthreads() : 1);                                \
   }
 """,
     ("quant",),
