@@ -30,6 +30,9 @@ kernels ("qfused" and its instances `fused_conv_kernel`, `fused_depthwise_quads_
 when the compiler targets it (depthwise: on input columns gathered into quads of 4 kernel
 rows), AVX-512 requantization; on AVX2 without VNNI exact int16 pair sums (vpmaddwd) and a
 vectorised mode-0 requantization; portable C paths for all (the generic profile, tested).
+The fused int8 kernels (and irc_qpad) split over the threads with the library's own pool
+(`irc_parallel`, kernels/common/pool.h: whoever runs claims the next chunk, the caller never
+waits for a worker the OS has not scheduled), not OpenMP, on the library's thread count.
 
 Float semantics follow the reference kernels: NaN propagates through max/min/relu/clip like
 numpy's `maximum`/`minimum`, fused activations are TFLite's.
@@ -444,8 +447,9 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
    reads the input directly. Mode 0 with AVX512BW
    stores through irc_qconv_store4 (four vectors per pack, masked stores); other modes,
    MR = 1 and the portable path requantize vector by vector. Tasks (channel block fastest,
-   then pixel tile, then row) go to threads in 64 contiguous chunks, so a thread decodes
-   its position once per chunk and sets up the pixel pointers once per tile. */
+   then pixel tile, then row) form IRC_QCONV_CHUNKS contiguous chunks that the threads claim
+   one at a time (irc_parallel, kernels/common/pool.h), so a thread decodes its position
+   once per chunk and sets up the pixel pointers once per tile. */
 #define IRC_QCONV_XBUF 4096 /* input words of one pixel tile, XORed once for all its blocks */
 #define IRC_QCONV_CHUNKS 128 /* ranges of tasks the threads claim (irc_parallel) */
 #define IRC_QCONV(NAME, MR, NV, MODEC)                                                       \

@@ -17,7 +17,9 @@ workspaces are still their own, only the thread count below is per library.
 OpenMP threads are bound to cores (`toolchain.prepare_openmp`) before the first library
 using OpenMP loads. The thread count of a library's parallel loops is OpenMP's default
 (`OMP_NUM_THREADS`, read once per process) unless `IRC_CPU_THREADS` is set when it loads, or
-`set_threads(n)` is called on the loaded executable (any time, per library).
+`set_threads(n)` is called on the loaded executable (any time, per library). The fused int8
+kernels use the same count on the library's own pool (csrc `irc_parallel`): its workers are
+started on the first parallel kernel, unbound, and sleep 20 us after their last job.
 """
 
 from __future__ import annotations
