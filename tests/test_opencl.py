@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from cpu_support import SHARED_MODELS, Case, build_executable, op_case, reference_outputs
 from opencl_support import needs_device
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, Signedness, StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import SSAValue
 from xdsl.parser import Parser
@@ -445,6 +445,37 @@ def test_vectorised_pools_and_channel_pads() -> None:
     source = run_cases(cases)
     for marker in ("(x8) */", "(x4) */", "(x2) */", "(rows x4) */", "(rows) */"):
         assert marker in source, marker
+
+
+@needs_device
+def test_qdq_pairs_fused_into_conv_epilogues_are_bit_exact() -> None:
+    """conv -> qcast -> dcast -> residual add -> qcast (half to even, uint8) -> dcast, fused
+    into one kernel (opencl-fuse), on values whose conv sums are exact in float whatever the
+    order (multiples of 1/8 times 0.5 / 0.25): the quantization in registers equals the
+    reference's qcast / dcast kernels bit for bit, ties and saturation included."""
+    from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
+
+    i8 = quant.UniformQuantizedType.per_tensor(IntegerType(8), Float32Type(), 0.5, 3)
+    u8 = quant.UniformQuantizedType.per_tensor(
+        IntegerType(8, signedness=Signedness.UNSIGNED), Float32Type(), 0.125, 128
+    )
+
+    def build(xv: SSAValue, wv: SSAValue, rv: SSAValue):
+        conv = nn.Conv2DOp.make(xv, wv, None, layout="NHWC", pads=[1, 1, 1, 1])
+        shape = conv.output.type.get_shape()  # type: ignore[union-attr]  # a TensorType
+        q1 = quant.QCastOp(conv.output, TensorType(i8, shape))
+        d1 = quant.DCastOp(q1.output)
+        add = nn.AddOp.make(d1.output, rv)
+        q2 = quant.QCastOp(add.output, TensorType(u8, shape), rounding="half_to_even")
+        return [conv, q1, d1, add, q2, quant.DCastOp(q2.output)]
+
+    grid = np.random.default_rng(5)
+    x = (grid.integers(-80, 80, (1, 6, 5, 8)) / 8).astype(np.float32)
+    w = (grid.choice([-0.5, -0.25, 0.25, 0.5], (16, 3, 3, 8))).astype(np.float32)
+    r = (grid.integers(-40, 40, (1, 6, 5, 16)) / 16).astype(np.float32)
+    source = run_cases([Case("qdq_chain", build, [x, w, r], frozenset({1}))], rtol=0, atol=0)
+    assert "fused quant.qcast, quant.dcast, nn.add, quant.qcast, quant.dcast" in source
+    assert "quant.qcast 1x6x5x16" not in source.replace("fused quant.qcast", "")
 
 
 @needs_device

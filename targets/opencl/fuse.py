@@ -10,7 +10,11 @@ use by an elementwise op is fused with it, and so on down the chain:
   float32 tensor of the same shape — MobileNetV2's residual `nn.add` — read by the kernel at
   the output's index, a per-channel vector (`[C]`, `[1, 1, 1, C]`: a MatMul's bias add, a
   squeeze-excite scale) read at the channel, or a one-element constant (a decomposed
-  hard-swish's `+ 3`, `/ 6`) inlined as a literal.
+  hard-swish's `+ 3`, `/ 6`) inlined as a literal;
+* after a conv, fully_connected or batch_matmul (float accumulators), a per-tensor 8-bit
+  `quant.qcast` whose only user is a `quant.dcast` back to float32 — what `insert-qdq` leaves
+  between the float kernels of an int8 model: the value is quantized and dequantized in
+  registers (codegen.py's `qdq_exprs`) and the 8-bit tensor is never stored.
 
 The chain goes into the region of an `ocl.fusion` placed where its last op was (every
 value the chain reads is defined above that point), and `opencl-bufferize` emits one kernel
@@ -28,7 +32,8 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from irc.dialects import delegate, nn, ocl
+from irc.dialects import delegate, nn, ocl, quant
+from irc.dialects.quant import UniformQuantizedType
 from irc.targets.opencl.codegen import (
     BINARY_EXPR,
     UNARY_OPS,
@@ -85,16 +90,61 @@ def _epilogue_user(value: SSAValue) -> Operation | None:
     return None
 
 
+QDQ_PRODUCERS: tuple[type[Operation], ...] = (
+    nn.Conv2DOp,
+    nn.FullyConnectedOp,
+    nn.BatchMatmulOp,
+)
+"""Producers whose epilogue runs on a float accumulator in every precision: they may absorb a
+`quant.qcast` -> `quant.dcast` pair (in fp16 an elementwise producer's epilogue is half)."""
+
+
+def _per_tensor_8bit(value: SSAValue) -> bool:
+    t = value.type
+    if not isinstance(t, TensorType):
+        return False
+    element = t.element_type
+    if not isinstance(element, UniformQuantizedType) or element.storage_width != 8:
+        return False
+    return element.axis is None or len(element.scale_values) == 1
+
+
+def _qdq_pair(value: SSAValue) -> tuple[quant.QCastOp, quant.DCastOp] | None:
+    """`value -> quant.qcast -> quant.dcast` (per-tensor, 8-bit, the quantized tensor read by
+    the dcast only, float32 out): the pair an int8 model's ops leave between float kernels
+    (`insert-qdq`), absorbed as a rounding step in registers. None otherwise."""
+    if not value.has_one_use() or not _is_float32(value):
+        return None
+    qcast = value.get_user_of_unique_use()
+    if not isinstance(qcast, quant.QCastOp) or qcast.parent is not value.owner.parent:
+        return None
+    if not _per_tensor_8bit(qcast.output) or not qcast.output.has_one_use():
+        return None
+    dcast = qcast.output.get_user_of_unique_use()
+    if not isinstance(dcast, quant.DCastOp) or dcast.parent is not qcast.parent:
+        return None
+    if not _is_float32(dcast.output) or _shape(dcast.output) != _shape(value):
+        return None
+    return qcast, dcast
+
+
 def fusion_chain(producer: Operation) -> list[Operation]:
     """The epilogue ops `producer` can absorb, in order (empty: nothing to fuse)."""
     if not isinstance(producer, PRODUCERS) or len(producer.results) != 1:
         return []
     chain: list[Operation] = []
     current = producer
-    while (user := _epilogue_user(current.results[0])) is not None:
+    while True:
+        value = current.results[0]
+        if isinstance(producer, QDQ_PRODUCERS) and (pair := _qdq_pair(value)) is not None:
+            chain += pair
+            current = pair[1]
+            continue
+        user = _epilogue_user(value)
+        if user is None:
+            return chain
         chain.append(user)
         current = user
-    return chain
 
 
 def fuse_function(func: FuncOp) -> int:

@@ -111,3 +111,42 @@ delegate.executable private @per_channel target("opencl") {
     func.return %t : tensor<2x3x5xf32>
   }
 }
+
+// -----
+
+// An int8 model's ops in float (insert-qdq): conv -> qcast -> dcast -> residual add ->
+// qcast -> dcast becomes one fusion (the 8-bit tensors are never stored). A qcast with a
+// second user (here returned), and a per-axis qcast, stay outside.
+// CHECK-LABEL: delegate.executable private @qdq
+// CHECK:         %[[F:.*]] = "ocl.fusion"() ({
+// CHECK-NEXT:      %[[C:.*]] = nn.conv2d %x, %w layout = "NHWC"
+// CHECK-NEXT:      %[[Q:.*]] = quant.qcast %[[C]]
+// CHECK-NEXT:      %[[D:.*]] = quant.dcast %[[Q]]
+// CHECK-NEXT:      %[[A:.*]] = nn.add %[[D]], %r
+// CHECK-NEXT:      %[[Q2:.*]] = quant.qcast %[[A]]
+// CHECK-NEXT:      %[[D2:.*]] = quant.dcast %[[Q2]]
+// CHECK-NEXT:      "ocl.yield"(%[[D2]])
+// CHECK:         %[[C2:.*]] = nn.conv2d %[[F]], %w layout = "NHWC"
+// CHECK-NEXT:    %[[Q3:.*]] = quant.qcast %[[C2]]
+// CHECK-NEXT:    %{{.*}} = quant.dcast %[[Q3]]
+// CHECK:         %[[H:.*]] = nn.fully_connected
+// CHECK-NEXT:    %[[Q4:.*]] = quant.qcast %[[H]]
+delegate.executable private @qdq target("opencl") {
+  func.func @entry(%x: tensor<1x4x4x8xf32>, %r: tensor<1x4x4x8xf32>, %m: tensor<2x8xf32>)
+      -> (tensor<1x4x4x8xf32>, tensor<1x4x4x8x!quant.uniform<i8:f32, 0.25:1>>, tensor<2x8x!quant.uniform<i8:f32:1, {0.5:0, 0.25:0, 0.5:0, 0.25:0, 0.5:0, 0.25:0, 0.5:0, 0.25:0}>>) {
+    %w = nn.constant dense<0.5> : tensor<8x1x1x8xf32>
+    %c = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x8xf32>, tensor<8x1x1x8xf32> -> tensor<1x4x4x8xf32>
+    %q = quant.qcast %c : tensor<1x4x4x8xf32> to tensor<1x4x4x8x!quant.uniform<i8:f32, 0.5:3>>
+    %d = quant.dcast %q : tensor<1x4x4x8x!quant.uniform<i8:f32, 0.5:3>> to tensor<1x4x4x8xf32>
+    %a = nn.add %d, %r : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
+    %q2 = quant.qcast %a rounding = "half_to_even" : tensor<1x4x4x8xf32> to tensor<1x4x4x8x!quant.uniform<u8:f32, 0.125:128>>
+    %d2 = quant.dcast %q2 : tensor<1x4x4x8x!quant.uniform<u8:f32, 0.125:128>> to tensor<1x4x4x8xf32>
+    %c2 = nn.conv2d %d2, %w layout = "NHWC" : tensor<1x4x4x8xf32>, tensor<8x1x1x8xf32> -> tensor<1x4x4x8xf32>
+    %q3 = quant.qcast %c2 : tensor<1x4x4x8xf32> to tensor<1x4x4x8x!quant.uniform<i8:f32, 0.25:1>>
+    %d3 = quant.dcast %q3 : tensor<1x4x4x8x!quant.uniform<i8:f32, 0.25:1>> to tensor<1x4x4x8xf32>
+    %wm = nn.constant dense<0.5> : tensor<8x8xf32>
+    %h = nn.fully_connected %m, %wm : tensor<2x8xf32>, tensor<8x8xf32> -> tensor<2x8xf32>
+    %q4 = quant.qcast %h : tensor<2x8xf32> to tensor<2x8x!quant.uniform<i8:f32:1, {0.5:0, 0.25:0, 0.5:0, 0.25:0, 0.5:0, 0.25:0, 0.5:0, 0.25:0}>>
+    func.return %d3, %q3, %q4 : tensor<1x4x4x8xf32>, tensor<1x4x4x8x!quant.uniform<i8:f32, 0.25:1>>, tensor<2x8x!quant.uniform<i8:f32:1, {0.5:0, 0.25:0, 0.5:0, 0.25:0, 0.5:0, 0.25:0, 0.5:0, 0.25:0}>>
+  }
+}
