@@ -178,7 +178,7 @@ def artifact_text(module: ModuleOp, weights_name: str | None) -> tuple[str, byte
 
     writer = None if weights_name is None else WeightsWriter()
     text = print_ir(module, weights=writer) + "\n"
-    if writer is None or not len(writer):
+    if weights_name is None or writer is None or not len(writer):
         return text, None
     blob = writer.blob()
     return writer.section(weights_name, blob) + text, blob
@@ -353,7 +353,8 @@ def dense_from_weights(
     if data is None:
         parser.raise_error(f"dense_resource<{handle}> is not in '{weights.file}'", *span)
     try:
-        attr = DenseIntOrFPElementsAttr(type_, BytesAttr(bytes(data)))
+        # The constructor checks the type; a wrong one raises, reported below.
+        attr = DenseIntOrFPElementsAttr(type_, BytesAttr(bytes(data)))  # pyright: ignore[reportArgumentType]
     except Exception as exc:  # not a ranked tensor of ints or floats
         parser.raise_error(f"dense_resource<{handle}>: {exc}", *span)
     shape = attr.get_shape()

@@ -58,7 +58,7 @@ RECORD_SUFFIX = ".json"
 try:  # POSIX advisory locks; elsewhere writers rely on atomic renames alone
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None
 
 
 class CacheError(OSError):

@@ -69,14 +69,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     import numpy as np
     from xdsl.context import Context
-    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
     from xdsl.ir import Operation
 
+    from irc.dialects.delegate import ExecutableOp
     from irc.passes.partition import PartitionReport
     from irc.pipelines import LoweringError
     from irc.runtime import Program, TensorSpec
@@ -522,7 +523,7 @@ def _where(op: Operation) -> str:
     return str(location) if location is not None else "unknown location"
 
 
-def _executable_of(op: Operation | None) -> Operation | None:
+def _executable_of(op: Operation | None) -> ExecutableOp | None:
     from irc.dialects import delegate
 
     while op is not None and not isinstance(op, delegate.ExecutableOp):
@@ -772,10 +773,11 @@ def _unspecialised_program(module: ModuleOp, entry: str) -> Program:
         raise ValueError(f"no function @{entry} in the model")
 
     def specs(types: Sequence[Any], attr: str, prefix: str, first: int) -> list[TensorSpec]:
-        names = func.attributes.get(attr)
+        # The importers name a function's inputs and outputs with an array of strings.
+        names = cast("ArrayAttr[StringAttr] | None", func.attributes.get(attr))
         out = []
         for i, t in enumerate(types):
-            name = names.data[i].data if names is not None else f"{prefix}{i}"  # type: ignore[attr-defined]
+            name = names.data[i].data if names is not None else f"{prefix}{i}"
             out.append(TensorSpec(name, first + i, t, tuple(t.get_shape()), numpy_dtype(t)))
         return out
 
@@ -870,8 +872,12 @@ def _compile_buckets(
                 symbols.add(symbol.data)
             op.detach()
             merged.body.block.add_op(op)
-    functions = [find_function(merged, f"{entry}_s{i}") for i in range(len(buckets))]
-    merged.body.block.add_op(build_guard(entry, functions))  # type: ignore[arg-type]
+    functions = []
+    for i in range(len(buckets)):
+        function = find_function(merged, f"{entry}_s{i}")
+        assert function is not None  # moved into `merged` just above
+        functions.append(function)
+    merged.body.block.add_op(build_guard(entry, functions))
     _mark_artifact(merged)
     return CompiledModel(
         merged,
@@ -921,7 +927,7 @@ def _compile_module(
                 program = compile_function(module, entry, check=check)
         except ExecutorError as exc:  # a runtime that cannot load (build) an executable
             executable = _executable_of(exc.op)
-            if executable is None or executable.sym_name.data in existing:  # type: ignore[attr-defined]
+            if executable is None or executable.sym_name.data in existing:
                 raise
             failing = None if exc.op is executable else exc.op
             if state.refuse(executable, failing, exc.message):

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import IO, NamedTuple, NoReturn
+from typing import IO, NamedTuple, NoReturn, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -71,7 +71,7 @@ from irc.artifact import ExternalWeights, dense_from_weights, parse_external_res
 # Possessive repetitions (Python 3.11) never backtrack into a run, so the same language
 # matches in linear time, and a run of plain characters is still matched in one step (one
 # alternation per character made a 28 MB artifact's hex strings lex 20x slower).
-MLIRLexer._unescaped_characters_regex = re.compile(  # type: ignore[misc]
+MLIRLexer._unescaped_characters_regex = re.compile(
     r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"'
 )
 
@@ -99,7 +99,8 @@ def _string_literal_bytes(self: StringLiteral) -> bytes:
     return _ESCAPE.sub(unescape, raw)
 
 
-StringLiteral.bytes_contents = property(_string_literal_bytes)  # type: ignore[method-assign, assignment]
+# The patch replaces xDSL's read-only property on the class (a setter it does not have).
+StringLiteral.bytes_contents = property(_string_literal_bytes)  # pyright: ignore[reportAttributeAccessIssue]
 
 __all__ = [
     "Diagnostic",
@@ -428,6 +429,10 @@ MAX_INTEGER_WIDTH = 16_777_215
 """The widest integer type the parser accepts (MLIR's limit)."""
 
 
+_DenseLiteralType = RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType]
+"""The type of a `dense<...>` literal (as xDSL requires it)."""
+
+
 class LocatingParser(Parser):
     """A `Parser` that gives every parsed op a `FileLineColLoc` of its first token.
 
@@ -477,7 +482,7 @@ class LocatingParser(Parser):
                 )
         return super()._parse_optional_integer_or_float_type()
 
-    def _parse_dense_literal_type(self) -> Attribute:
+    def _parse_dense_literal_type(self) -> _DenseLiteralType:
         """The type of a `dense<...>` literal, checked as xDSL checks it, with the type
         constraint built once (xDSL builds it for every literal: ~10 ms each)."""
         type_ = self.expect(self.parse_optional_type, "Dense attribute must be typed!")
@@ -485,9 +490,10 @@ class LocatingParser(Parser):
             self.raise_error(
                 "Expected memref, vector or tensor type of integer, index, float, or complex type"
             )
-        if DYNAMIC_INDEX in type_.get_shape():  # type: ignore[attr-defined]
+        literal_type = cast(_DenseLiteralType, type_)  # what the constraint just verified
+        if DYNAMIC_INDEX in literal_type.get_shape():
             self.raise_error("Dense literal attribute should have a static shape.")
-        return type_
+        return literal_type
 
     def _parse_external_resources(self) -> None:
         """`external_resources: {irc_weights: {...}}`: an artifact's weights file."""
@@ -502,7 +508,8 @@ class LocatingParser(Parser):
         if self._weights is not None and (error := self._weights.verify()) is not None:
             raise ParseError(self._weights_span, error)
 
-    def _parse_builtin_dense_resource_attr(self) -> Attribute:
+    # An artifact's weights parse to the dense constant itself, not to a DenseResourceAttr.
+    def _parse_builtin_dense_resource_attr(self) -> Attribute:  # pyright: ignore[reportIncompatibleMethodOverride]
         """`dense_resource<wN> : type` from the artifact's weights; any other handle as
         xDSL parses it (a `DenseResourceAttr` of its blob store)."""
         if self._weights is None:
@@ -585,7 +592,7 @@ class LocatingParser(Parser):
 @functools.cache
 def _dense_literal_types() -> AttrConstraint:
     """The types a `dense<...>` literal may have (xDSL's check)."""
-    return base(RankedStructure[IntegerType | IndexType | AnyFloat | ComplexType])
+    return base(_DenseLiteralType)
 
 
 def _decode_source(data: bytes, name: str) -> str:

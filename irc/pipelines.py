@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from xdsl.utils.arg_spec import ArgSpec
 
     from irc.diagnostics import Diagnostic
+    from irc.dialects.delegate import ExecutableOp
 
 __all__ = [
     "HOST_TARGET",
@@ -572,7 +573,7 @@ def lowering_pipelines(targets: Iterable[str]) -> dict[str, str]:
     return pipelines
 
 
-def _executables(module: ModuleOp) -> list[Operation]:
+def _executables(module: ModuleOp) -> list[ExecutableOp]:
     from irc.dialects import delegate
 
     return [op for op in module.body.block.ops if isinstance(op, delegate.ExecutableOp)]

@@ -75,11 +75,11 @@ def print_ir(
 ) -> str:
     """Print an op (usually a module) with `Printer`; returns the text when no stream is
     given. With `weights`, large dense constants go there (`irc.artifact`)."""
-    target = io.StringIO() if stream is None else stream
-    printer = Printer(stream=target, print_generic_format=generic)
+    buffer = io.StringIO() if stream is None else None
+    printer = Printer(stream=stream if buffer is None else buffer, print_generic_format=generic)
     printer.weights = weights
     printer.print_op(op)
-    return target.getvalue() if stream is None else ""
+    return "" if buffer is None else buffer.getvalue()
 
 
 @dataclass(frozen=True)

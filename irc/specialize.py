@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.dialects.func import FuncOp
+    from xdsl.ir import Attribute
 
 __all__ = [
     "GUARD_ATTR",
@@ -395,18 +396,21 @@ def expand_buckets(
     return out
 
 
-def _merged_type(types: Sequence[object]) -> object:
+def _merged_type(types: Sequence[Attribute]) -> Attribute:
     from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 
     first = types[0]
-    if not isinstance(first, TensorType) or not all(
-        isinstance(t, TensorType)
-        and t.element_type == first.element_type
-        and len(t.get_shape()) == len(first.get_shape())
-        for t in types
+    tensors = [t for t in types if isinstance(t, TensorType)]
+    if (
+        not isinstance(first, TensorType)
+        or len(tensors) != len(types)
+        or not all(
+            t.element_type == first.element_type and len(t.get_shape()) == len(first.get_shape())
+            for t in tensors
+        )
     ):
         return first
-    shapes = [t.get_shape() for t in types]  # type: ignore[attr-defined]
+    shapes = [t.get_shape() for t in tensors]
     dims = [d if all(s[i] == d for s in shapes) else DYNAMIC_INDEX for i, d in enumerate(shapes[0])]
     return TensorType(first.element_type, dims)
 
@@ -424,7 +428,7 @@ def build_guard(entry: str, specializations: Sequence[FuncOp]) -> FuncOp:
         _merged_type(ts)
         for ts in zip(*(f.function_type.outputs.data for f in specializations), strict=True)
     ]
-    guard = FuncOp.external(entry, inputs, outputs)  # type: ignore[arg-type]
+    guard = FuncOp.external(entry, inputs, outputs)
     for name in ("irc.input_names", "irc.output_names"):
         if name in specializations[0].attributes:
             guard.attributes[name] = specializations[0].attributes[name]

@@ -16,6 +16,7 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects import nn
+from irc.dialects.nn.base import shape_of
 
 # (expansion, output channels, repeats, first stride) of MobileNetV2's bottleneck stages.
 _MOBILENET_V2_STAGES = (
@@ -45,11 +46,11 @@ class _GraphBuilder:
     def conv(
         self, x: SSAValue, out_c: int, kernel: int, stride: int, groups: int = 1, act: str = "relu6"
     ) -> SSAValue:
-        in_c = nn.base.shape_of(x)[3]
+        in_c = shape_of(x)[3]
         weights = self.constant((out_c, kernel, kernel, in_c // groups))
         bias = self.constant((out_c,))
         pad = kernel // 2
-        h = nn.base.shape_of(x)[1]
+        h = shape_of(x)[1]
         # TFLite SAME padding: extra padding goes to the bottom/right.
         total = max((-(-h // stride) - 1) * stride + kernel - h, 0)
         pads = [total // 2, total // 2, total - total // 2, total - total // 2] if pad else [0] * 4

@@ -27,7 +27,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from irc.dialects import nn
-from irc.dialects.nn.base import ints_of
+from irc.dialects.nn.base import ints_of, shape_of
 
 # ---- Helpers -----------------------------------------------------------------------------------
 
@@ -54,10 +54,11 @@ def batch_norm_affine(op: nn.BatchNormOp) -> tuple[np.ndarray, np.ndarray] | Non
     is not a constant or the data is not float32 / float64."""
     if _exact_float(op.input) is None or _exact_float(op.output) is None:
         return None
-    params = [_constant_array(v) for v in (op.scale, op.offset, op.mean, op.variance)]
-    if any(p is None for p in params):
+    parameters = (op.scale, op.offset, op.mean, op.variance)
+    params = [p for p in (_constant_array(v) for v in parameters) if p is not None]
+    if len(params) != len(parameters):
         return None
-    scale, offset, mean, variance = (p.astype(np.float64) for p in params)  # type: ignore[union-attr]
+    scale, offset, mean, variance = (p.astype(np.float64) for p in params)
     a = scale / np.sqrt(variance + op.epsilon.value.data)
     return a, offset - mean * a
 
@@ -149,7 +150,7 @@ class DecomposeBatchNorm(RewritePattern):
             return
         dtype = _exact_float(op.output)
         assert dtype is not None  # batch_norm_affine checked it
-        rank = len(op.input.type.get_shape())  # type: ignore[union-attr]
+        rank = len(shape_of(op.input))
         shape = (-1,) if channel_axis(op) == -1 else (-1, *[1] * (rank - 2))
         scale, shift = (
             nn.ConstantOp.from_array(np.ascontiguousarray(v.astype(dtype).reshape(shape)))

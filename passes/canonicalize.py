@@ -277,17 +277,17 @@ class FoldConstantOperands(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, _FOLDABLE) or isinstance(op, nn.ConstantOp) or not op.operands:
             return
-        producers = [operand.owner for operand in op.operands]
-        if not all(isinstance(p, nn.ConstantOp) for p in producers):
+        producers = [p for p in (v.owner for v in op.operands) if isinstance(p, nn.ConstantOp)]
+        if len(producers) != len(op.operands):
             return
-        sizes = [_static_size(t) for t in op.result_types]
-        if any(size is None for size in sizes):
+        sizes = [s for s in (_static_size(t) for t in op.result_types) if s is not None]
+        if len(sizes) != len(op.result_types):
             return
-        operand_size = sum(_stored_elements(p) for p in producers)  # type: ignore[arg-type]
-        if sum(sizes) > max(operand_size, _FOLD_GROWTH_LIMIT):  # type: ignore[arg-type]
+        operand_size = sum(_stored_elements(p) for p in producers)
+        if sum(sizes) > max(operand_size, _FOLD_GROWTH_LIMIT):
             return
         try:
-            values = reference.evaluate(op, *(p.to_array() for p in producers))  # type: ignore[union-attr]
+            values = reference.evaluate(op, *(p.to_array() for p in producers))
         except reference.UnsupportedOpError:
             return
         constants = [
@@ -317,7 +317,8 @@ class FoldBatchNormIntoConv(RewritePattern):
         values = [conv.filter, op.scale, op.offset, op.mean, op.variance]
         if conv.bias is not None:
             values.append(conv.bias)
-        if not all(isinstance(v.owner, nn.ConstantOp) for v in values):
+        constants = [v.owner for v in values if isinstance(v.owner, nn.ConstantOp)]
+        if len(constants) != len(values):
             return
         filter_type = conv.filter.type
         if not isinstance(filter_type, TensorType) or not isinstance(
@@ -325,11 +326,10 @@ class FoldBatchNormIntoConv(RewritePattern):
         ):
             return
         w, scale, offset, mean, variance, *bias = (
-            v.owner.to_array().astype(np.float64)  # type: ignore[union-attr]
-            for v in values
+            c.to_array().astype(np.float64) for c in constants
         )
         k = scale / np.sqrt(variance + op.epsilon.value.data)
-        dtype = conv.filter.owner.to_array().dtype  # type: ignore[union-attr]
+        dtype = constants[0].to_array().dtype  # conv.filter's
         new_filter = nn.ConstantOp.from_array((w * k.reshape(-1, 1, 1, 1)).astype(dtype))
         b = bias[0] if bias else np.zeros_like(k)
         new_bias = nn.ConstantOp.from_array(((b - mean) * k + offset).astype(dtype))

@@ -456,13 +456,13 @@ def _elementwise_params(
     op: Operation, *values: SSAValue
 ) -> tuple[list[UniformQuantizedType], UniformQuantizedType] | None:
     """Quantized types of the operands and the result, after checking what TFLite requires."""
-    types = [_qtype(v) for v in values]
+    types = [t for t in (_qtype(v) for v in values) if t is not None]
     result = _qtype(op.results[0])
-    if result is None or any(t is None for t in types):
+    if result is None or len(types) != len(values):
         return None
     _require_8bit(op, *values, op.results[0])
     _require_per_tensor(op, *values, op.results[0])
-    return types, result  # type: ignore[return-value]
+    return types, result
 
 
 class LowerQuantizedAddSub(RewritePattern):

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Operation, Region, SSAValue
+from xdsl.ir import Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import ConstantLike, SymbolOpInterface
@@ -109,8 +109,8 @@ def _internalize_constants(region: delegate.RegionOp) -> list[Operation]:
         if not _is_weight(capture):
             kept.append(capture)
             continue
+        assert isinstance(capture, OpResult)  # a captured constant's result
         constant = capture.owner
-        assert isinstance(constant, Operation)
         if constant not in clones:
             clone = constant.clone()
             Rewriter.insert_op(clone, anchor)

@@ -102,7 +102,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import ConstantLike, IsTerminator, is_side_effect_free
 
@@ -833,7 +833,7 @@ def _place_constants(
         for result in op.results:
             for use in result.uses:
                 user = _top_level(use.operation, block)
-                r = region_of.get(position[user]) if user in position else None
+                r = region_of.get(position[user]) if user is not None and user in position else None
                 if r is None:
                     on_host = True
                 else:
@@ -872,7 +872,8 @@ def _schedule(
         if unit not in deps:
             continue  # a constant that only regions use: it goes into them
         for value in _operands_within(op):
-            source = unit_of.get(value.owner)  # type: ignore[arg-type]
+            owner = value.owner
+            source = unit_of.get(owner) if isinstance(owner, Operation) else None
             if source is None or source == unit:
                 continue
             if unit >= n and source in held[unit - n]:
@@ -988,8 +989,8 @@ def _describe_value(
         name = input_names[value.index] if value.index < len(input_names) else None
         facts = {"arg": value.index, "name": name}
     else:
+        assert isinstance(value, OpResult)
         owner = value.owner
-        assert isinstance(owner, Operation)
         facts = {"op": index_of.get(owner), "result": value.index, "name": op_name(owner)}
     return {**facts, "type": str(value.type), "bytes": _nbytes(value.type)}
 

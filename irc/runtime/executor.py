@@ -52,7 +52,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
@@ -329,6 +329,8 @@ class Program:
     ) -> list[Any]:
         """Run the schedule on a bound slot list; returns it with the outputs in place."""
         step: Step | None = None
+        step_ns: list[int] = []  # per step, and the whole run: measured when profiling
+        run_ns = 0
         if profile is not None and profile.program not in (None, self):
             raise ValueError(
                 f"this Profile records {profile.program!r}; use a new Profile for {self!r}"
@@ -512,7 +514,9 @@ class _Dispatches:
         if targets is None:
             given: dict[str, Target] = {}
         elif isinstance(targets, Mapping):
-            given = dict(targets)
+            # TargetsArg's mapping is by name (a Mapping is Iterable, so the checker keeps
+            # the other reading too).
+            given = dict(cast("Mapping[str, Target]", targets))
         else:
             given = {target.name: target for target in targets}
         self._targets = given

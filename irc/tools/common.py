@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from irc.fileio import MODEL_SUFFIXES, Content, is_model_file, write_atomically
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from irc.diagnostics import Diagnostic
 
 __all__ = [
@@ -175,15 +177,15 @@ def parse_input_shapes(items: Sequence[str] | None) -> dict[str, tuple[int, ...]
     return shapes
 
 
-def add_model_options(parser: object) -> None:
+def add_model_options(parser: argparse.ArgumentParser) -> None:
     """The import options both irc-translate and irc-run take."""
-    parser.add_argument(  # type: ignore[attr-defined]
+    parser.add_argument(
         "--bind",
         action="append",
         metavar="NAME=VALUE",
         help="fix a model input to a constant at import (repeatable)",
     )
-    parser.add_argument(  # type: ignore[attr-defined]
+    parser.add_argument(
         "--input-shape",
         action="append",
         metavar="NAME=DIMS",
@@ -257,8 +259,13 @@ class _warnings_on_stderr:
         self.caught.__enter__()
         warnings.showwarning = self._show
 
-    def __exit__(self, *exc: object) -> None:
-        self.caught.__exit__(*exc)
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.caught.__exit__(exc_type, exc, traceback)
         self.logger.removeHandler(self.handler)
         self.logger.propagate = self.propagate
 

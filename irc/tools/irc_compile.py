@@ -48,7 +48,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from irc.tools.common import (
     ToolError,
@@ -65,6 +65,8 @@ from irc.tools.common import (
 )
 
 if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
     from irc.compiler import CompiledModel
 
 __all__ = ["main"]
@@ -145,8 +147,8 @@ def _compile(args: argparse.Namespace) -> int:
     if args.timing:
         instrumentations.append(timing)
     source = ""
+    data: bytes | None = None  # the IR's bytes (a model file is imported from its path)
     if is_model_file(filename):
-        model: object = filename
         if not os.path.exists(filename):
             raise ToolError(f"could not open input file '{filename}': No such file or directory")
     else:
@@ -156,9 +158,8 @@ def _compile(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise ToolError(f"could not open input file '{filename}': {exc.strerror}") from None
         source = data.decode("utf-8", "replace")
-        model = None
 
-    options: dict[str, object] = {}
+    options: dict[str, Any] = {}  # argparse's values
     if args.report is not None:
         options["report"] = args.report
     if args.min_ops is not None:
@@ -166,12 +167,13 @@ def _compile(args: argparse.Namespace) -> int:
     module = None
     try:
         with instrumented(*instrumentations):
-            if model is None:
+            model: ModuleOp | str = filename
+            if data is not None:
                 with step("parse"):
                     module = irc.parse_module(data, filename=filename)
                 model = module
             compiled = irc.compile(
-                model,  # type: ignore[arg-type]
+                model,
                 targets,
                 entry=args.entry,
                 input_shapes=parse_input_shapes(args.input_shape),
@@ -209,6 +211,7 @@ def _compile(args: argparse.Namespace) -> int:
                 except OSError as exc:
                     message = f"could not write the graph to '{args.graph}': {exc.strerror or exc}"
                     raise ToolError(message) from None
+        text = ""
         with step("output"):
             if args.output is not None:
                 _save(compiled, args.output, args.embed_binaries)

@@ -56,7 +56,14 @@ from irc.diagnostics import (
     verify_module,
 )
 from irc.printing import Printer
-from irc.timing import PassTiming, Progress, StepSequence, instrumented, step
+from irc.timing import (
+    Instrumentation,
+    PassTiming,
+    Progress,
+    StepSequence,
+    instrumented,
+    step,
+)
 
 __all__ = ["IrcOptError", "IrcOptMain", "describe_passes", "main"]
 
@@ -156,7 +163,9 @@ class IrcOptMain(xDSLOptMain):
         """xDSL's flags, with MLIR's `--verify-diagnostics` and `--print-ir-after-all`."""
         from irc.tools.common import version_line
 
-        self.version_format = version_line().replace("{", "{{").replace("}", "}}")
+        # xDSL declares it a ClassVar but reads it from the instance: set for this one.
+        version = version_line().replace("{", "{{").replace("}", "}}")
+        self.version_format = version  # pyright: ignore[reportAttributeAccessIssue]
         super().register_all_arguments(arg_parser)
         for action in arg_parser._actions:
             if action.dest == "passes":
@@ -351,12 +360,13 @@ class IrcOptMain(xDSLOptMain):
 
     # ---- Running -------------------------------------------------------------
 
-    def run(self) -> int:  # type: ignore[override]
+    # Returns the exit status; xDSL's returns None and nothing in xDSL reads it.
+    def run(self) -> int:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Process every chunk of every input file; return the exit status (0 or 1)."""
         if self.args.list_passes:
             sys.stdout.write(describe_passes())
             return 0
-        instrumentations = [Progress.for_tool("irc-opt")]
+        instrumentations: list[Instrumentation] = [Progress.for_tool("irc-opt")]
         if self.args.timing:
             self._timing.reset()
             instrumentations.append(self._timing)

@@ -73,7 +73,7 @@ import time
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, SupportsFloat
 
 from irc.tools.common import (
     ToolError,
@@ -320,14 +320,14 @@ def summarize(name: str, value: np.ndarray) -> str:
     return f"{head}\n  values: [{shown}{more}]"
 
 
-def _number(value: object) -> str:
+def _number(value: SupportsFloat) -> str:
     import numpy as np
 
     if isinstance(value, bool | np.bool_):
         return "true" if value else "false"
     if isinstance(value, int | np.integer):
         return str(int(value))
-    return f"{float(value):.6g}"  # type: ignore[arg-type]
+    return f"{float(value):.6g}"
 
 
 # ---- Error reporting ----------------------------------------------------------
@@ -366,6 +366,7 @@ def _run(args: argparse.Namespace) -> int:
         if given is not None:  # bound inputs are constants of the model now
             bound = parse_bindings(args.bind)
             given = {name: array for name, array in given.items() if name not in bound}
+        data = None
     else:
         try:
             with open(filename, "rb") as stream:
@@ -377,6 +378,7 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         if module is None:
+            assert data is not None  # read just above
             module = parse_with_locations(make_context(), data, filename)
             verify_module(module)
             _name_inputs_as_written(module, args.entry)
@@ -650,6 +652,7 @@ def _compare(
     the compiled dispatch got, and compare the outputs."""
     import numpy as np
 
+    from irc.dialects import delegate
     from irc.targets import get_target
 
     values: dict[int, np.ndarray] = {slot: np.asarray(v) for slot, v in program.constants.items()}
@@ -662,7 +665,8 @@ def _compare(
     for step in program.steps:
         if step.kind != "dispatch":
             continue
-        callee = step.op.callee  # type: ignore[attr-defined]
+        assert isinstance(step.op, delegate.DispatchOp)  # what a "dispatch" step runs
+        callee = step.op.callee
         name = callee.root_reference.data
         entry = callee.nested_references.data[-1].data if callee.nested_references.data else ""
         executable = executables.get(name)
@@ -763,7 +767,10 @@ def _import(
 class _Parser(argparse.ArgumentParser):
     """Checks the options that go together right after parsing (usage errors: status 2)."""
 
-    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+    # Called without a namespace, so it returns a Namespace (the base's overloads say more).
+    def parse_args(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, args: Sequence[str] | None = None, namespace: None = None
+    ) -> argparse.Namespace:
         parsed = super().parse_args(args, namespace)
         _check_usage(self, parsed)
         return parsed

@@ -109,8 +109,9 @@ def _take(ctx: ConversionContext, x: Val, axis: int, index: int) -> Val:
 def _concat(ctx: ConversionContext, parts: Sequence[Val], axis: int) -> Val:
     if len(parts) == 1:
         return parts[0]
-    if all(isinstance(p, np.ndarray) for p in parts):
-        return np.concatenate(parts, axis=axis)  # type: ignore[arg-type]
+    arrays = [p for p in parts if isinstance(p, np.ndarray)]
+    if len(arrays) == len(parts):
+        return np.concatenate(arrays, axis=axis)
     return ctx.result(nn.ConcatOp.make([_value(ctx, p) for p in parts], axis=axis))
 
 
@@ -199,8 +200,12 @@ def convert_not(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
 @converter("Where")
 def convert_where(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     condition, on_true, on_false = (_required(ctx, node, i) for i in range(3))
-    if all(isinstance(v, np.ndarray) for v in (condition, on_true, on_false)):
-        return [np.where(condition, on_true, on_false)]  # type: ignore[arg-type]
+    if (
+        isinstance(condition, np.ndarray)
+        and isinstance(on_true, np.ndarray)
+        and isinstance(on_false, np.ndarray)
+    ):
+        return [np.where(condition, on_true, on_false)]
     element = ctx.element(node.input[1])
     operands = [_value(ctx, v) for v in (condition, on_true, on_false)]
     return [ctx.result(nn.SelectOp.make(*operands, result_elements=element))]
@@ -689,16 +694,16 @@ def convert_lstm(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
         one = _value(ctx, np.array(1, _dtype_of(rec.x))) if input_forget else None
         h = None if rec.initial_h is None else rec.state_slice(ctx, rec.initial_h, d)
         c = None if initial_c is None else rec.state_slice(ctx, initial_c, d)
-        states: list[Val] = [None] * rec.seq  # type: ignore[list-item]
+        states: dict[int, Val] = {}  # by time step, filled in the direction's order
         for t in reversed(range(rec.seq)) if reverse else range(rec.seq):
             gates = steps[t] if h is None else _add(ctx, steps[t], _fully_connected(ctx, h, r))
             if p_i is None:
                 gates = _clip(ctx, rec, gates)
             i, o, f, g = _split(ctx, gates, 1, [hidden] * 4)
-            if p_i is not None:
+            if p_i is not None and p_f is not None:  # the peepholes come together
                 if c is not None:
                     i = _add(ctx, i, _mul(ctx, c, p_i))
-                    f = _add(ctx, f, _mul(ctx, c, p_f))  # type: ignore[arg-type]
+                    f = _add(ctx, f, _mul(ctx, c, p_f))
                 i, f, g = (_clip(ctx, rec, v) for v in (i, f, g))
             i = _unary(ctx, nn.SigmoidOp, i)
             g = _unary(ctx, nn.TanhOp, g)
@@ -715,7 +720,7 @@ def convert_lstm(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
             states[t] = h
         assert h is not None
         assert c is not None
-        return states, [h, c]
+        return [states[t] for t in range(rec.seq)], [h, c]
 
     return _run_directions(ctx, node, rec, run_direction, 2)
 
@@ -754,7 +759,7 @@ def convert_gru(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
         if recurrent_bias is not None:
             recurrent_bias = _value(ctx, recurrent_bias)
         h = None if rec.initial_h is None else rec.state_slice(ctx, rec.initial_h, d)
-        states: list[Val] = [None] * rec.seq  # type: ignore[list-item]
+        states: dict[int, Val] = {}  # by time step, filled in the direction's order
         for t in reversed(range(rec.seq)) if reverse else range(rec.seq):
             x_zr, x_h = _split(ctx, steps[t], 1, [2 * hidden, hidden])
             zr = x_zr if h is None else _add(ctx, x_zr, _fully_connected(ctx, h, r_zr))
@@ -776,6 +781,6 @@ def convert_gru(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
                 h = _add(ctx, n, _mul(ctx, z, _sub(ctx, h, n)))
             states[t] = h
         assert h is not None
-        return states, [h]
+        return [states[t] for t in range(rec.seq)], [h]
 
     return _run_directions(ctx, node, rec, run_direction, 1)

@@ -14,6 +14,7 @@ import onnx
 from xdsl.ir import SSAValue
 
 from irc.dialects import nn
+from irc.dialects.nn.base import shape_of
 from irc.importers.onnx.dtypes import element_for_dtype
 from irc.importers.onnx.registry import ConversionContext, Unsupported
 
@@ -70,7 +71,7 @@ def normalize_axis(axis: int, rank: int) -> int:
 
 def reshape(ctx: ConversionContext, value: SSAValue, shape: Sequence[int]) -> SSAValue:
     """`nn.reshape` unless the shape already matches."""
-    if tuple(value.type.get_shape()) == tuple(shape):  # type: ignore[attr-defined]
+    if tuple(shape_of(value)) == tuple(shape):
         return value
     return ctx.result(nn.ReshapeOp.make(value, shape=list(shape)))
 
@@ -152,5 +153,5 @@ def restore_rank(ctx: ConversionContext, value: SSAValue, rank: int) -> SSAValue
     """An NC1W value back to NCW when the node's data had `rank` 3 (see `as_2d_window`)."""
     if rank == 4:
         return value
-    n, c, _, w = value.type.get_shape()  # type: ignore[attr-defined]
+    n, c, _, w = shape_of(value)
     return reshape(ctx, value, [n, c, w])

@@ -18,6 +18,7 @@ import onnx
 from xdsl.ir import SSAValue
 
 from irc.dialects import nn
+from irc.dialects.nn.base import shape_of
 from irc.importers.onnx.helpers import (
     as_2d_pads,
     as_2d_window,
@@ -68,13 +69,13 @@ def convert_binary(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     if not names:
         raise ctx.error(node, "expects at least one input")
     dtype = ctx.dtype(names[0])
-    arrays = [ctx.const(n) for n in names]
-    if all(a is not None for a in arrays):
+    arrays = [a for a in (ctx.const(n) for n in names) if a is not None]
+    if len(arrays) == len(names):
         result = arrays[0]
         for other in arrays[1:]:
-            result = _fold_binary(fn, result, other)  # type: ignore[arg-type]
+            result = _fold_binary(fn, result, other)
         if node.op_type == "Mean":
-            result = (result / len(arrays)).astype(dtype)  # type: ignore[operator]
+            result = (result / len(arrays)).astype(dtype)
         return [result]
     if node.op_type == "Pow" and dtype.kind != "f":
         raise Unsupported(f"integer power ({dtype})")
@@ -216,8 +217,8 @@ def convert_clip(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     x = node.input[0]
     if ctx.opset < 11:  # bounds as attributes (a model read without the upgrade)
         attrs = ctx.attrs(node)
-        props: dict[str, Any] = {k: attrs[k] for k in ("min", "max") if k in attrs}
-        return [ctx.result(nn.ClipOp.make(ctx.value(x), **props))]
+        bound_props: dict[str, Any] = {k: attrs[k] for k in ("min", "max") if k in attrs}
+        return [ctx.result(nn.ClipOp.make(ctx.value(x), **bound_props))]
     bounds = [ctx.input(node, 1), ctx.input(node, 2)]
     array = ctx.const(x)
     if array is not None and all(not b or ctx.const(b) is not None for b in bounds):
@@ -373,7 +374,7 @@ def convert_matmul(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
         b = reshape(ctx, b, [b_shape[0], 1])
     y = ctx.result(nn.BatchMatmulOp.make(a, b))
     if len(a_shape) == 1 or len(b_shape) == 1:
-        out = list(y.type.get_shape())  # type: ignore[attr-defined]
+        out = list(shape_of(y))
         if len(b_shape) == 1:
             out.pop(-1)
         if len(a_shape) == 1:

@@ -15,6 +15,7 @@ import onnx
 from xdsl.ir import SSAValue
 
 from irc.dialects import nn
+from irc.dialects.nn.base import shape_of
 from irc.importers.onnx.dtypes import dtype_for_onnx, onnx_type_name
 from irc.importers.onnx.helpers import (
     cast_array,
@@ -228,9 +229,9 @@ def convert_transpose(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
 def convert_concat(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     names = [n for n in node.input if n]
     axis = ctx.attrs(node)["axis"]
-    arrays = [ctx.const(n) for n in names]
-    if all(a is not None for a in arrays):
-        return [np.concatenate(arrays, axis=axis)]  # type: ignore[arg-type]
+    arrays = [a for a in (ctx.const(n) for n in names) if a is not None]
+    if len(arrays) == len(names):
+        return [np.concatenate(arrays, axis=axis)]
     rank = len(ctx.shape(names[0]))
     axis = normalize_axis(axis, rank)
     # Empty pieces (shape arithmetic concatenating `[]`) add nothing.
@@ -358,7 +359,7 @@ def convert_pad(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     if any(grow):
         value_ = ctx.result(nn.PadOp.make(value_, pads=grow, mode=mode, value=fill))
     if any(b or a for b, a in crop):
-        padded = value_.type.get_shape()  # type: ignore[attr-defined]
+        padded = shape_of(value_)
         value_ = ctx.result(
             nn.SliceOp.make(
                 value_,

@@ -114,8 +114,8 @@ def _depthwise_filter(imp: TFLiteImporter, op: OperatorInfo, x: SSAValue) -> SSA
         moved = qtype.with_axis(0)
     if imp.is_constant(op, 1):
         array = np.transpose(imp.array(tensor.index), perm)
-        if is_float(element(x)) and isinstance(qtype, UniformQuantizedType):
-            return imp.constant_value(dequantize_array(array, moved), name=tensor.name)  # type: ignore[arg-type]
+        if is_float(element(x)) and isinstance(moved, UniformQuantizedType):
+            return imp.constant_value(dequantize_array(array, moved), name=tensor.name)
         result = TensorType(moved, array.shape) if isinstance(moved, UniformQuantizedType) else None
         return imp.constant_value(array, result, name=tensor.name)
     return imp.emit(
