@@ -195,7 +195,7 @@ typedef int8_t irc_vb8 __attribute__((vector_size(8)));
 #define IRC_QDW_CHUNKS 1024 /* at most this many ranges of depthwise tasks */
 /* Elements above which the fused int8 add splits (in chunks of IRC_QADD_CHUNK). */
 #define IRC_PARALLEL_QADD 16384
-#define IRC_QADD_CHUNK 2048
+#define IRC_QADD_CHUNK 4096
 
 #if defined(__AVX512VNNI__) && defined(__AVX512F__) && !defined(IRC_PORTABLE)
 #include <immintrin.h>
@@ -451,7 +451,16 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
    one at a time (irc_parallel, kernels/common/pool.h), so a thread decodes its position
    once per chunk and sets up the pixel pointers once per tile. */
 #define IRC_QCONV_XBUF 4096 /* input words of one pixel tile, XORed once for all its blocks */
-#define IRC_QCONV_CHUNKS 128 /* ranges of tasks the threads claim (irc_parallel) */
+#define IRC_QCONV_CHUNKS 128 /* at most this many ranges of tasks the threads claim */
+#define IRC_QCHUNK_WORK 250000.0 /* multiply-adds per claimed range, at least (~3 us) */
+
+/* Ranges of `tasks` for irc_parallel: enough for two threads to balance and for a delayed
+   one to cost little, few enough that claiming (one atomic per range) stays negligible. */
+static long irc_qconv_chunks(long tasks, double work) {
+  long n = (long)(work / IRC_QCHUNK_WORK);
+  n = n < 8 ? 8 : (n > IRC_QCONV_CHUNKS ? IRC_QCONV_CHUNKS : n);
+  return tasks < n ? tasks : n;
+}
 #define IRC_QCONV(NAME, MR, NV, MODEC)                                                       \
   typedef struct {                                                                           \
     const uint8_t *x;                                                                        \
@@ -483,7 +492,7 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
     const long NB = 16 * (NV), nblk = (OC + NB - 1) / NB, tiles = (OW + (MR) - 1) / (MR);    \
     const long tasks = N * OH * tiles * nblk;                                                \
     const int md = (MODEC) >= 0 ? (MODEC) : A->mode;                                         \
-    const long chunks = tasks < IRC_QCONV_CHUNKS ? tasks : IRC_QCONV_CHUNKS;                 \
+    const long chunks = irc_qconv_chunks(tasks, (double)N * OH * OW * OC * KH * KW * C4 * 4); \
     const int buffered = (long)(MR) * KH * KW * C4 <= IRC_QCONV_XBUF;                        \
     (void)md;                                                                                \
     {                                                                                        \
@@ -590,7 +599,7 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
                            y,  OH, OW, OC, KH, KW,   SH, SW,   DH, DW,   C4};                \
     const long tasks = N * OH * ((OW + (MR) - 1) / (MR)) * ((OC + 16 * (NV) - 1) / (16 * (NV))); \
     const double work = (double)N * OH * OW * OC * KH * KW * C4 * 4;                         \
-    irc_parallel(NAME##_chunk, &a, tasks < IRC_QCONV_CHUNKS ? tasks : IRC_QCONV_CHUNKS,      \
+    irc_parallel(NAME##_chunk, &a, irc_qconv_chunks(tasks, work),                            \
                  work > IRC_PARALLEL_QCONV_WORK ? irc_nthreads() : 1);                       \
   }
 
@@ -923,8 +932,10 @@ IRC_INLINE irc_dwq_acc irc_dwq_init(irc_vi32 bias) { return bias; }
     const int KH = (KHC) ? (KHC) : KH_, KW = (KWC) ? (KWC) : KW_;                             \
     const int R = SH == 1 && DH == 1 && KH <= 3 ? 2 : 1;                                      \
     const long tasks = N * ((OH + R - 1) / R) * (Cp / 16);                                    \
-    const long chunks = tasks < IRC_QDW_CHUNKS ? tasks : IRC_QDW_CHUNKS;                      \
     const double work = (double)N * OH * OW * C * KH * KW;                                    \
+    long chunks = (long)(work / IRC_QCHUNK_WORK * 2); /* ~2x cheaper per multiply-add */      \
+    chunks = chunks < 8 ? 8 : (chunks > IRC_QDW_CHUNKS ? IRC_QDW_CHUNKS : chunks);            \
+    chunks = tasks < chunks ? tasks : chunks;                                                 \
     const NAME##_args a = {x,  N,    H,  W,  C,  Cp, zp_in, flip, w,  bias, q,  mode, zp,     \
                            lo, hi,   y,  OH, OW, KH_, KW_,  SH,   SW, DH,   DW, PT,   PL,     \
                            tasks, chunks};                                                    \

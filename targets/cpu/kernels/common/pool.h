@@ -38,9 +38,11 @@
 typedef void (*irc_task_fn)(const void *ctx, long i);
 
 static struct {
-  _Atomic uint64_t next;    /* generation << 32 | total << 16 | next index */
-  _Atomic long done;        /* indices of the current generation finished */
-  _Atomic uint32_t wake;    /* futex word: bumped for each job */
+  /* The claim word and the completion count on cache lines of their own: every claim and
+     every finished index moves one line between the cores. */
+  _Alignas(64) _Atomic uint64_t next; /* generation << 32 | total << 16 | next index */
+  _Alignas(64) _Atomic long done;     /* indices of the current generation finished */
+  _Alignas(64) _Atomic uint32_t wake; /* futex word: bumped for each job */
   _Atomic int sleepers;     /* workers blocked on `wake` */
   _Atomic int busy;         /* a caller owns the pool */
   _Atomic int participants; /* workers that may take part in the current job */
