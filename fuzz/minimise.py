@@ -8,8 +8,11 @@ Steps, each kept only when the failure survives (`differential.graph_failure`):
 2. cut above (drop ops): an op's results become graph inputs that carry the reference's
    values for them (so the rest of the graph sees the same data; seeded random values
    where the reference itself cannot run the graph), dropping every op above;
-3. cut below: an earlier value becomes the output, dropping the ops after it;
-4. smaller shapes: each input sliced to half of a dimension (the graph re-typed through
+3. bypass (drop an op in the middle): an op whose operand has its result's type is removed
+   and its users read that operand (keeps a difference that needs the ops above and below
+   it, e.g. one that exists only where a target fuses two ops);
+4. cut below: an earlier value becomes the output, dropping the ops after it;
+5. smaller shapes: each input sliced to half of a dimension (the graph re-typed through
    the ops' shape rules; skipped where a rule or a constant no longer fits).
 """
 
@@ -42,6 +45,32 @@ def _prune_inputs(graph: Graph, inputs: Sequence[np.ndarray]) -> tuple[Graph, li
     by_value = dict(zip(graph.inputs, inputs, strict=True))
     g = prune(graph)
     return g, [by_value[v] for v in g.inputs]
+
+
+def bypass(graph: Graph, index: int) -> Graph | None:
+    """The graph without node `index`, its users reading its first operand of the result's
+    type instead (None when it has none, or several results)."""
+    node = graph.nodes[index]
+    if len(node.results) != 1:
+        return None
+    result = node.results[0]
+    same = [v for v in node.value_operands() if graph.values[v] == graph.values[result]]
+    if not same:
+        return None
+
+    def sub(o: object) -> object:
+        if isinstance(o, int):
+            return same[0] if o == result else o
+        if isinstance(o, list):
+            return [sub(x) for x in o]
+        return o
+
+    g = graph.copy()
+    del g.nodes[index]
+    for n in g.nodes:
+        n.operands = [sub(o) for o in n.operands]  # type: ignore[misc]
+    g.outputs = [same[0] if o == result else o for o in g.outputs]
+    return g
 
 
 def reference_values(graph: Graph, inputs: Sequence[np.ndarray]) -> dict[int, np.ndarray]:
@@ -127,7 +156,20 @@ def minimise_graph(
                 break
         if changed:
             continue
-        # 3. cut below: an earlier value becomes the output
+        # 3. bypass an op in the middle
+        for index in reversed(range(len(best.nodes))):
+            if checks >= budget:
+                break
+            g = bypass(best, index)
+            if g is None:
+                continue
+            g, ins = _prune_inputs(g, best_in)
+            if g.nodes and differs(g, ins):
+                best, best_in, changed = g, ins, True
+                break
+        if changed:
+            continue
+        # 4. cut below: an earlier value becomes the output
         for node in best.nodes[:-1]:
             if checks >= budget:
                 break
@@ -140,7 +182,7 @@ def minimise_graph(
                     break
             if changed:
                 break
-    # 4. smaller shapes
+    # 5. smaller shapes
     for _ in range(6):
         if checks >= budget:
             break

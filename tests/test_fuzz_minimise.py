@@ -158,3 +158,31 @@ def test_fp16_target_is_left_out_without_cl_khr_fp16(capsys) -> None:
     assert summary.graphs == 2
     assert not summary.findings
     assert "no cl_khr_fp16; not run" in capsys.readouterr().out
+
+
+def test_minimiser_bypasses_ops_between_the_two_that_fail_together(monkeypatch) -> None:
+    """A failure that needs two ops (a target fusing them, say) survives neither cut; the
+    ops between them go by bypass (their users read their operand)."""
+    from fuzz.graphs import Graph, Node, VType
+
+    real = differential.run_target
+
+    def fake(graphs, inputs, target):
+        out = real(graphs, inputs, "reference")
+        if target != "fused":
+            return out
+        for k, g in enumerate(graphs):
+            if {"relu", "tanh"} <= set(g.op_kinds()):
+                out[k] = Outcome(error=CRASH, kind="crash")
+        return out
+
+    monkeypatch.setattr(differential, "run_target", fake)
+    t = VType((2, 3))
+    kinds = ["exp", "relu", "sigmoid", "abs", "tanh", "neg"]
+    nodes = [Node(k, [i], {}, [i + 1]) for i, k in enumerate(kinds)]
+    graph = Graph([t] * 7, [0], nodes, [6])
+    inputs = [np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)]
+    why = graph_failure(graph, inputs, "fused")
+    assert why is not None
+    small, _ = minimise_graph(graph, inputs, "fused", why)
+    assert small.op_kinds() == ["relu", "tanh"]
