@@ -22,10 +22,13 @@ from cpu_support import (
     run_family,
 )
 from transformer_graphs import bert_inputs, bert_like, gpt2_inputs, gpt2_like
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Block
 
 from irc.dialects import nn
 from irc.dtypes import element_type
 from irc.targets.cpu.runtime import CpuRuntime
+from irc.targets.cpu.target import CpuTarget
 
 pytestmark = needs_compiler
 
@@ -189,6 +192,15 @@ def test_gather_clamps_an_index_out_of_range() -> None:
     lower(module)
     (got,) = CpuRuntime().load(executable).execute("entry", [indices])
     np.testing.assert_array_equal(got, table[[3, 0]])
+
+
+def test_attention_over_very_long_keys_is_refused() -> None:
+    """Four rows of scores live on a thread's stack: very long key sequences are refused."""
+    f32 = element_type(np.dtype(np.float32))
+    block = Block(arg_types=[TensorType(f32, s) for s in ((4, 8), (20000, 8), (20000, 8))])
+    support = CpuTarget().supports(nn.AttentionOp.make(*block.args, None))
+    assert not support
+    assert support.reason == "cpu: 'nn.attention' over 20000 keys (at most 16384)"
 
 
 @pytest.mark.parametrize("which", ["bert", "gpt2"])

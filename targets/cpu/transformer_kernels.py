@@ -76,6 +76,14 @@ def _dtypes(op: Operation) -> list[np.dtype | None]:
     return out
 
 
+MAX_KEYS = 16384
+"""Longest key sequence of an attention: 4 rows of scores live on a thread's stack."""
+
+
+def _keys(op: nn.AttentionOp) -> int:
+    return op.value.type.get_shape()[-2]  # type: ignore[attr-defined]
+
+
 def handles(op: Operation) -> bool:
     """Whether this module lowers `op` (`check_op` says whether it can)."""
     if type(op) in OPS:
@@ -104,6 +112,10 @@ def check_op(op: Operation) -> Support:
         for t in types
     ):
         return Support.no("dtype", f"cpu: '{op.name}' on float32 tensors only")
+    if isinstance(op, nn.AttentionOp) and _keys(op) > MAX_KEYS:
+        return Support.no(
+            "attribute", f"cpu: '{op.name}' over {_keys(op)} keys (at most {MAX_KEYS})"
+        )
     if isinstance(op, nn.GatherOp):
         if op.batch_dims.value.data != 0:
             return Support.no("attribute", f"cpu: '{op.name}' with batch_dims")

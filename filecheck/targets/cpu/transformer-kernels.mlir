@@ -76,3 +76,14 @@ delegate.executable private @mask target("cpu") {
     func.return %bias, %f : tensor<1x8xf32>, tensor<1x8xf32>
   }
 }
+
+// float32 gelu is a vector kernel here (erf form 0, tanh form 1).
+// CHECK:       /* nn.gelu 2x9 -> 2x9 */
+// CHECK-NEXT:  {
+// CHECK-NEXT:    irc_gelu(in0, out0, 18, 1);
+delegate.executable private @gelu target("cpu") {
+  func.func @entry(%x: tensor<2x9xf32>) -> tensor<2x9xf32> {
+    %y = nn.gelu %x approximate = "tanh" : tensor<2x9xf32> -> tensor<2x9xf32>
+    func.return %y : tensor<2x9xf32>
+  }
+}
