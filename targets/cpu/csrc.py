@@ -830,6 +830,22 @@ typedef irc_vi32 irc_dwq_acc;
 IRC_INLINE irc_dwq_acc irc_dwq_init(irc_vi32 bias) { return bias; }
 #define IRC_DWQ_STORE(ACC, RQ, MODE, ZP, LO, HI, DST, CNT) \
   IRC_RQ_STORE(ACC, RQ, q, MODE, ZP, LO, HI, DST, CNT)
+#if IRC_HAVE_VNNI && IRC_QCONV_PACKED
+/* Mode 0: the conv kernel's packed epilogue on 4 pixels x 16 channels (pixel stride C). */
+#define IRC_DWQ_STORE4(ACC, NP, RQ, QB, MODE, ZP, LO, HI, Y, C, C0, CNT)                     \
+  do {                                                                                       \
+    if ((MODE) == 0)                                                                         \
+      irc_qconv_store4(ACC, 4, 1, QB, ZP, LO, HI, Y, NP, C, C0, (LO) - (ZP) >= 0);           \
+    else                                                                                     \
+      for (int i_ = 0; i_ < (NP); ++i_)                                                      \
+        IRC_DWQ_STORE(ACC[i_], RQ, MODE, ZP, LO, HI, (Y) + i_ * (C) + (C0), CNT);            \
+  } while (0)
+#endif
+#endif
+#if !defined(IRC_DWQ_STORE4)
+#define IRC_DWQ_STORE4(ACC, NP, RQ, QB, MODE, ZP, LO, HI, Y, C, C0, CNT)                     \
+  for (int i_ = 0; i_ < (NP); ++i_)                                                          \
+  IRC_DWQ_STORE(ACC[i_], RQ, MODE, ZP, LO, HI, (Y) + i_ * (C) + (C0), CNT)
 #endif
 
 #define IRC_QDWV(NAME, KHC, KWC, MODEC)                                                       \
@@ -905,20 +921,31 @@ IRC_INLINE irc_dwq_acc irc_dwq_init(irc_vi32 bias) { return bias; }
         for (int g = 0; g < G; ++g)                                                           \
           irc_dwq_columns(cols + g * ncol * IRC_DWQ_COL, rp + 4 * g, rs + 4 * g, ow0 * SW - PL, \
                           used, W, cnt, nrows - 4 * g < 4 ? nrows - 4 * g : 4, zp_in, flip);  \
-        for (long p = 0; p < nout; ++p) {                                                     \
-          const uint8_t *restrict cp = cols + p * SW * IRC_DWQ_COL;                           \
-          uint8_t *restrict yp = y + (r * OW + ow0 + p) * C + c;                              \
-          irc_dwq_acc acc = irc_dwq_init(bv);                                                 \
-          for (int g = 0; g < G; ++g)                                                         \
-            for (int kw = 0; kw < KW; ++kw)                                                   \
-              acc = irc_dwq_dot(acc, cp + (g * ncol + (long)kw * DW) * IRC_DWQ_COL,           \
-                                wv[g * KW + kw]);                                             \
-          IRC_DWQ_STORE(acc, rq, md, zp, lo, hi, yp, cnt);                                    \
+        /* Four pixels at a time (a tail group repeats its last pixel, stored once): one      \
+           requantization and packed store for the four (IRC_DWQ_STORE4). */                  \
+        for (long p0 = 0; p0 < nout; p0 += 4) {                                               \
+          const long np = nout - p0 < 4 ? nout - p0 : 4;                                      \
+          uint8_t *restrict yp = y + (r * OW + ow0 + p0) * C;                                 \
+          irc_dwq_acc acc[4];                                                                 \
+          for (int i = 0; i < 4; ++i) {                                                       \
+            const uint8_t *restrict cp = cols + (p0 + (i < np ? i : np - 1)) * SW * IRC_DWQ_COL; \
+            acc[i] = irc_dwq_init(bv);                                                        \
+            for (int g = 0; g < G; ++g)                                                       \
+              for (int kw = 0; kw < KW; ++kw)                                                 \
+                acc[i] = irc_dwq_dot(acc[i], cp + (g * ncol + (long)kw * DW) * IRC_DWQ_COL,   \
+                                     wv[g * KW + kw]);                                        \
+          }                                                                                   \
+          IRC_DWQ_STORE4(acc, np, rq, q + c / 16 * IRC_RQ_BLOCK, md, zp, lo, hi, yp, C, c, cnt); \
           if (two) {                                                                          \
-            acc = irc_dwq_init(bv);                                                           \
-            for (int kw = 0; kw < KW; ++kw)                                                   \
-              acc = irc_dwq_dot(acc, cp + (long)kw * DW * IRC_DWQ_COL, wv2[kw]);              \
-            IRC_DWQ_STORE(acc, rq, md, zp, lo, hi, yp + OW * C, cnt);                         \
+            for (int i = 0; i < 4; ++i) {                                                     \
+              const uint8_t *restrict cp =                                                    \
+                  cols + (p0 + (i < np ? i : np - 1)) * SW * IRC_DWQ_COL;                     \
+              acc[i] = irc_dwq_init(bv);                                                      \
+              for (int kw = 0; kw < KW; ++kw)                                                 \
+                acc[i] = irc_dwq_dot(acc[i], cp + (long)kw * DW * IRC_DWQ_COL, wv2[kw]);      \
+            }                                                                                 \
+            IRC_DWQ_STORE4(acc, np, rq, q + c / 16 * IRC_RQ_BLOCK, md, zp, lo, hi,            \
+                           yp + OW * C, C, c, cnt);                                           \
           }                                                                                   \
         }                                                                                     \
       }                                                                                       \
@@ -1075,7 +1102,7 @@ for _k3 in (True, False):
         _name = fused_depthwise_quads_kernel(_k3, _mode)
         _k = 3 if _k3 else 0
         _modec = 0 if _mode == 0 else -1
-        _snippet(_name, f"IRC_QDWV({_name}, {_k}, {_k}, {_modec})", ("qfused",))
+        _snippet(_name, f"IRC_QDWV({_name}, {_k}, {_k}, {_modec})", ("qfused", "qconv_tile"))
 
 _snippet("irc_qadd_s8", "IRC_QADD(irc_qadd_s8, int8_t, _mm512_cvtepi8_epi32)", ("qfused",))
 _snippet("irc_qadd_u8", "IRC_QADD(irc_qadd_u8, uint8_t, _mm512_cvtepu8_epi32)", ("qfused",))

@@ -59,6 +59,18 @@ IRC_INLINE irc_vi32 irc_dwq_joined(irc_dwq_acc acc) {
 #else
 #define IRC_DWQ_STORE(ACC, RQ, MODE, ZP, LO, HI, DST, CNT) \
   irc_rq_store2_halves_avx2((ACC).q[0], (ACC).q[1], &(RQ), MODE, ZP, LO, HI, DST, CNT)
+/* Four pixels (pixel stride C; NP of them stored): with every shift >= 32 (mode 0), the conv
+   tile's epilogue (irc_qsub_store_avx2: packed pairs of pixels). */
+#define IRC_DWQ_STORE4(ACC, NP, RQ, QB, MODE, ZP, LO, HI, Y, C, C0, CNT)                     \
+  do {                                                                                       \
+    if ((RQ).narrow) {                                                                       \
+      __m256i a4_[4][2];                                                                     \
+      for (int i_ = 0; i_ < 4; ++i_) a4_[i_][0] = (ACC)[i_].q[0], a4_[i_][1] = (ACC)[i_].q[1]; \
+      irc_qsub_store_avx2(4, a4_, QB, ZP, LO, HI, (Y) + (C0), NP, C, CNT, (LO) - (ZP) >= 0); \
+    } else                                                                                   \
+      for (int i_ = 0; i_ < (NP); ++i_)                                                      \
+        IRC_DWQ_STORE((ACC)[i_], RQ, MODE, ZP, LO, HI, (Y) + i_ * (C) + (C0), CNT);          \
+  } while (0)
 #endif
 
 /* Columns iw0 .. iw0 + count - 1 of 4 rows (row t at rp[t] + iw * rs[t]; rs 0 for a row of
