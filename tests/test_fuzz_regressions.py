@@ -283,7 +283,7 @@ func.func @main(%x: tensor<2x1x4x6xf32>) -> tensor<2x1x4x6xf32> {
 """
 OPENCL_POW = (
     "opencl: pow(-inf, y) is +inf for y > 0 not an odd integer (C99); the reference's is NaN "
-    "(targets/opencl/kernels_extra.py; reported to the lead)"
+    "(targets/opencl/lowerings/elementwise.py; reported to the lead)"
 )
 
 

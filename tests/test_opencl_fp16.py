@@ -33,8 +33,9 @@ from irc.compiler import CompiledModel
 from irc.context import make_context
 from irc.dialects import delegate, ocl
 from irc.targets.opencl import target as ocl_target
-from irc.targets.opencl.codegen import FP16_PRAGMA, specialise
+from irc.targets.opencl.codegen import FP16_PRAGMA
 from irc.targets.opencl.lower import LowerOpenCLPass
+from irc.targets.opencl.program import specialise
 from irc.targets.opencl.runtime import FP16_EXTENSION, OpenCLLoadError, OpenCLRuntime
 from irc.targets.opencl.target import PRECISION_ENV, TUNE_ENV, OpenCLTarget, PrecisionChoice
 

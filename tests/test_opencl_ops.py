@@ -1,4 +1,4 @@
-"""OpenCL kernels of targets/opencl/kernels_extra.py against the reference target, per op family.
+"""OpenCL kernels of targets/opencl/lowerings/ against the reference target, per op family.
 
 Each family's cases share ONE executable (one PoCL program build). Tolerance rtol 1e-4 /
 atol 1e-5 everywhere, transcendental ops included: measured on PoCL under
@@ -335,7 +335,7 @@ def test_conv2d_transpose_family() -> None:
     cases = [
         _tconv("plain", rand(1, 4, 5, 3), rand(6, 3, 3, 3), rand(6)),
         _tconv("s2", rand(1, 4, 4, 8), rand(4, 2, 2, 8), None, strides=[2, 2]),
-        # 12 input channels: the dot product in four partial sums (codegen._dot_product)
+        # 12 input channels: the dot product in four partial sums (lowerings.helpers._dot_product)
         _tconv("partial_sums", rand(1, 3, 4, 12), rand(5, 3, 3, 12), rand(5), strides=[2, 2]),
         _tconv(
             "s2_pad_outpad",

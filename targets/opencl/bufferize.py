@@ -1,16 +1,17 @@
 """`opencl-bufferize{precision=fp32}`: OpenCL entries on tensors → `ocl.execute` on device buffers.
 
 For every OpenCL executable not bufferized yet, each op of each entry (an `ocl.fusion`
-counting as one op) gets its shape-specialised kernel from the templates of
-`irc.targets.opencl.codegen`, and the executable gets one `ocl.program` holding the
-constants to upload once (`ocl.upload`) and those kernels (`ocl.kernel`, identical kernels
-shared by all entries). Each entry's body becomes one `ocl.execute`: an `ocl.alloc` per
-intermediate tensor (no reuse yet: `opencl-plan-memory` does that) and an `ocl.launch` per
-kernel run, naming its buffers and global size (local sizes are set by `opencl-codegen`); the
-launches of an op with several results (`nn.split`) write one buffer per result (`writes`).
+counting as one op) gets its shape-specialised kernels from its lowering
+(`irc.targets.opencl.lowerings`: one module per op family, found by op type), and the
+executable gets one `ocl.program` holding the constants to upload once (`ocl.upload`) and
+those kernels (`ocl.kernel`, identical kernels shared by all entries). Each entry's body
+becomes one `ocl.execute`: an `ocl.alloc` per intermediate tensor (no reuse yet:
+`opencl-plan-memory` does that) and an `ocl.launch` per kernel run, naming its buffers and
+global size (local sizes are set by `opencl-codegen`); the launches of an op with several
+results (`nn.split`) write one buffer per result (`writes`).
 
 `precision` (`fp32` by default, or `fp16`) is the storage of float tensors: with `fp16`
-the kernels are generated on half buffers (codegen.py's F32_F16 scheme: half storage and
+the kernels are generated on half buffers (program.py's F32_F16 scheme: half storage and
 elementwise arithmetic, float accumulators), float constants are uploaded as float16 and the
 planned buffers take 2 bytes per element. An explicit `precision` is recorded on the
 `ocl.program` (`precision = "fp16"`, or `"fp32"`), which `opencl-codegen` and the runtime read;
@@ -19,40 +20,163 @@ it generates fp16 whatever the machine has (the runtime refuses to load it on a 
 without cl_khr_fp16).
 
 `kernels` (`cpu` by default, or `gpu`) picks how conv, fully_connected and last-axis softmax
-kernels are shaped (codegen.py's `KERNEL_STYLES`): `cpu` gives each work-item a register tile
+kernels are shaped (program.py's `KERNEL_STYLES`): `cpu` gives each work-item a register tile
 (conv_kernels.py), `gpu` one float4 of output channels per work-item with the K loop split
 over a work-group when the launch would leave a GPU idle (gpu_kernels.py), sized for
 `compute-units` (the device's; 0: a default of 64). The target's `lowering_passes()` asks for
 `gpu` on a GPU device. Neither option needs a device.
 
-An op the target cannot run fails the pass with an error at that op.
+`generate_entry` is the work per entry: kernels, launches and one buffer per intermediate
+tensor. An op the target cannot run fails the pass with an error at that op.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from irc.diagnostics import emit_error
-from irc.dialects import delegate, ocl
-from irc.dialects.nn import dense_from_array
-from irc.targets.opencl.codegen import (
-    KERNEL_STYLES,
-    Launch,
-    LoweringError,
-    Program,
-    generate_entry,
-)
+from irc.dialects import delegate, nn, ocl
+from irc.dialects.nn import array_from_dense, dense_from_array
+from irc.dialects.nn.base import get_str
 from irc.targets.opencl.fuse import is_bufferized, opencl_executables
+from irc.targets.opencl.lowerings import LoweringError, emit
+from irc.targets.opencl.lowerings.epilogue import epilogue_inputs
+from irc.targets.opencl.lowerings.helpers import REAL, _ctype, _kernel, _numel, _shape
+from irc.targets.opencl.program import KERNEL_STYLES, Program
 from irc.targets.opencl.support import check_op
 
 PROGRAM_NAME = "kernels"
+
+
+@dataclass
+class Launch:
+    kernel: str
+    args: list[str]
+    global_size: list[int]
+    writes: int = 1
+    """How many trailing `args` the kernel writes (one per result of the op)."""
+    label: str | None = None
+    """What this launch computes, when it differs from its kernel's comment (a kernel shared
+    by identical ops describes the first of them)."""
+
+
+@dataclass
+class GeneratedEntry:
+    source_kernels: dict[str, str]
+    """Kernel body -> name (shared across the executable's entries)."""
+    launches: list[Launch] = field(default_factory=list)
+    allocs: list[int] = field(default_factory=list)
+    """Bytes of each planned buffer b<i>."""
+
+
+def _check_layout(op: Operation) -> None:
+    if not isinstance(op, nn.NNOp):
+        return
+    props = op.all_properties()
+    if "layout" in props and get_str(props, "layout") != "NHWC":
+        layout = get_str(props, "layout")
+        raise LoweringError(
+            op, f"'{op.name}' is {layout}; opencl runs NHWC: run convert-layout{{to=NHWC}} first"
+        )
+
+
+FUSED_MARK = " + fused "
+"""Separates a fused kernel's description from its epilogue ops' names."""
+
+
+def _fusion_parts(op: Operation) -> tuple[Operation, list[Operation], SSAValue]:
+    """(producer, epilogue ops, final value) of an op or an `ocl.fusion`."""
+    if isinstance(op, ocl.FusionOp):
+        return op.producer, op.epilogue, op.outputs[0]
+    return op, [], op.results[0]
+
+
+def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[int]]:
+    """Kernels (added to `program`), launches and buffer sizes for one entry.
+
+    Every op (or `ocl.fusion`: one kernel for the producer and its epilogue) writes its
+    result (each of its results: the last arguments of its launches) to the entry's output
+    buffer `out<j>` when the entry returns it, else to a planned buffer `b<i>` of its own
+    (`opencl-plan-memory` reuses them by liveness). Constants are uploaded only when a
+    launch reads them (a packed filter replaces its raw constant)."""
+    ops = list(func.body.block.ops)
+    ret = ops[-1] if ops else None
+    if not isinstance(ret, ReturnOp):
+        raise LoweringError(func, "entry does not end in func.return")
+    names: dict[SSAValue, str] = {arg: f"in{i}" for i, arg in enumerate(func.body.block.args)}
+    outputs: dict[SSAValue, str] = {}
+    for j, v in enumerate(ret.operands):
+        if v not in outputs and v not in names:
+            outputs[v] = f"out{j}"
+    launches: list[Launch] = []
+    allocs: list[int] = []
+    lazy: dict[SSAValue, nn.ConstantOp] = {}
+
+    def ref(v: SSAValue | str) -> str:
+        if isinstance(v, str):
+            return v
+        if v not in names and v in lazy:
+            names[v] = program.constant(array_from_dense(lazy[v].value))
+        return names[v]
+
+    for op in ops[:-1]:
+        if isinstance(op, nn.ConstantOp):
+            lazy[op.output] = op
+            continue
+        producer, epilogue, final = _fusion_parts(op)
+        _check_layout(producer)
+        # an op with several results (nn.split) writes all of them in each of its launches
+        written = list(producer.results) if len(producer.results) > 1 else [final]
+        for value in written:
+            if value in outputs:
+                names[value] = outputs[value]
+            else:
+                names[value] = f"b{len(allocs)}"
+                allocs.append(_storage_bytes(value, program))
+        residuals = epilogue_inputs(producer, epilogue)
+        first_request = len(program.requests)
+        emitted = emit(producer, epilogue, program)
+        if residuals and len(emitted) != 1:
+            raise LoweringError(producer, f"'{producer.name}' cannot fuse a residual epilogue")
+        asked = dict(program.requests[first_request:])  # this op's own descriptions
+        fused = f"{FUSED_MARK}{', '.join(e.name for e in epilogue)}" if epilogue else ""
+        for kernel, inputs, gsize in emitted:
+            if epilogue and FUSED_MARK not in program.comments[kernel]:
+                program.comments[kernel] += fused
+            if min(gsize) == 0:
+                continue
+            args = [ref(v) for v in [*inputs, *residuals]] + [names[v] for v in written]
+            label = asked.get(kernel, program.comments[kernel])
+            if epilogue and FUSED_MARK not in label:
+                label += fused
+            own = label if label != program.comments[kernel] else None
+            launches.append(Launch(kernel, args, gsize, len(written), own))
+
+    # results that are entry arguments, constants or repeated: copy into the output buffer
+    for j, v in enumerate(ret.operands):
+        out = f"out{j}"
+        if names.get(v) == out:
+            continue
+        n = _numel(_shape(v))
+        if n == 0:
+            continue
+        ct = _ctype(v)
+        k = program.kernel(_kernel(1, "    y[gid] = x0[gid];\n", ct, ct), f"copy {ct}")
+        launches.append(Launch(k, [ref(v), out], [n]))
+    return launches, allocs
+
+
+def _storage_bytes(value: SSAValue, program: Program) -> int:
+    """Bytes of a tensor's device buffer (4 per float, 2 in fp16; 1 per 8-bit quantized
+    element or `i1` mask)."""
+    return (program.real_bytes if _ctype(value) == REAL else 1) * _numel(_shape(value))
 
 
 def _check_ops(ops: list[Operation], pass_name: str) -> None:

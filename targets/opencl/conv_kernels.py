@@ -29,7 +29,7 @@ alike); their results are stored in float4 pieces or lane by lane, the padding d
 Depthwise convs need an even channel count (`float4` or `float2` vectors when not divisible
 by 8). The caller falls back to its one-element-per-work-item kernels otherwise (None).
 
-Precision: buffers and packed filters hold `REAL` (codegen's template type: float, or half
+Precision: buffers and packed filters hold `REAL` (program.py's template type: float, or half
 in fp16); accumulators, the epilogue and the loaded filter and input values are float
 (`WIDEN<n>` converts a `REAL<n>` load, `NARROW<n>` the result at its store), so fp16 halves
 the memory traffic and keeps float32 sums.
@@ -49,7 +49,7 @@ from irc.dialects.nn import array_from_dense
 from irc.dialects.nn.base import get_int, get_ints
 
 TileKernel = tuple[str, list[SSAValue | str], list[int]]
-"""(kernel name, inputs, global size) as `codegen._emit` returns them."""
+"""(kernel name, inputs, global size) as a lowering (`lowerings.registry`) returns them."""
 
 ROW_TILES = (8, 7, 6)
 """Pixel tile sizes (MR) tried for convs and GEMMs: the one wasting fewest rows wins, larger
@@ -81,7 +81,7 @@ def row_tile(count: int, candidates: tuple[int, ...] = ROW_TILES) -> int:
 
 
 class KernelProgram(Protocol):
-    """What the generators need of `codegen.Program`."""
+    """What the generators need of `program.Program`."""
 
     def kernel(self, signature_and_body: str, comment: str) -> str: ...
 
@@ -89,9 +89,9 @@ class KernelProgram(Protocol):
 
 
 class TiledKernels:
-    """Generates the register-blocked kernels of one op into a `codegen.Program`.
+    """Generates the register-blocked kernels of one op into a `program.Program`.
 
-    `kernel` and `residual_pattern` are codegen's helpers (passed in: codegen
+    `kernel` and `residual_pattern` are the lowerings' helpers (passed in: lowerings.helpers
     imports this module)."""
 
     def __init__(

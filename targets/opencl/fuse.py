@@ -14,7 +14,8 @@ use by an elementwise op is fused with it, and so on down the chain:
 * after a conv, fully_connected or batch_matmul (float accumulators), a per-tensor 8-bit
   `quant.qcast` whose only user is a `quant.dcast` back to float32 — what `insert-qdq` leaves
   between the float kernels of an int8 model: the value is quantized and dequantized in
-  registers (codegen.py's `qdq_exprs`) and the 8-bit tensor is never stored.
+  registers (lowerings/epilogue.py's `qcast_exprs` / `dcast_expr`) and the 8-bit tensor is
+  never stored.
 
 The chain goes into the region of an `ocl.fusion` placed where its last op was (every
 value the chain reads is defined above that point), and `opencl-bufferize` emits one kernel
@@ -34,7 +35,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from irc.dialects import delegate, nn, ocl, quant
 from irc.dialects.quant import UniformQuantizedType
-from irc.targets.opencl.codegen import (
+from irc.targets.opencl.lowerings.epilogue import (
     BINARY_EXPR,
     UNARY_OPS,
     is_channel_vector,

@@ -24,7 +24,7 @@ Output channel counts not divisible by 4 are padded with zero filter rows (and a
 alike); the padding lanes are not stored. One-work-item-per-output-vector launches are padded
 to a multiple of `GROUP_MULTIPLE` work-items (the extra ones return at once), so that the
 work-group rule always finds a GPU-sized group. Accumulation is float in every precision
-(`WIDEN`/`NARROW` as in codegen.py); the fused epilogue runs on the accumulator before its
+(`WIDEN`/`NARROW` as in program.py); the fused epilogue runs on the accumulator before its
 store.
 """
 
@@ -59,7 +59,7 @@ MAX_GROUP = 256
 
 SOFTMAX_GROUP = 256
 SOFTMAX_MIN_COLUMNS = 128
-"""Rows shorter than this keep codegen.py's one-work-item-per-row softmax."""
+"""Rows shorter than this keep lowerings/softmax.py's one-work-item-per-row softmax."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def required_group(size: int) -> str:
 
 
 class GpuKernels(TiledKernels):
-    """Generates the GPU-shaped kernels of one op into a `codegen.Program` (the epilogue
+    """Generates the GPU-shaped kernels of one op into a `program.Program` (the epilogue
     stores of `TiledKernels`, on `float4` vectors)."""
 
     compute_units: int = 64
@@ -385,7 +385,7 @@ class GpuKernels(TiledKernels):
         props: dict,
         desc: str,
     ) -> TileKernel | None:
-        """The GPU kernel of a conv with a constant filter, or None (codegen falls back)."""
+        """The GPU kernel of a conv with a constant filter, or None (the next lowering runs)."""
         filt = op.filter.owner
         if not isinstance(filt, nn.ConstantOp):
             return None
@@ -407,8 +407,8 @@ class GpuKernels(TiledKernels):
         self, op: nn.SoftmaxOp, shape: tuple[int, ...], z: str, shift: str, desc: str
     ) -> TileKernel | None:
         """Last-axis softmax (beta >= 0) of a tensor of `shape`: one work-group of
-        `SOFTMAX_GROUP` per row. `z` is the scaled element `i` of row `xp` (codegen's
-        `beta * WIDEN(xp[i])`), `shift` its `z - m` (codegen.softmax_shift)."""
+        `SOFTMAX_GROUP` per row. `z` is the scaled element `i` of row `xp` (lowerings/softmax.py's
+        `beta * WIDEN(xp[i])`), `shift` its `z - m` (lowerings.helpers.softmax_shift)."""
         cols = shape[-1] if shape else 0
         beta = get_float(op.all_properties(), "beta")
         if cols < SOFTMAX_MIN_COLUMNS or self.act or (beta is not None and beta < 0):

@@ -8,7 +8,7 @@ lowered yet it runs, in order, the four passes that irc-opt can also run one by 
 2. `opencl-bufferize` (`bufferize.py`): kernels chosen, constants to upload, entries →
    `ocl.execute` with `ocl.alloc`/`ocl.launch`;
 3. `opencl-plan-memory` (`memory_plan.py`): planned buffers reused by liveness;
-4. `opencl-codegen` (`generate.py`): the program's source and the local sizes (a rule, or
+4. `opencl-codegen` (`codegen.py`): the program's source and the local sizes (a rule, or
    measured on the device with `tune=true`).
 
 The lowering needs no device unless `tune=true`. Executables of other targets are left
@@ -33,8 +33,8 @@ from xdsl.passes import ModulePass
 
 from irc.dialects import delegate, ocl
 from irc.targets.opencl.bufferize import bufferize_executable
+from irc.targets.opencl.codegen import generate_executable
 from irc.targets.opencl.fuse import TARGET, fuse_executable, is_bufferized, opencl_executables
-from irc.targets.opencl.generate import generate_executable
 from irc.targets.opencl.memory_plan import plan_execute
 
 __all__ = ["TARGET", "LowerOpenCLPass", "is_lowered", "lower_executable"]

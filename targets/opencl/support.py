@@ -1,8 +1,9 @@
 """What the OpenCL target runs: the capability check behind `supports()`.
 
-float32 tensors of static shape (plus the `i1` tensors of comparisons, logic, select,
-transpose and reshape, and int32/int64 gather indices); kernels in codegen.py and
-kernels_extra.py. NCHW ops are accepted (inside the target's regions `convert-layout` gives
+An op runs when its type has a lowering (`irc.targets.opencl.lowerings.registered_ops()`)
+on float32 tensors of static shape (plus the `i1` tensors of comparisons, logic, select,
+transpose and reshape, and int32/int64 gather indices), with the pad modes and reduce kinds
+the lowerings cover. NCHW ops are accepted (inside the target's regions `convert-layout` gives
 them NHWC, the target's preferred layout); quantized ops arrive as float through
 `insert-qdq` (`runs_quantized` is False): its quant.dcast / quant.qcast and the data
 movement it keeps on stored integers run on 8-bit storage (char/uchar buffers). Split writes
@@ -17,35 +18,20 @@ from xdsl.ir import Operation, SSAValue
 from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType
 from irc.targets.base import Support
-from irc.targets.opencl.codegen import BINARY_EXPR, UNARY_OPS
-from irc.targets.opencl.kernels_extra import BOOL_OPS, EXTRA_OPS
-from irc.targets.opencl.kernels_extra import MOVEMENT_OPS as EXTRA_MOVEMENT_OPS
+from irc.targets.opencl.lowerings import registered_ops
+from irc.targets.opencl.lowerings.logic import BOOL_OPS
 
-OTHER_OPS: frozenset[type[Operation]] = frozenset(
-    {
-        nn.ConstantOp,
-        nn.Conv2DOp,
-        nn.FullyConnectedOp,
-        nn.BatchMatmulOp,
-        nn.MaxPool2DOp,
-        nn.AvgPool2DOp,
-        nn.ReduceOp,
-        nn.SoftmaxOp,
-        nn.ReshapeOp,
-        nn.TransposeOp,
-        nn.ConcatOp,
-        nn.PadOp,
-        quant.DCastOp,
-        quant.QCastOp,
-    }
-)
 MOVEMENT_OPS = (
     nn.ReshapeOp,
     nn.TransposeOp,
     nn.ConcatOp,
     nn.PadOp,
     nn.SelectOp,
-    *EXTRA_MOVEMENT_OPS,
+    nn.SliceOp,
+    nn.BroadcastToOp,
+    nn.GatherOp,
+    nn.ResizeOp,
+    nn.SplitOp,
 )
 """Ops `insert-qdq` may leave on stored integers: kernels on char/uchar buffers."""
 
@@ -53,9 +39,8 @@ BOOL_MOVEMENT_OPS = (nn.ReshapeOp, nn.TransposeOp)
 """Data movement that also runs on `i1` masks: `convert-layout` inserts it inside the
 target's regions (a transposed mask, a [C] mask reshaped to [C, 1, 1])."""
 
-SUPPORTED_OPS: frozenset[type[Operation]] = (
-    frozenset(BINARY_EXPR) | frozenset(UNARY_OPS) | OTHER_OPS | EXTRA_OPS
-)
+SUPPORTED_OPS: frozenset[type[Operation]] = registered_ops() | {nn.ConstantOp}
+"""Op types with a lowering, and constants (uploaded by `opencl-bufferize`, no kernel)."""
 REDUCE_KINDS = ("mean", "sum", "max", "min", "prod")
 PAD_MODES = ("constant", "reflect", "edge")
 
@@ -73,13 +58,14 @@ def _typed_elsewhere(op: Operation, value: SSAValue) -> bool:
     if isinstance(op, BOOL_OPS) and _is_bool(element):
         return not isinstance(op, nn.SelectOp) or value is op.condition
     if isinstance(op, BOOL_MOVEMENT_OPS) and _is_bool(element):
-        # the byte copies of codegen.py on the mask's uchar buffer; a constant input would be
-        # uploaded as floats (canonicalize folds it into a transposed constant instead)
+        # the byte copies of lowerings/movement.py on the mask's uchar buffer; a constant
+        # input would be uploaded as floats (canonicalize folds it into a transposed constant
+        # instead)
         return not isinstance(op.operands[0].owner, nn.ConstantOp)
     if isinstance(op, nn.GatherOp) and value is op.indices and isinstance(element, IntegerType):
         return element.width.data in (32, 64)
     if isinstance(op, nn.ConstantOp) and isinstance(element, IntegerType) and value.uses:
-        # uploaded in the form its readers take (kernels_extra: masks as bytes, indices as a
+        # uploaded in the form its readers take (lowerings: masks as bytes, indices as a
         # float table), so only for those readers
         return all(
             (isinstance(u.operation, BOOL_OPS) and _is_bool(element))

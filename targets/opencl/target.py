@@ -178,7 +178,7 @@ _PASSES = PassTable(
         "opencl-fuse": "irc.targets.opencl.fuse:OpenCLFusePass",
         "opencl-bufferize": "irc.targets.opencl.bufferize:OpenCLBufferizePass",
         "opencl-plan-memory": "irc.targets.opencl.memory_plan:OpenCLPlanMemoryPass",
-        "opencl-codegen": "irc.targets.opencl.generate:OpenCLCodegenPass",
+        "opencl-codegen": "irc.targets.opencl.codegen:OpenCLCodegenPass",
     }
 )
 """The OpenCL target's passes (DESIGN.md §6), registered through `Target.passes()`."""

@@ -1,6 +1,6 @@
 // RUN: irc-opt %s --split-input-file --verify-diagnostics -p lower-opencl | filecheck %s
 
-// The kernels of targets/opencl/kernels_extra.py: a transposed convolution gathers the input
+// Kernels of targets/opencl/lowerings/ (once kernels_extra.py): a transposed convolution gathers the input
 // pixels whose scatter lands on the output pixel (stride divides the offset), reflect
 // padding mirrors indices, gelu's tanh form, and an i1 mask travels as uchar from the
 // comparison (NaN tested on the bits: the build is -cl-fast-relaxed-math) to the select. Shapes are literals; buffers as for every other kernel.
