@@ -27,7 +27,9 @@ The other transformer blocks become the ops of `irc.dialects.nn.transformer`:
 * `FuseSilu`: ``x * sigmoid(x)`` (either order) -> ``nn.silu x``.
 * `FuseAttention`: ``softmax(q @ k * s [+ mask], axis=-1) @ v`` -> ``nn.attention`` (the
   scale as a multiply by a splat or a divide by one, or absent; the mask added either way
-  round; ``k`` as ``[..., D, Lk]`` (`key_transposed`) or read through `adj_y`).
+  round, or GPT-2's ``select(keep, scores, finfo.min)``, which becomes the additive mask
+  ``select(keep, 0, finfo.min)``; ``k`` as ``[..., D, Lk]`` (`key_transposed`) or read
+  through `adj_y`).
 * `MatmulToFullyConnected`: ``x @ W [+ b]`` with a constant 2-D ``W`` (torch's Linear as
   exported: MatMul, Add) -> ``nn.fully_connected x, W^T, b``, the op every target runs as
   its blocked GEMM with the bias in the epilogue (the weights transposed once, here).
@@ -407,6 +409,13 @@ class FuseAttention(RewritePattern):
                 ):
                     inner, mask = candidate, other
                     break
+        new_ops: list[Operation] = []
+        if isinstance(add, nn.SelectOp) and scores.has_one_use():
+            masked = self._select_as_mask(add)
+            if masked is None:
+                return
+            inner, new_ops = masked
+            mask = new_ops[-1].results[0]
         if not inner.has_one_use():
             return
         product, scale = _scale_of(inner)  # type: ignore[misc]
@@ -427,7 +436,28 @@ class FuseAttention(RewritePattern):
         if attention.output.type != pv.output.type:
             return
         attention.location = pv.location
-        rewriter.replace(pv, [attention])
+        rewriter.replace(pv, [*new_ops, attention])
+
+    @staticmethod
+    def _select_as_mask(select: nn.SelectOp) -> tuple[SSAValue, list[Operation]] | None:
+        """``select(keep, scores, low)`` with a splat ``low <= -1e30`` (GPT-2's causal mask,
+        torch.finfo.min) as (scores, the ops of the additive mask ``select(keep, 0, low)``):
+        ``scores + low`` rounds to ``low`` for any score below 1e22 in magnitude, so the
+        softmax sees the same values."""
+        low = _splat(select.on_false)
+        scores = select.on_true
+        if low is None or low > -1e30 or not isinstance(scores.type, TensorType):
+            return None
+        if not isinstance(_scale_of(scores)[0].owner, nn.BatchMatmulOp):  # type: ignore[index]
+            return None
+        element = scores.type.element_type
+        dtype = numpy_dtype(element)
+        zero = nn.ConstantOp.from_array(np.zeros((), dtype))
+        floor = nn.ConstantOp.from_array(np.full((), low, dtype))
+        mask = nn.SelectOp.make(
+            select.condition, zero.output, floor.output, result_elements=element
+        )
+        return scores, [zero, floor, mask]
 
 
 class MatmulToFullyConnected(RewritePattern):

@@ -219,3 +219,39 @@ func.func @matmul_of_activations(%x: tensor<2x5x3xf32>, %w: tensor<3x2xf32>) -> 
   %m = nn.batch_matmul %x, %w : tensor<2x5x3xf32>, tensor<3x2xf32> -> tensor<2x5x2xf32>
   func.return %m : tensor<2x5x2xf32>
 }
+
+// -----
+
+// GPT-2's causal mask: Where(keep, scores, finfo.min) becomes the additive mask
+// select(keep, 0, finfo.min) of one nn.attention.
+// CHECK-LABEL: func.func @attention_where_mask
+// CHECK-DAG:     %[[Z:.*]] = nn.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-DAG:     %[[L:.*]] = nn.constant dense<-3.40282347e+38> : tensor<f32>
+// CHECK:         %[[M:.*]] = nn.select %keep, %[[Z]], %[[L]] : tensor<1x1x8x8xi1>, tensor<f32>, tensor<f32> -> tensor<1x1x8x8xf32>
+// CHECK-NEXT:    %[[O:.*]] = nn.attention %q, %kt, %v, %[[M]] scale = 0.5 key_transposed = true
+// CHECK-NEXT:    func.return %[[O]]
+func.func @attention_where_mask(%q: tensor<1x2x8x4xf32>, %kt: tensor<1x2x4x8xf32>, %v: tensor<1x2x8x4xf32>, %keep: tensor<1x1x8x8xi1>) -> tensor<1x2x8x4xf32> {
+  %d = nn.constant dense<2.0> : tensor<f32>
+  %low = nn.constant dense<-3.40282347e+38> : tensor<f32>
+  %s = nn.batch_matmul %q, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %sc = nn.div %s, %d : tensor<1x2x8x8xf32>, tensor<f32> -> tensor<1x2x8x8xf32>
+  %w = nn.select %keep, %sc, %low : tensor<1x1x8x8xi1>, tensor<1x2x8x8xf32>, tensor<f32> -> tensor<1x2x8x8xf32>
+  %p = nn.softmax %w axis = -1 : tensor<1x2x8x8xf32> -> tensor<1x2x8x8xf32>
+  %o = nn.batch_matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  func.return %o : tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// A select whose other value is not a softmax-negligible floor keeps the graph.
+// CHECK-LABEL: func.func @attention_where_small_floor
+// CHECK-NOT:     nn.attention
+// CHECK:         nn.softmax
+func.func @attention_where_small_floor(%q: tensor<8x4xf32>, %kt: tensor<4x8xf32>, %v: tensor<8x4xf32>, %keep: tensor<8x8xi1>) -> tensor<8x4xf32> {
+  %low = nn.constant dense<-100.0> : tensor<f32>
+  %s = nn.batch_matmul %q, %kt : tensor<8x4xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+  %w = nn.select %keep, %s, %low : tensor<8x8xi1>, tensor<8x8xf32>, tensor<f32> -> tensor<8x8xf32>
+  %p = nn.softmax %w axis = 1 : tensor<8x8xf32> -> tensor<8x8xf32>
+  %o = nn.batch_matmul %p, %v : tensor<8x8xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
+  func.return %o : tensor<8x4xf32>
+}
