@@ -105,6 +105,7 @@ static float irc_dq_quantize(const float *restrict x, long M, long K, long KP, v
   /* With a normal, finite scale |x / scale| <= 256, so clamping the rounded value to
      [-zp, 255 - zp] in float is the reference's int32 clamp and saturation. */
   const int fast = scale >= FLT_MIN && scale <= FLT_MAX;
+  (void)fast; /* the generic profile has no vector path */
   for (long m = 0; m < M; ++m) {
     const float *restrict xr = x + m * K;
     long k = 0;
