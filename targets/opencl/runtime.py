@@ -618,7 +618,9 @@ class OpenCLRuntime(TargetRuntime):
         name = executable.sym_name.data
         source = programs[0].source.data
         with step(f"opencl: build @{name}"):
-            built = embedded_program(device, programs[0])
+            # pyright sees aot's BuiltProgram under the irc.targets name (.typecheck maps it)
+            # and this module's under targets.: one class, two module names
+            built: BuiltProgram | None = embedded_program(device, programs[0])  # pyright: ignore[reportAssignmentType]
             if built is None:
                 prefetch_programs(device, _sibling_sources(executable, device))
                 built = build_program(device, source)

@@ -10,7 +10,7 @@ one work-item per output element. Dot products accumulate in float.
 from __future__ import annotations
 
 import numpy as np
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from irc.dialects import nn
 from irc.dialects.nn import array_from_dense
@@ -33,7 +33,7 @@ from irc.targets.opencl.program import Program
 
 
 @lowering(nn.Conv2DOp)
-def conv2d_gpu(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def conv2d_gpu(op: nn.Conv2DOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """`kernels=gpu`: gpu_kernels.py's conv, or None."""
     if program.kernel_style != "gpu":
         return None
@@ -44,7 +44,7 @@ def conv2d_gpu(op: Operation, epilogue: list[Operation], program: Program) -> Em
 
 
 @lowering(nn.Conv2DOp)
-def conv2d(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def conv2d(op: nn.Conv2DOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """The register-tiled conv (conv_kernels.py), else one work-item per output element."""
     pre = prelude(op, epilogue)
     desc, props, act, out_shape, n_out = pre.desc, pre.props, pre.act, pre.out_shape, pre.n_out
@@ -78,13 +78,15 @@ def conv2d(op: Operation, epilogue: list[Operation], program: Program) -> Emitte
         + compose(act)
         + "    y[gid] = v;\n"
     )
-    inputs = [op.input, op.filter] + ([op.bias] if op.bias is not None else [])
+    inputs: list[SSAValue | str] = [op.input, op.filter]
+    if op.bias is not None:
+        inputs.append(op.bias)
     return [(program.kernel(_kernel(len(inputs), body), desc), inputs, [n_out])]
 
 
 @lowering(nn.FullyConnectedOp)
 def fully_connected_gpu(
-    op: Operation, epilogue: list[Operation], program: Program
+    op: nn.FullyConnectedOp, epilogue: list[Operation], program: Program
 ) -> Emitted | None:
     """`kernels=gpu` with a constant filter: gpu_kernels.py's GEMM, or None."""
     if program.kernel_style != "gpu":
@@ -102,7 +104,9 @@ def fully_connected_gpu(
 
 
 @lowering(nn.FullyConnectedOp)
-def fully_connected(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def fully_connected(
+    op: nn.FullyConnectedOp, epilogue: list[Operation], program: Program
+) -> Emitted | None:
     """The register-tiled GEMM for a constant filter, else one work-item per output."""
     pre = prelude(op, epilogue)
     desc, act, n_out = pre.desc, pre.act, pre.n_out
@@ -122,12 +126,16 @@ def fully_connected(op: Operation, epilogue: list[Operation], program: Program) 
         f"    for (int i = 0; i < {k}; ++i) acc += WIDEN(xp[i]) * wp[i];\n"
         "    float v = acc;\n" + compose(act) + "    y[gid] = v;\n"
     )
-    inputs = [op.input, op.weights] + ([op.bias] if op.bias is not None else [])
+    inputs: list[SSAValue | str] = [op.input, op.weights]
+    if op.bias is not None:
+        inputs.append(op.bias)
     return [(program.kernel(_kernel(len(inputs), body), desc), inputs, [n_out])]
 
 
 @lowering(nn.BatchMatmulOp)
-def batch_matmul(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def batch_matmul(
+    op: nn.BatchMatmulOp, epilogue: list[Operation], program: Program
+) -> Emitted | None:
     """One work-item per output element (numpy broadcasting of the batch dimensions)."""
     pre = prelude(op, epilogue)
     desc, props, act, out_shape, n_out = pre.desc, pre.props, pre.act, pre.out_shape, pre.n_out

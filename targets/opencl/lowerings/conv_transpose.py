@@ -58,11 +58,15 @@ def _conv2d_transpose(
         + compose(_activations(op, epilogue))
         + "    y[gid] = v;\n"
     )
-    inputs: list[SSAValue | str] = [op.input, op.filter] + ([op.bias] if has_bias else [])
+    inputs: list[SSAValue | str] = [op.input, op.filter]
+    if op.bias is not None:
+        inputs.append(op.bias)
     return program.kernel(_kernel(len(inputs), body), desc), inputs, [_numel(out_shape)]
 
 
 @lowering(nn.Conv2DTransposeOp)
-def conv2d_transpose(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def conv2d_transpose(
+    op: nn.Conv2DTransposeOp, epilogue: list[Operation], program: Program
+) -> Emitted | None:
     """One work-item per output element."""
     return [_conv2d_transpose(op, epilogue, program, _describe(op))]

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 from xdsl.dialects.builtin import Float32Type, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from irc.dialects import nn, quant
 from irc.dialects.nn import array_from_dense
@@ -65,6 +65,14 @@ UNARY_OPS: tuple[type[Operation], ...] = (
     nn.LeakyReluOp,
     nn.HardSigmoidOp,
 )
+
+
+def properties_of(op: Operation) -> dict[str, Attribute]:
+    """An op's properties: an nn op's `all_properties()` (its attr-dict included), else
+    its attributes and properties."""
+    if isinstance(op, nn.NNOp):
+        return op.all_properties()
+    return {**op.attributes, **op.properties}
 
 
 def unary_expr(op: Operation) -> str:
@@ -141,7 +149,7 @@ def qcast_exprs(op: quant.QCastOp) -> list[str]:
     reference's float32 division, its rounding and saturation. Exact where the build divides
     correctly rounded (build.py's CORRECT_DIVISION); a multiply-add that the compiler
     contracts across the chain may move a value off a rounding tie (one step)."""
-    element = op.output.type.element_type  # type: ignore[union-attr]  # verified quantized
+    element = op.output.type.element_type
     assert isinstance(element, UniformQuantizedType)
     scale = _f(float(np.float32(element.scale_values[0])))
     zp = int(element.zero_point_values[0])
@@ -206,9 +214,9 @@ def epilogue_exprs(producer: Operation, epilogue: Sequence[Operation]) -> list[s
             # fmax/fmin take a scalar second only: keep v (maybe a vector) first
             v_first = op.operands[0] is chain or isinstance(op, nn.MaximumOp | nn.MinimumOp)
             exprs.append(_binary_expr(op, "v", other) if v_first else _binary_expr(op, other, "v"))
-            activation = op.all_properties().get("activation")
-            if activation is not None:
-                exprs.append(FUSED_ACTIVATION[get_str(op.all_properties(), "activation")])
+            props = properties_of(op)
+            if props.get("activation") is not None:
+                exprs.append(FUSED_ACTIVATION[get_str(props, "activation")])
         elif isinstance(op, quant.QCastOp):
             exprs += qcast_exprs(op)
         elif isinstance(op, quant.DCastOp):
@@ -232,7 +240,7 @@ def compose(exprs: list[str], real: bool = False) -> str:
 
 def _activations(op: Operation, epilogue: list[Operation]) -> list[str]:
     """The op's fused activation then its fused unary epilogue, as expressions of `v`."""
-    props = op.all_properties()
+    props = properties_of(op)
     exprs = [FUSED_ACTIVATION[get_str(props, "activation")]] if "activation" in props else []
     return exprs + [unary_expr(e) for e in epilogue]
 
@@ -252,7 +260,7 @@ def prelude(op: Operation, epilogue: list[Operation]) -> Prelude:
     """`op`'s description, properties, activation + epilogue expressions (`act`) and the
     shape and size of the fused output."""
     desc = _describe(op)
-    props = op.all_properties()
+    props = properties_of(op)
     fused = props.get("activation")
     act = [FUSED_ACTIVATION[get_str(props, "activation")]] if fused is not None else []
     act += epilogue_exprs(op, epilogue)

@@ -73,6 +73,6 @@ def _gather(op: nn.GatherOp, program: Program, desc: str) -> KernelRun:
 
 
 @lowering(nn.GatherOp)
-def gather(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def gather(op: nn.GatherOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """One work-item per output element."""
     return [_gather(op, program, _describe(op))]

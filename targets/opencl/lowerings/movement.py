@@ -30,7 +30,7 @@ from irc.targets.opencl.program import Program
 
 
 @lowering(nn.ReshapeOp)
-def reshape(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def reshape(op: nn.ReshapeOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """A copy."""
     n_out = prelude(op, epilogue).n_out
     ct = _ctype(op.results[0]) if op.results else REAL
@@ -39,7 +39,7 @@ def reshape(op: Operation, epilogue: list[Operation], program: Program) -> Emitt
 
 
 @lowering(nn.TransposeOp)
-def transpose(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def transpose(op: nn.TransposeOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """One work-item per output element."""
     pre = prelude(op, epilogue)
     desc, props, out_shape, n_out = pre.desc, pre.props, pre.out_shape, pre.n_out
@@ -54,7 +54,7 @@ def transpose(op: Operation, epilogue: list[Operation], program: Program) -> Emi
 
 
 @lowering(nn.ConcatOp)
-def concat(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def concat(op: nn.ConcatOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """One launch per non-empty input, writing its slab of the output."""
     pre = prelude(op, epilogue)
     desc, props, act, out_shape = pre.desc, pre.props, pre.act, pre.out_shape
@@ -129,19 +129,21 @@ def _split(op: nn.SplitOp, program: Program, desc: str) -> KernelRun:
 
 
 @lowering(nn.SliceOp)
-def slice_copy(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def slice_copy(op: nn.SliceOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """One work-item per output element."""
     return [_slice(op, program, _describe(op))]
 
 
 @lowering(nn.SplitOp)
-def split(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def split(op: nn.SplitOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """One launch writing every piece."""
     return [_split(op, program, _describe(op))]
 
 
 @lowering(nn.BroadcastToOp)
-def broadcast_to(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def broadcast_to(
+    op: nn.BroadcastToOp, epilogue: list[Operation], program: Program
+) -> Emitted | None:
     """numpy broadcasting, one work-item per output element."""
     desc = _describe(op)
     ct = _ctype(op.output)

@@ -55,7 +55,7 @@ def _pad(op: nn.PadOp, program: Program, desc: str) -> KernelRun:
 
 
 @lowering(nn.PadOp)
-def pad_mirror(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def pad_mirror(op: nn.PadOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """reflect and edge, or None."""
     if op.mode.data not in EXTRA_PAD_MODES:
         return None
@@ -103,7 +103,7 @@ def _channel_pad(
 
 
 @lowering(nn.PadOp)
-def pad_rows(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def pad_rows(op: nn.PadOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """`kernels=cpu`: a constant pad of the last axis only, one row per work-item; or None."""
     if program.kernel_style != "cpu":
         return None
@@ -114,7 +114,7 @@ def pad_rows(op: Operation, epilogue: list[Operation], program: Program) -> Emit
 
 
 @lowering(nn.PadOp)
-def pad(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def pad(op: nn.PadOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """A constant pad, one work-item per output element."""
     pre = prelude(op, epilogue)
     desc, props, out_shape, n_out = pre.desc, pre.props, pre.out_shape, pre.n_out

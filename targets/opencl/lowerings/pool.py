@@ -82,7 +82,9 @@ def _pool_vector(
 
 
 @lowering(nn.MaxPool2DOp, nn.AvgPool2DOp)
-def pool_vectorised(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def pool_vectorised(
+    op: nn.MaxPool2DOp | nn.AvgPool2DOp, epilogue: list[Operation], program: Program
+) -> Emitted | None:
     """`kernels=cpu`: one `floatVW` of channels per work-item, or None."""
     if program.kernel_style != "cpu":
         return None
@@ -93,7 +95,9 @@ def pool_vectorised(op: Operation, epilogue: list[Operation], program: Program) 
 
 
 @lowering(nn.MaxPool2DOp, nn.AvgPool2DOp)
-def pool(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def pool(
+    op: nn.MaxPool2DOp | nn.AvgPool2DOp, epilogue: list[Operation], program: Program
+) -> Emitted | None:
     """One work-item per output element."""
     pre = prelude(op, epilogue)
     desc, props, act, out_shape, n_out = pre.desc, pre.props, pre.act, pre.out_shape, pre.n_out

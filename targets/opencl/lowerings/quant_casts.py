@@ -66,7 +66,7 @@ def _qcast(op: quant.QCastOp, program: Program, desc: str) -> tuple[str, list, l
     inexact), then rounding half away from zero via floor(|v|) + (frac >= 0.5) with the sign,
     or half to even (rint); saturation to the storage range."""
     shape = _shape(op.output)
-    element = op.output.type.element_type  # type: ignore[union-attr]
+    element = op.output.type.element_type
     assert isinstance(element, UniformQuantizedType)
     ct = _ctype(op.output)
     channels, inner, _ = _quant_params(element, shape)
@@ -148,12 +148,12 @@ def _qcast_vector(
 
 
 @lowering(quant.DCastOp)
-def dcast(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def dcast(op: quant.DCastOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """Through a float table (16 values per work-item with `kernels=cpu` when per-tensor)."""
     return [_dcast(op, program, _describe(op))]
 
 
 @lowering(quant.QCastOp)
-def qcast(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def qcast(op: quant.QCastOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """Divide, round and saturate as the reference."""
     return [_qcast(op, program, _describe(op))]

@@ -54,7 +54,7 @@ def _reduce(op: nn.ReduceOp, program: Program, desc: str) -> KernelRun:
 
 
 @lowering(nn.ReduceOp)
-def reduce_product(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def reduce_product(op: nn.ReduceOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """prod, or None."""
     if op.kind.data not in EXTRA_REDUCE_KINDS:
         return None
@@ -62,7 +62,7 @@ def reduce_product(op: Operation, epilogue: list[Operation], program: Program) -
 
 
 @lowering(nn.ReduceOp)
-def reduce(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def reduce(op: nn.ReduceOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """mean, sum, max and min."""
     pre = prelude(op, epilogue)
     desc, props, n_out = pre.desc, pre.props, pre.n_out

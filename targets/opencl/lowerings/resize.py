@@ -84,6 +84,6 @@ def _resize(op: nn.ResizeOp, program: Program, desc: str) -> KernelRun:
 
 
 @lowering(nn.ResizeOp)
-def resize(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def resize(op: nn.ResizeOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """One work-item per output element."""
     return [_resize(op, program, _describe(op))]

@@ -11,7 +11,7 @@ from xdsl.ir import Operation
 
 from irc.dialects import nn
 from irc.dialects.nn.base import get_float, get_int
-from irc.targets.opencl.lowerings.epilogue import prelude
+from irc.targets.opencl.lowerings.epilogue import prelude, properties_of
 from irc.targets.opencl.lowerings.helpers import (
     Emitted,
     KernelRun,
@@ -30,7 +30,7 @@ from irc.targets.opencl.program import Program
 
 
 @lowering(nn.SoftmaxOp)
-def softmax_gpu(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def softmax_gpu(op: nn.SoftmaxOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """`kernels=gpu` over the last axis: gpu_kernels.py's softmax, or None."""
     if program.kernel_style != "gpu":
         return None
@@ -49,7 +49,7 @@ def _softmax(op: Operation, program: Program, desc: str, log: bool) -> KernelRun
     """One work-item per (outer, inner) row along `axis`, stride `inner`:
     `z = beta * x`, `e = exp(z - max z)`, then `e / sum e` or `z - max z - log(sum e)`."""
     shape = _shape(op.operands[0])
-    props = op.all_properties()
+    props = properties_of(op)
     axis = get_int(props, "axis") % len(shape)
     size, inner = shape[axis], _numel(shape[axis + 1 :])
     rows = _numel(shape) // size if size else 0
@@ -83,7 +83,9 @@ def _softmax(op: Operation, program: Program, desc: str, log: bool) -> KernelRun
 
 
 @lowering(nn.SoftmaxOp)
-def softmax_any_axis(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def softmax_any_axis(
+    op: nn.SoftmaxOp, epilogue: list[Operation], program: Program
+) -> Emitted | None:
     """Another axis than the last, or a negative beta; else None."""
     rank = len(_shape(op.input))
     beta = get_float(op.all_properties(), "beta")
@@ -93,7 +95,7 @@ def softmax_any_axis(op: Operation, epilogue: list[Operation], program: Program)
 
 
 @lowering(nn.SoftmaxOp)
-def softmax(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def softmax(op: nn.SoftmaxOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """Over the last axis: one work-item per row."""
     pre = prelude(op, epilogue)
     desc, props = pre.desc, pre.props
@@ -118,6 +120,6 @@ def softmax(op: Operation, epilogue: list[Operation], program: Program) -> Emitt
 
 
 @lowering(nn.LogSoftmaxOp)
-def log_softmax(op: Operation, epilogue: list[Operation], program: Program) -> Emitted | None:
+def log_softmax(op: nn.LogSoftmaxOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """One work-item per row along the axis."""
     return [_softmax(op, program, _describe(op), log=True)]
