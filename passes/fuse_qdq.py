@@ -45,6 +45,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerType, ModuleOp, Signedness, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
+from xdsl.irdl import IRDLOperation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -209,9 +210,10 @@ class _Builder:
         element: UniformQuantizedType,
     ) -> SSAValue:
         """`op` again, on `operands`, with a result of element type `element`."""
-        grouped: list[object]
+        grouped: list[SSAValue | Sequence[SSAValue]]
+        assert isinstance(op, IRDLOperation)
         if isinstance(op, nn.ConcatOp):
-            grouped = [list(operands)]
+            grouped = [[v for v in operands if v is not None]]
         else:
             grouped = [[] if v is None else v for v in operands]  # absent optional operands
         new = type(op).build(

@@ -387,9 +387,9 @@ class _BlockRewriter:
         storage = element.storage_type if isinstance(element, UniformQuantizedType) else element
         assert isinstance(storage, IntegerType)
         if axis is None:
-            qtype = UniformQuantizedType.per_tensor(storage, expressed, scales[0])  # type: ignore[arg-type]
+            qtype = UniformQuantizedType.per_tensor(storage, expressed, scales[0])
         else:
-            qtype = UniformQuantizedType.per_axis(storage, expressed, axis, scales)  # type: ignore[arg-type]
+            qtype = UniformQuantizedType.per_axis(storage, expressed, axis, scales)
         value = bias
         if isinstance(element, UniformQuantizedType) and element != qtype:
             value = self._insert(quant.SCastOp(value, TensorType(storage, shape)), op, op)

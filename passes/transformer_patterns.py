@@ -285,7 +285,7 @@ class FuseLayerNorm(RewritePattern):
         variance = _only_user(square.results[0])
         if variance is None or _trailing_mean_axes(variance, len(x_shape)) != axis:
             return
-        plus = _only_user(variance.output)
+        plus = _only_user(variance.results[0])
         if not isinstance(plus, nn.AddOp):
             return
         epsilon = _splat(_other(plus, variance.output))  # type: ignore[arg-type]
@@ -403,9 +403,11 @@ class FuseAttention(RewritePattern):
         add = scores.owner
         if isinstance(add, nn.AddOp) and add.activation.data == "none" and scores.has_one_use():
             for candidate, other in (add.operands, reversed(add.operands)):
-                if candidate.has_one_use() and isinstance(
-                    _scale_of(candidate)[0].owner,
-                    nn.BatchMatmulOp,  # type: ignore[index]
+                scaled = _scale_of(candidate)
+                if (
+                    candidate.has_one_use()
+                    and scaled is not None
+                    and isinstance(scaled[0].owner, nn.BatchMatmulOp)
                 ):
                     inner, mask = candidate, other
                     break

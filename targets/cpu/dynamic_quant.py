@@ -244,8 +244,10 @@ def match_quantize(quantized: SSAValue, zero_point: SSAValue) -> DynamicQuantize
     assert zp_rounded is not None
     ops = [*low[1], *high[1], span, div_s, neg, zp_div, *zp_rounded[1]]
     ops += [_owner(zero_point, quant.RescaleOp), zp_cast.owner, div_x, *rounded[1], add]
-    ops.append(_owner(quantized, quant.RescaleOp))
-    return DynamicQuantize(x, scale, zero_point, quantized, tuple(ops))  # type: ignore[arg-type]
+    last = _owner(quantized, quant.RescaleOp)
+    assert last is not None
+    ops.append(last)
+    return DynamicQuantize(x, scale, zero_point, quantized, tuple(ops))
 
 
 def _single_user(value: SSAValue) -> Operation | None:

@@ -95,7 +95,7 @@ class KernelTable:
     function: str
     labels: list[str]
     flops: list[float]
-    _ns: ctypes._Pointer  # type: ignore[type-arg]
+    _ns: ctypes._Pointer
 
     def times_ms(self) -> list[float]:
         """Milliseconds per op, summed over the calls since the last reset."""

@@ -33,4 +33,4 @@ def resize_tables(op: nn.ResizeOp, in_h: int, in_w: int) -> NearestTables | Bili
             axes.append(_nearest_indices(coords, in_len, op.nearest_mode.data))
         else:
             axes.append(_linear_taps(coords, in_len))
-    return axes[0], axes[1]  # type: ignore[return-value]
+    return axes[0], axes[1]

@@ -43,7 +43,8 @@ from xdsl.dialects.builtin import (
     f32,
     i32,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import IRDLOperation
 from xdsl.rewriter import Rewriter
 
 from irc.dialects import nn
@@ -225,7 +226,7 @@ def _product(
 def _retyped(ctx: ConversionContext, value: SSAValue, qtype: UniformQuantizedType) -> SSAValue:
     """Rebuild the op that defined `value` (just emitted) with a result of element `qtype`."""
     old = value.owner
-    assert isinstance(old, Operation)
+    assert isinstance(old, IRDLOperation)
     new = type(old).build(
         operands=[list(old.operands)] if isinstance(old, nn.ConcatOp) else list(old.operands),
         result_types=[TensorType(qtype, _type_of(value).get_shape())],
@@ -353,7 +354,11 @@ def convert_conv_integer(ctx: ConversionContext, node: onnx.NodeProto) -> Result
 
 
 def _matmul(
-    ctx: ConversionContext, a: SSAValue, b: SSAValue | np.ndarray, b_qtype: object, result: object
+    ctx: ConversionContext,
+    a: SSAValue,
+    b: SSAValue | np.ndarray,
+    b_qtype: object,
+    result: Attribute | None,
 ) -> SSAValue:
     """``a @ b``: `nn.fully_connected` with `[N, K]` weights when `b` is a constant matrix,
     else `nn.batch_matmul`."""
