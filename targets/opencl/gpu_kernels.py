@@ -37,7 +37,7 @@ from xdsl.ir import SSAValue
 
 from irc.dialects import nn
 from irc.dialects.nn import array_from_dense
-from irc.dialects.nn.base import get_float, get_int, get_ints
+from irc.dialects.nn.base import get_float, get_ints
 from irc.targets.opencl.conv_kernels import TiledKernels, TileKernel
 
 VW = 4
@@ -375,33 +375,6 @@ class GpuKernels(TiledKernels):
             inputs.append(op.bias)
         desc += f" (gpu) [{r_count}x{VW} per item]"
         return self._gpu_finish("".join(lines), inputs, _padded_launch(total), desc)
-
-    def conv(
-        self,
-        op: nn.Conv2DOp,
-        in_shape: tuple[int, ...],
-        filter_shape: tuple[int, ...],
-        out_shape: tuple[int, ...],
-        props: dict,
-        desc: str,
-    ) -> TileKernel | None:
-        """The GPU kernel of a conv with a constant filter, or None (the next lowering runs)."""
-        filt = op.filter.owner
-        if not isinstance(filt, nn.ConstantOp):
-            return None
-        n, h, w, c = in_shape
-        oc, kh, kw, icg = filter_shape
-        groups = get_int(props, "groups")
-        weights = array_from_dense(filt.value).astype(np.float32).reshape(filter_shape)
-        if groups == c and icg == 1 and oc == c:
-            return self.depthwise(op, weights, in_shape, out_shape, props, desc)
-        if groups != 1:
-            return None
-        pads = get_ints(props, "pads")
-        pointwise = (kh, kw) == (1, 1) and tuple(get_ints(props, "strides")) == (1, 1)
-        if pointwise and not any(pads):
-            return self.gemm(op.input, weights.reshape(oc, c), op.bias, n * h * w, desc)
-        return self.direct_conv(op, weights, op.bias, in_shape, out_shape, props, desc)
 
     def softmax(
         self, op: nn.SoftmaxOp, shape: tuple[int, ...], z: str, shift: str, desc: str
