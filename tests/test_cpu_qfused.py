@@ -139,6 +139,9 @@ CASES: list[Case | AddCase] = [
     Case("dw_no_right_shift", (1, 5, 6, 16), 16, (3, 3), depthwise=True, per_channel=False,
          pads=(1, 1, 1, 1), out_scale=7e-4, zp_out=-20),
     Case("conv3x3_c3", (1, 11, 9, 3), 32, (3, 3), strides=(2, 2), pads=(0, 0, 1, 1)),
+    # 3 channels, 11 output columns: a full 8-pixel tile gathered at a fixed stride, then a tail
+    Case("conv3x3_c3_wide", (1, 6, 21, 3), 16, (3, 3), strides=(1, 2), pads=(1, 1, 1, 1),
+         zp_in=-9, act="relu6"),
     Case("conv3x3_same", (1, 7, 6, 10), 20, (3, 3), pads=(1, 1, 1, 1), zp_in=7, zp_out=-4),
     Case("conv_dilated", (2, 9, 10, 5), 9, (3, 2), pads=(2, 0, 1, 1), dilations=(2, 1)),
     Case("conv_uint8_nobias", (1, 6, 6, 4), 7, (2, 2), dtype="uint8", zp_in=200, bias=False),

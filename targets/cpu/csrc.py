@@ -518,7 +518,20 @@ static long irc_qconv_chunks(long tasks, double work) {
             const long pix = ow0 + p < OW ? ow0 + p : OW - 1;                                \
             xp[p] = x + ((n * Hp + oh * SH) * Wp + pix * SW) * Cs;                           \
           }                                                                                  \
-          if (buffered)                                                                      \
+          if (buffered && C4 == 1 && ow0 + (MR) <= OW) /* e.g. an RGB image's first conv: */ \
+            for (int tap = 0; tap < KH * KW; ++tap) { /* the pixels at a fixed stride */       \
+              const uint8_t *restrict src =                                                  \
+                  xp[0] + ((long)(tap / KW) * DH * Wp + (long)(tap % KW) * DW) * Cs;         \
+              for (int p = 0; p < (MR); ++p) {                                               \
+                uint32_t a;                                                                  \
+                __builtin_memcpy(&a, src + p * SW * Cs, 4);                                  \
+                if (IRC_QCONV_WIDE_X)                                                        \
+                  irc_qwiden_word(a ^ flip, xb + (tap * (MR) + p) * 2);                      \
+                else                                                                         \
+                  xb[tap * (MR) + p] = a ^ flip;                                             \
+              }                                                                              \
+            }                                                                                \
+          else if (buffered)                                                                 \
             for (int tap = 0; tap < KH * KW; ++tap) {                                        \
               const long off = ((long)(tap / KW) * DH * Wp + (long)(tap % KW) * DW) * Cs;    \
               for (long c4 = 0; c4 < C4; ++c4)                                               \
