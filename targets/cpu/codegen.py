@@ -367,13 +367,13 @@ def _activation_code(op: Operation) -> int:
 
 
 def _zero_point(value: SSAValue) -> int:
-    qtype = quantized_element(value.type)  # type: ignore[arg-type]
+    qtype = quantized_element(value.type)
     return 0 if qtype is None else int(qtype.zero_point_values[0])
 
 
 def _value_range(value: SSAValue) -> tuple[int, int]:
     """The stored range of a quantized value, else its integer type's range."""
-    qtype = quantized_element(value.type)  # type: ignore[arg-type]
+    qtype = quantized_element(value.type)
     if qtype is not None:
         return qtype.storage_range
     info = np.iinfo(dtype(value))
@@ -418,13 +418,15 @@ class OpLowering:
         if not support:
             raise LoweringError(op, support.reason.removeprefix("cpu: "))
         if transformer_kernels.handles(op):
-            return transformer_kernels.lower(self, op)
+            # one class under two module names (.typecheck maps irc.targets to targets/)
+            return transformer_kernels.lower(self, op)  # pyright: ignore[reportReturnType, reportArgumentType]
         if isinstance(op, quant.SCastOp):
             return Lowered(lambda em, res, tmp: [], alias=True)
         if isinstance(op, quant.RescaleOp):
             return self.rescale(op)
         if quant_casts.handles(op):
-            return quant_casts.lower_cast(self, op)
+            # one class under two module names (.typecheck maps irc.targets to targets/)
+            return quant_casts.lower_cast(self, op)  # pyright: ignore[reportReturnType, reportArgumentType]
         if isinstance(op, nn.CastOp) and _widening_cast_into_binary(op):
             return Lowered(lambda em, res, tmp: [], alias=True)
         if isinstance(op, nn.SubOp) and self._zero_point_folded(op):
@@ -482,7 +484,8 @@ class OpLowering:
                 timed = (conv, tuple(conv.operands))
                 return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
         elif kind == dynamic_quant.KIND:
-            return dynamic_quant.lower_fusion(self, fusion)
+            # one class under two module names (.typecheck maps irc.targets to targets/)
+            return dynamic_quant.lower_fusion(self, fusion)  # pyright: ignore[reportReturnType, reportArgumentType]
         raise LoweringError(fusion, f"the '{kind}' fusion does not hold a chain of its kind")
 
     # ---- The integer form of lower-quantized ----
@@ -506,7 +509,8 @@ class OpLowering:
         if type(op) in TABLE_OPS:
             return self.integer_table(op)
         if type(op) in quant_kernels.NATIVE_OPS:
-            return quant_kernels.lower_native(self, op)
+            # one class under two module names (.typecheck maps irc.targets to targets/)
+            return quant_kernels.lower_native(self, op)  # pyright: ignore[reportReturnType, reportArgumentType]
         raise LoweringError(op, f"no integer kernel for '{op.name}'")
 
     def integer_table(self, op: Operation) -> Lowered:
@@ -992,7 +996,7 @@ class OpLowering:
         sh, sw = ints_of(props["strides"])  # type: ignore[arg-type]
         dh, dw = ints_of(props["dilations"])  # type: ignore[arg-type]
         pt, pl, _, _ = ints_of(props["pads"])  # type: ignore[arg-type]
-        include_pad = 0 if is_max else int(bool(op.count_include_pad.value.data))  # type: ignore[union-attr]
+        include_pad = 0 if is_max else int(bool(op.count_include_pad.value.data))
         (n, h, w, c), (_, oh, ow, _) = shape(op.input), shape(op.output)
         ct = ctype(op.input)
         lowest = int(np.iinfo(dtype(op.input)).min)
@@ -1249,7 +1253,8 @@ class OpLowering:
         """Float and integer conv2d_transpose: a gather kernel (`conv_transpose`)."""
         from irc.targets.cpu.conv_transpose import lower_conv2d_transpose
 
-        return lower_conv2d_transpose(self, op)
+        # one class under two module names (.typecheck maps irc.targets to targets/)
+        return lower_conv2d_transpose(self, op)  # pyright: ignore[reportReturnType, reportArgumentType]
 
     def _zero_point_folded(self, op: nn.SubOp) -> bool:
         """An input's zero-point subtraction that its integer conv2d_transpose does itself
@@ -1294,7 +1299,7 @@ class OpLowering:
         adj_y as strides): per output batch the offsets of its operands, then one loop nest
         (`irc_batch_matmul`)."""
         x_shape, y_shape, z_shape = shape(op.lhs), shape(op.rhs), shape(op.output)
-        adj_x, adj_y = op.adj_x.value.data, op.adj_y.value.data  # type: ignore[attr-defined]
+        adj_x, adj_y = op.adj_x.value.data, op.adj_y.value.data
         batch = z_shape[:-2]
         m, n = z_shape[-2], z_shape[-1]
         k = x_shape[-2] if adj_x else x_shape[-1]
@@ -1582,7 +1587,9 @@ class OpLowering:
                 body += transpose_lines(x, tmp[0], x_shape, (0, 2, 3, 1))
                 x, y = tmp[0], tmp[1]
             if op.mode.data == "nearest":
-                hi, wi = tables
+                hi, wi = tables  # nearest: (row indices, column indices)
+                assert isinstance(hi, np.ndarray)
+                assert isinstance(wi, np.ndarray)
                 decls = [ints("hi", hi), ints("wi", wi)]
                 body.append(c_call("irc_resize_nearest", x, n, h, w, c, y, oh, ow, "hi", "wi"))
             else:

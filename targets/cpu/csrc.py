@@ -72,6 +72,7 @@ profile's `-march` decides which one the compiler keeps."""
 @functools.cache
 def kernel_file(path: str) -> str:
     """The text of `kernels/<path>` (package data, read with importlib.resources)."""
+    assert __package__ is not None  # a module of the irc.targets.cpu package
     return resources.files(__package__).joinpath(KERNELS, path).read_text()
 
 

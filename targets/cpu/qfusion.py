@@ -113,7 +113,7 @@ def _rescale_fits(op: quant.RescaleOp, channels: int) -> bool:
         return False
     if count not in (1, channels):
         return False
-    if quantized_element(op.input.type) is not None:  # type: ignore[arg-type]
+    if quantized_element(op.input.type) is not None:
         return False
     shifts = list(op.shift_values)
     if op.rounding.data == "single_round":
@@ -156,7 +156,7 @@ def match_chain(conv: Operation) -> QuantChain | None:
     out_dtype = numpy_dtype(rescale.output.type)
     if out_dtype not in BYTE_TYPES:
         return None
-    qtype = quantized_element(rescale.output.type)  # type: ignore[arg-type]
+    qtype = quantized_element(rescale.output.type)
     if qtype is not None:
         low, high = qtype.storage_range
     else:
@@ -337,7 +337,7 @@ def _add_input(
 
 def _requant_mode_zero(op: quant.RescaleOp) -> bool:
     """Per-tensor, double rounding, no left shift, right shift <= 31 (`requant_blocks` mode 0)."""
-    if len(op.multiplier_values) != 1 or quantized_element(op.input.type) is not None:  # type: ignore[arg-type]
+    if len(op.multiplier_values) != 1 or quantized_element(op.input.type) is not None:
         return False
     return requant_blocks(op, 16, 16)[1] == 0
 
@@ -348,10 +348,10 @@ def match_add(op: Operation) -> QuantAddChain | None:
         return None
     if not shape_of(op.lhs) == shape_of(op.rhs) == shape_of(op.output) or op.lhs is op.rhs:
         return None
-    inputs = [_add_input(v) for v in (op.lhs, op.rhs)]
-    if inputs[0] is None or inputs[1] is None:
+    first, second = _add_input(op.lhs), _add_input(op.rhs)
+    if first is None or second is None:
         return None
-    (sa, za, ka, ra, oa), (sb, zb, kb, rb, ob) = inputs
+    (sa, za, ka, ra, oa), (sb, zb, kb, rb, ob) = first, second
     if numpy_dtype(sa.type) != numpy_dtype(sb.type):
         return None
     rescale = _single_user(op.output)
@@ -360,7 +360,7 @@ def match_add(op: Operation) -> QuantAddChain | None:
     out_dtype = numpy_dtype(rescale.output.type)
     if out_dtype not in BYTE_TYPES or not all(_requant_mode_zero(r) for r in (ra, rb, rescale)):
         return None
-    qtype = quantized_element(rescale.output.type)  # type: ignore[arg-type]
+    qtype = quantized_element(rescale.output.type)
     if qtype is not None:
         low, high = qtype.storage_range
     else:

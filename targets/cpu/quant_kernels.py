@@ -411,7 +411,7 @@ class ResizePlan:
 def _storage_dtypes(op: nn.ResizeOp) -> tuple[np.dtype, np.dtype]:
     types = []
     for value, what in ((op.input, "input"), (op.output, "result")):
-        qtype = quantized_element(value.type)  # type: ignore[arg-type]
+        qtype = quantized_element(value.type)
         if qtype is None or qtype.is_per_axis:
             raise NativeKernelError(f"quantized '{op.name}' needs a per-tensor quantized {what}")
         types.append(numpy_dtype(value.type))
@@ -444,7 +444,7 @@ def resize_plan(op: nn.ResizeOp) -> ResizePlan:
         )
     _reference_kernel(op)
     x_shape = tuple(op.input.type.get_shape())  # type: ignore[attr-defined]
-    y_shape = tuple(op.output.type.get_shape())  # type: ignore[attr-defined]
+    y_shape = tuple(op.output.type.get_shape())
     if op.layout.data == "NCHW":
         n, c, h, w = x_shape
         images, channels, oh, ow = n * c, 1, y_shape[2], y_shape[3]
