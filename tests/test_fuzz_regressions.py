@@ -211,18 +211,10 @@ def test_relu_of_negative_zero_agrees_with_the_reference(target: str) -> None:
     _agrees_on_negative_zero(target, ["result0", "result1", "result2"])
 
 
-CPU_CLIP = (
-    "cpu: nn.clip lowers to irc_maxf(x, lo), which gives +0 for -0.0 "
-    "(targets/cpu/codegen.py; reported to the cpu owners)"
-)
-
-
 @pytest.mark.parametrize(
     "target",
     [
-        pytest.param(
-            "cpu", marks=[needs_compiler, pytest.mark.xfail(strict=True, reason=CPU_CLIP)]
-        ),
+        pytest.param("cpu", marks=needs_compiler),
         pytest.param("opencl", marks=needs_device),
     ],
 )
@@ -281,19 +273,13 @@ func.func @main(%x: tensor<2x1x4x6xf32>) -> tensor<2x1x4x6xf32> {
   func.return %r : tensor<2x1x4x6xf32>
 }
 """
-OPENCL_POW = (
-    "opencl: pow(-inf, y) is +inf for y > 0 not an odd integer (C99); the reference's is NaN "
-    "(targets/opencl/lowerings/elementwise.py; reported to the lead)"
-)
 
 
 @pytest.mark.parametrize(
     "target",
     [
         pytest.param("cpu", marks=needs_compiler),
-        pytest.param(
-            "opencl", marks=[needs_device, pytest.mark.xfail(strict=True, reason=OPENCL_POW)]
-        ),
+        pytest.param("opencl", marks=needs_device),
     ],
 )
 def test_pow_of_negative_infinity(target: str) -> None:

@@ -479,6 +479,26 @@ def test_qdq_pairs_fused_into_conv_epilogues_are_bit_exact() -> None:
 
 
 @needs_device
+def test_pad_with_negative_zero_fills_negative_zero() -> None:
+    """`value = -0.0` is a fill value (fuzz seed 304210: it was written as +0.0), for the
+    generic constant pad and the row copy of a channel pad."""
+    x = rand(1, 3, 4, 8)
+    cases = [
+        op_case("pad_hw", nn.PadOp, [x], pads=[0, 0, 1, 1, 0, 2, 0, 0], value=-0.0),
+        op_case("pad_rows", nn.PadOp, [x], pads=[0, 0, 0, 0, 0, 0, 4, 4], value=-0.0),
+    ]
+    module, executable, built = build_executable(cases, "test_opencl_pad_zero")
+    executable.properties["target"] = StringAttr("opencl")
+    lower(module)
+    outs = OpenCLRuntime().load(executable).execute("entry", [a for b in built for a in b.args])
+    for case, out in zip(cases, outs, strict=True):
+        host = out.to_host()
+        fill = host[host == 0]
+        assert fill.size, case.id
+        assert np.all(np.signbit(fill)), case.id
+
+
+@needs_device
 def test_reduce_and_softmax_family() -> None:
     x = rand(2, 7, 5, 6)
     run_cases(

@@ -1068,10 +1068,10 @@ class OpLowering:
                 expr = x
                 if op.min is not None:
                     low = c_float(op.min.value.data)
-                    expr = f"irc_maxf({expr}, {low})"
+                    expr = f"({expr} < {low} ? {low} : {expr})"  # -0.0 and NaN kept
                 if op.max is not None:
                     high = c_float(op.max.value.data)
-                    expr = f"irc_minf({expr}, {high})"
+                    expr = f"({expr} > {high} ? {high} : {expr})"
                 return expr
             case nn.SigmoidOp():
                 return "1.0f / (1.0f + expf(-x))"

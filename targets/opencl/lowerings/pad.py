@@ -80,7 +80,8 @@ def _channel_pad(
     cin = in_shape[-1]
     cout = cin + before + after
     rows = _numel(in_shape[:-1])
-    fill = get_float(props, "value") or 0.0
+    fill = get_float(props, "value")
+    fill = 0.0 if fill is None else fill  # -0.0 is a fill value too
     if ct == REAL and cin % 4 == 0 and before % 4 == 0 and after % 4 == 0:
         vin, vout, vb = cin // 4, cout // 4, before // 4
         body = (
@@ -130,7 +131,8 @@ def pad(op: nn.PadOp, epilogue: list[Operation], program: Program) -> Emitted | 
         conds.append(f"(unsigned)(c{d} - {before}) < {in_shape[d]}u")
         terms.append(f"(c{d} - {before}) * {st[d]}")
     inside = " && ".join(conds) or "1"
-    fill = get_float(props, "value") or 0.0
+    fill = get_float(props, "value")
+    fill = 0.0 if fill is None else fill  # -0.0 is a fill value too
     # quantized storage pads with the value as an integer of its type (reference kernel)
     fill_code = _f(fill) if ct == REAL else f"({ct})({int(fill)})"
     body = (
