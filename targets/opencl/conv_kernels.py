@@ -161,6 +161,30 @@ class TiledKernels:
             )
         return "".join(lines) + "        }\n"
 
+    def _store_row(
+        self,
+        vw: int,
+        count: int,
+        shape: tuple[int, int, int],
+        vectors: list[tuple[str, str]],
+        channels: int,
+        wrap: bool = False,
+    ) -> list[str]:
+        """Stores of `count` consecutive pixels `ow0 + r` of output row `oh` (`shape`: OH, OW
+        and the tiles per row, for the ragged guard): for each pixel, each (accumulator
+        template with `{r}`, channel vector) of `vectors`; `wrap` parenthesises the pixel."""
+        oh, ow, tiles_w = shape
+        ragged = tiles_w * count > ow
+        lines = []
+        for r in range(count):
+            lines.append(f"    if (ow0 + {r} < {ow}) {{\n" if ragged else "    {\n")
+            pixel = f"(n * {oh} + oh) * {ow} + ow0 + {r}"
+            pixel = f"({pixel})" if wrap else pixel
+            for acc, vector in vectors:
+                lines.append(self._store(vw, acc.format(r=r), pixel, vector, channels))
+            lines.append("    }\n")
+        return lines
+
     def _finish(self, body: str, inputs: list[SSAValue | str], total: int, desc: str) -> TileKernel:
         name = self.program.kernel(self.make_kernel(len(inputs), body), desc)
         return name, inputs, [total]
@@ -344,13 +368,8 @@ class TiledKernels:
         lines.append(f"                __global const {real}* wp = wk + kw * {c * nv};\n")
         lines += fma_loop(str(c), "wp", "                ")
         lines.append("            }\n        }\n    }\n")
-        ragged = tiles_w * mr > ow
-        for r in range(mr):
-            lines.append(f"    if (ow0 + {r} < {ow}) {{\n" if ragged else "    {\n")
-            pixel = f"((n * {oh} + oh) * {ow} + ow0 + {r})"
-            for v in range(nv):
-                lines.append(self._store(vw, f"acc{r}_{v}", pixel, f"cg * {nv} + {v}", oc))
-            lines.append("    }\n")
+        stores = [(f"acc{{r}}_{v}", f"cg * {nv} + {v}") for v in range(nv)]
+        lines += self._store_row(vw, mr, (oh, ow, tiles_w), stores, oc, wrap=True)
         inputs: list[SSAValue | str] = [op.input, self.program.constant(packed), zeros]
         if bias_input is not None:
             inputs.append(bias_input)
@@ -420,12 +439,7 @@ class TiledKernels:
         # tiles whose columns all lie inside the row load them unguarded
         lines += ["        if (inside) {\n", *taps(False), "        } else {\n", *taps(True)]
         lines.append("        }\n    }\n")
-        ragged = tiles_w * mr > ow
-        for r in range(mr):
-            lines.append(f"    if (ow0 + {r} < {ow}) {{\n" if ragged else "    {\n")
-            pixel = f"(n * {oh} + oh) * {ow} + ow0 + {r}"
-            lines.append(self._store(vw, f"acc{r}", pixel, "cb", c))
-            lines.append("    }\n")
+        lines += self._store_row(vw, mr, (oh, ow, tiles_w), [("acc{r}", "cb")], c)
         inputs: list[SSAValue | str] = [op.input, self.program.constant(packed)]
         if op.bias is not None:
             inputs.append(op.bias)

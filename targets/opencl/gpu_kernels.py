@@ -299,12 +299,7 @@ class GpuKernels(TiledKernels):
         if bias_input is not None:
             lines.append("    const float4 bias = WIDEN4(((__global const REAL4*)x3)[cv]);\n")
             lines += [f"    acc{r} += bias;\n" for r in range(r_count)]
-        ragged = tiles_w * r_count > ow
-        for r in range(r_count):
-            lines.append(f"    if (ow0 + {r} < {ow}) {{\n" if ragged else "    {\n")
-            pixel = f"((n * {oh} + oh) * {ow} + ow0 + {r})"
-            lines.append(self._store(VW, f"acc{r}", pixel, "cv", oc))
-            lines.append("    }\n")
+        lines += self._store_row(VW, r_count, (oh, ow, tiles_w), [("acc{r}", "cv")], oc, wrap=True)
         inputs: list[SSAValue | str] = [op.input, self.program.constant(packed), zeros]
         if bias_input is not None:
             inputs.append(bias_input)
@@ -364,12 +359,7 @@ class GpuKernels(TiledKernels):
                 " * wv; }\n"
             )
         lines.append("        }\n    }\n")
-        ragged = tiles_w * r_count > ow
-        for r in range(r_count):
-            lines.append(f"    if (ow0 + {r} < {ow}) {{\n" if ragged else "    {\n")
-            pixel = f"(n * {oh} + oh) * {ow} + ow0 + {r}"
-            lines.append(self._store(VW, f"acc{r}", pixel, "cv", c))
-            lines.append("    }\n")
+        lines += self._store_row(VW, r_count, (oh, ow, tiles_w), [("acc{r}", "cv")], c)
         inputs: list[SSAValue | str] = [op.input, self.program.constant(packed)]
         if op.bias is not None:
             inputs.append(op.bias)
