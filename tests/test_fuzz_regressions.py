@@ -260,10 +260,10 @@ def test_softmax_of_a_row_with_flt_max(target: str) -> None:
     assert compare(ref, np.asarray(got["result0"])) is None
 
 
-# seed 201565 (PoCL) and 401555 (NVIDIA OpenCL): pow(-inf, 0.5). numpy, so the reference and
-# the cpu target, give NaN (a negative base with a non-integral exponent); C99 / OpenCL `pow`
-# gives +inf (docs/semantics.md, pow). PoCL's scalar pow agrees with numpy; the kernel of a
-# pow fused with the prelu after it gave +inf.
+# seed 201565 (PoCL) and 401555 (NVIDIA OpenCL): pow(-inf, 0.5). The semantics is NaN (a
+# negative base with a non-integral exponent, docs/semantics.md), written out on every target:
+# C99 / OpenCL `pow` and numpy's own vectorised float32 power give +inf (smoke seeds 5075,
+# 5089 after the first fix), numpy's scalar path NaN.
 POW_OF_NEGATIVE_INFINITY = """
 func.func @main(%x: tensor<2x1x4x6xf32>) -> tensor<2x1x4x6xf32> {
   %h = nn.constant dense<5.000000e-01> : tensor<f32>

@@ -49,7 +49,9 @@ BINARY_OPS: dict[type[nn.NNOp], str] = {
     nn.DivOp: "a / b",
     nn.MaximumOp: "irc_maxf(a, b)",
     nn.MinimumOp: "irc_minf(a, b)",
-    nn.PowOp: "powf(a, b)",
+    # a negative base (-inf included) with a non-integral exponent is NaN everywhere
+    # (docs/semantics.md): powf gives +inf for (-inf)^0.5, its vector variant NaN
+    nn.PowOp: "((a < 0.0f && b != rintf(b)) ? NAN : powf(a, b))",
     nn.SquaredDifferenceOp: "(a - b) * (a - b)",
     nn.PReluOp: "a >= 0.0f ? a : a * b",
 }

@@ -90,9 +90,21 @@ def minimum(op: nn.MinimumOp) -> Kernel:
     return _binary(op, np.minimum)
 
 
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a ** b`, a negative base (-inf included) with a non-integral exponent NaN
+    (docs/semantics.md): numpy's own float32 power gives +inf for `(-inf) ** 0.5` on its
+    vectorised path and NaN on its scalar one."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        out = np.power(a, b)
+        if out.dtype.kind != "f":
+            return out
+        negative = np.less(a, 0) & np.not_equal(b, np.rint(b))
+    return np.where(negative, np.asarray(np.nan, out.dtype), out)
+
+
 @kernel(nn.PowOp)
 def power(op: nn.PowOp) -> Kernel:
-    return _binary(op, np.power)
+    return _binary(op, _power)
 
 
 @kernel(nn.SquaredDifferenceOp)

@@ -56,7 +56,7 @@ EXTRA_BINARY: dict[type[Operation], str] = {
     # otherwise, -inf included, where C99's pow gives +inf): pown keeps the sign that a
     # relaxed exp2(b * log2(a)) would lose.
     nn.PowOp: "(b == rint(b) && fabs(b) < 16777216.0f) ? pown(a, (int)b)"
-    " : (a < 0.0f ? NAN : pow(a, b))",
+    " : (a < 0.0f && b != rint(b) ? NAN : pow(a, b))",
     nn.SquaredDifferenceOp: "(a - b) * (a - b)",
     nn.PReluOp: "(a >= 0.0f ? a : a * b)",
 }
