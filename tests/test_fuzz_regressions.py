@@ -234,18 +234,12 @@ func.func @main(%x: tensor<1x22xf32>, %y: tensor<1x22xf32>) -> tensor<2x22xf32> 
   func.return %c : tensor<2x22xf32>
 }
 """
-CPU_SOFTMAX = (
-    "cpu: irc_softmax computes x * beta - max with an fma (-ffp-contract=fast): exp of the "
-    "product's rounding error (targets/cpu/kernels/common/softmax; reported to the cpu owners)"
-)
 
 
 @pytest.mark.parametrize(
     "target",
     [
-        pytest.param(
-            "cpu", marks=[needs_compiler, pytest.mark.xfail(strict=True, reason=CPU_SOFTMAX)]
-        ),
+        pytest.param("cpu", marks=needs_compiler),
         pytest.param("opencl", marks=needs_device),
     ],
 )

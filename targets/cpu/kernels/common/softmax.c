@@ -13,7 +13,10 @@ static void irc_softmax(const float *restrict x, float *restrict y, long outer, 
         mx = irc_maxf(mx, z);
       }
       for (long k = 0; k < n; ++k) {
-        const float z = (scaled ? xs[k * inner] * beta : xs[k * inner]) - mx;
+        const float s = scaled ? xs[k * inner] * beta : xs[k * inner];
+        /* exactly 0 at a finite maximum: with -ffp-contract=fast, s - mx may become
+           fma(x, beta, -mx), whose unrounded product left ~1e31 for exp (FLT_MAX rows) */
+        const float z = (s == mx && isfinite(mx)) ? 0.0f : s - mx;
         const float e = expf(z);
         sum += e;
         ys[k * inner] = is_log ? z : e;
