@@ -59,7 +59,7 @@ class _PluginTarget(Target):
         return {_PluginPass.name: _PluginPass, _ShadowingPass.name: _ShadowingPass}
 
     def runtime(self) -> TargetRuntime:
-        raise NotImplementedError
+        raise NotImplementedError("a pass-registration test double: it runs nothing")
 
 
 @pytest.fixture

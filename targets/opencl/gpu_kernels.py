@@ -117,6 +117,19 @@ def required_group(size: int) -> str:
     return f"__attribute__((reqd_work_group_size({size}, 1, 1)))"
 
 
+def _row_tile_prologue(total: int, vectors: int, tiles_w: int, r_count: int, oh: int) -> list[str]:
+    """The first lines of a direct / depthwise kernel: work-item `gid` (past `total`: none) is
+    channel vector `cv` of the `r_count` pixels from `ow0` of row `oh` of image `n`, its
+    filter vectors at `wp`."""
+    return [
+        f"    if (gid >= {total}) return;\n",
+        f"    const int cv = gid % {vectors}; int t = gid / {vectors};\n",
+        f"    const int ow0 = (t % {tiles_w}) * {r_count}; t /= {tiles_w};\n",
+        f"    const int oh = t % {oh}; const int n = t / {oh};\n",
+        "    __global const REAL4* wp = (__global const REAL4*)x1 + cv;\n",
+    ]
+
+
 class GpuKernels(TiledKernels):
     """Generates the GPU-shaped kernels of one op into a `program.Program` (the epilogue
     stores of `TiledKernels`, on `float4` vectors)."""
@@ -269,11 +282,7 @@ class GpuKernels(TiledKernels):
         packed = padded.reshape(vectors, VW, kh, kw, c).transpose(2, 3, 4, 0, 1)
         zeros = self.program.constant(np.zeros(c, np.float32))
         lines = [
-            f"    if (gid >= {total}) return;\n",
-            f"    const int cv = gid % {vectors}; int t = gid / {vectors};\n",
-            f"    const int ow0 = (t % {tiles_w}) * {r_count}; t /= {tiles_w};\n",
-            f"    const int oh = t % {oh}; const int n = t / {oh};\n",
-            "    __global const REAL4* wp = (__global const REAL4*)x1 + cv;\n",
+            *_row_tile_prologue(total, vectors, tiles_w, r_count, oh),
         ]
         lines += [f"    float4 acc{r} = (float4)(0.0f);\n" for r in range(r_count)]
         lines += [
@@ -333,11 +342,7 @@ class GpuKernels(TiledKernels):
         # [C, KH, KW, 1] -> [KH][KW][C]
         packed = weights.reshape(c, kh, kw).transpose(1, 2, 0)
         lines = [
-            f"    if (gid >= {total}) return;\n",
-            f"    const int cv = gid % {vectors}; int t = gid / {vectors};\n",
-            f"    const int ow0 = (t % {tiles_w}) * {r_count}; t /= {tiles_w};\n",
-            f"    const int oh = t % {oh}; const int n = t / {oh};\n",
-            "    __global const REAL4* wp = (__global const REAL4*)x1 + cv;\n",
+            *_row_tile_prologue(total, vectors, tiles_w, r_count, oh),
         ]
         init = (
             "WIDEN4(((__global const REAL4*)x2)[cv])" if op.bias is not None else "(float4)(0.0f)"
