@@ -72,7 +72,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from irc.diagnostics import emit_error
 from irc.dialects import delegate, nn, quant
-from irc.dialects.nn.base import float_attr
+from irc.dialects.nn.base import float_attr, shape_of
 from irc.dialects.quant import UniformQuantizedType, quantized_element
 from irc.dtypes import numpy_dtype
 
@@ -176,10 +176,11 @@ def _bias(op: Operation) -> SSAValue | None:
 
 def _channel_axis(op: Operation) -> int:
     """The output-channel dimension of a conv-like op's result."""
-    rank = len(op.results[0].type.get_shape())  # type: ignore[attr-defined]
+    rank = len(shape_of(op.results[0]))
     if isinstance(op, nn.FullyConnectedOp):
         return rank - 1
-    return 3 if op.layout.data == "NHWC" else 1  # type: ignore[attr-defined]
+    assert isinstance(op, nn.Conv2DOp | nn.Conv2DTransposeOp), "only conv-like ops have a bias"
+    return 3 if op.layout.data == "NHWC" else 1
 
 
 def _bias_scales(op: Operation) -> list[float]:
@@ -216,7 +217,7 @@ def _validate(op: Operation) -> None:
     assert qw is not None, "verified: quantized inputs come with quantized weights"
     if qx.is_per_axis:
         emit_error(op, f"insert-qdq: an integer bias needs a per-tensor quantized input, got {qx}")
-    channels = op.results[0].type.get_shape()[_channel_axis(op)]  # type: ignore[attr-defined]
+    channels = shape_of(op.results[0])[_channel_axis(op)]
     scales = len(qw.scale_values)
     if scales != 1 and channels >= 0 and scales != channels:
         emit_error(
@@ -374,7 +375,9 @@ class _BlockRewriter:
         """The real bias ``stored * s_in * s_w[c]`` of a conv-like op, as a float value."""
         scales = _bias_scales(op)
         axis = None if len(scales) == 1 else 0
-        expressed = quantized_element(op.operands[0].type).expressed_type  # type: ignore[union-attr]
+        quantized_input = quantized_element(op.operands[0].type)
+        assert quantized_input is not None, "a bias of a candidate op: the input is quantized"
+        expressed = quantized_input.expressed_type
         dtype = _float_dtype(expressed)
         constant = _constant_behind(bias)
         if constant is not None and dtype is not None:
@@ -382,7 +385,7 @@ class _BlockRewriter:
             array = dequantize_array(stored, scales, [0] * len(scales), axis, dtype)
             self.folded[constant] = None
             return self._insert(nn.ConstantOp.from_array(array), op, constant)
-        shape = bias.type.get_shape()  # type: ignore[attr-defined]
+        shape = shape_of(bias)
         element = _element(bias)
         storage = element.storage_type if isinstance(element, UniformQuantizedType) else element
         assert isinstance(storage, IntegerType)

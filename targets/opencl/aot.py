@@ -100,10 +100,13 @@ def _string(entry: DictionaryAttr, key: str) -> str | None:
 
 
 def _tag_of(entry: DictionaryAttr) -> DeviceTag | None:
-    values = [_string(entry, key) for key in _TAG_FIELDS]
-    if any(value is None for value in values):
-        return None
-    return DeviceTag(*values)  # type: ignore[arg-type]
+    values: list[str] = []
+    for key in _TAG_FIELDS:
+        value = _string(entry, key)
+        if value is None:
+            return None
+        values.append(value)
+    return DeviceTag(*values)
 
 
 def _binary_of(entry: DictionaryAttr) -> bytes | None:
