@@ -6,9 +6,10 @@ For every model of ../shared/models/manifest.json, in one run: the median latenc
 refuses run on the reference target; input shapes from the manifest's `inputs`), of
 onnxruntime (.onnx models only, "—" otherwise) and of the TFLite interpreter (`ai_edge_litert`,
 default XNNPACK delegate; .tflite only, "—" otherwise), each with 2 threads, and the ratios
-irc / runtime (below 1: irc is faster). Also the share of the model's ops that the OpenCL
-target runs (from the compile summary's `@main` line) and the compile time (program cache as
-found). Prints a table; asserts nothing.
+irc / runtime (below 1: irc is faster). The runs are interleaved (irc, then each peer, one
+call each, `--repeat` times) so that load from other processes falls on all of them alike.
+Also the share of the model's ops that the OpenCL target runs (from the compile summary's
+`@main` line) and the compile time (program cache as found). Prints a table; asserts nothing.
 
 PoCL's CPU device uses every core of this 2-vCPU machine (2 threads; `POCL_CPU_MAX_CU_NUM` is
 set to the thread count before pyopencl loads). The absolute figures move 1.5-2x between runs
@@ -36,22 +37,76 @@ import argparse
 import json
 import os
 import re
+import statistics
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from side_by_side import (
     DEFAULT_MODELS,
+    NOT_APPLICABLE,
     fmt_ms,
     load_inputs,
-    median_ms,
     ratio,
-    run_ort,
-    run_tflite,
 )
+
+
+def ort_runner(path: Path, threads: int) -> Callable[[], object] | str:
+    """One onnxruntime inference of the model's golden inputs (.onnx only), else why not."""
+    if path.suffix != ".onnx":
+        return NOT_APPLICABLE
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return "missing"
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    inputs = load_inputs(path.parent)
+    feed = {i.name: inputs[i.name] for i in session.get_inputs()}
+    return lambda: session.run(None, feed)
+
+
+def tflite_runner(path: Path, threads: int) -> Callable[[], object] | str:
+    """One TFLite (XNNPACK) inference of the golden inputs (.tflite only), else why not."""
+    if path.suffix != ".tflite":
+        return NOT_APPLICABLE
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        return "missing"
+    interpreter = Interpreter(model_path=str(path), num_threads=threads)
+    interpreter.allocate_tensors()
+    inputs = load_inputs(path.parent)
+    details = interpreter.get_input_details()
+
+    def run() -> None:
+        for d in details:
+            interpreter.set_tensor(d["index"], inputs[d["name"]])
+        interpreter.invoke()
+
+    return run
+
+
+def interleaved_medians(
+    runners: Sequence[Callable[[], object]], repeat: int, warmup: int
+) -> list[float]:
+    """Median ms of each runner, timed one call each in turn, `repeat` rounds."""
+    for _ in range(warmup):
+        for run in runners:
+            run()
+    times: list[list[float]] = [[] for _ in runners]
+    for _ in range(repeat):
+        for run, out in zip(runners, times, strict=True):
+            start = time.perf_counter()
+            run()
+            out.append(time.perf_counter() - start)
+    return [statistics.median(t) * 1e3 for t in times]
 
 
 def opencl_share(summary: str) -> tuple[int, int] | None:
@@ -129,9 +184,11 @@ def run_irc(
     entry: dict[str, Any],
     repeat: int,
     warmup: int,
+    peers: Sequence[Callable[[], object]] = (),
     kernels: int = 0,
     geometry: bool = False,
 ) -> dict[str, Any]:
+    """Compile the model and time it interleaved with `peers` (their medians under "peers")."""
     import irc
 
     inputs = load_inputs(path.parent)
@@ -144,7 +201,7 @@ def run_irc(
             model = irc.compile(path, targets=["opencl", "reference"], input_shapes=shapes or None)
             compile_s = time.perf_counter() - start
         feed = {k: inputs[k] for k in model.input_names if k in inputs} or inputs
-        latency = median_ms(lambda: model.run(feed), repeat, warmup)
+        latency, *peer_ms = interleaved_medians([lambda: model.run(feed), *peers], repeat, warmup)
         top = top_kernels(model, feed, repeat, kernels) if kernels else []
         shapes_of_launches = launch_geometry(model) if geometry else []
     except Exception as exc:  # report and go on with the next model
@@ -152,6 +209,7 @@ def run_irc(
     summary = next((line for line in model.summary.splitlines() if "@main" in line), "")
     return {
         "ms": latency,
+        "peers": peer_ms,
         "compile_s": compile_s,
         "share": opencl_share(model.summary),
         "summary": summary.strip(),
@@ -218,9 +276,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not path.exists():
             print(f"{name:28} missing {path}")
             continue
-        result = run_irc(path, entry, args.repeat, args.warmup, args.kernels, args.geometry)
-        ort_ms = run_ort(path, args.threads, args.repeat, args.warmup)
-        tfl_ms = run_tflite(path, args.threads, args.repeat, args.warmup)
+        peers = [ort_runner(path, args.threads), tflite_runner(path, args.threads)]
+        callable_peers = [p for p in peers if not isinstance(p, str)]
+        result = run_irc(
+            path, entry, args.repeat, args.warmup, callable_peers, args.kernels, args.geometry
+        )
+        timed = iter(result.get("peers", []))
+        ort_ms, tfl_ms = (p if isinstance(p, str) else next(timed, "failed") for p in peers)
         if "error" in result:
             failed = f"{name:28} {'failed':>8} {fmt_ms(ort_ms)} {fmt_ms(tfl_ms)}"
             print(f"{failed}  irc: {result['error']}", flush=True)

@@ -479,6 +479,40 @@ def test_qdq_pairs_fused_into_conv_epilogues_are_bit_exact() -> None:
 
 
 @needs_device
+@pytest.mark.parametrize("rounding", ["half_away_from_zero", "half_to_even"])
+def test_qdq_epilogue_rounds_ties_nan_and_infinities_as_the_reference(rounding: str) -> None:
+    """The fused qcast's operator-only rounding (lowerings/epilogue.py's `ROUNDING_MAGIC`):
+    a depthwise 1x1 conv of ones passes quotients through unchanged, so every tie of both
+    signs, the largest float below 0.5, -0.0, values past the storage range, +-inf and NaN
+    reach the epilogue; the result equals the reference's qcast / dcast bit for bit."""
+    from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
+
+    signed = rounding == "half_away_from_zero"
+    storage = IntegerType(8) if signed else IntegerType(8, signedness=Signedness.UNSIGNED)
+    zp = 3 if signed else 128
+    element = quant.UniformQuantizedType.per_tensor(storage, Float32Type(), 0.5, zp)
+    below_half = float(np.nextafter(np.float32(0.5), np.float32(0)))
+    special = [below_half, -below_half, -0.0, 0.0, 1e30, -1e30, np.inf, -np.inf, np.nan]
+    special += [130.5, -130.5, 124.5, -131.5, 127.5, -128.5, 255.5, -255.5, 2.0**22 + 0.5]
+    ties = [k + 0.5 for k in range(-140, 140)]
+    quotients = np.array(special + ties + list(np.linspace(-300, 300, 99)), np.float32)
+    quotients = np.resize(quotients, 4 * 8 * 16)
+    x = (quotients * np.float32(0.5)).reshape(1, 4, 8, 16)
+    w = np.ones((16, 1, 1, 1), np.float32)
+
+    def build(xv: SSAValue, wv: SSAValue):
+        conv = nn.Conv2DOp.make(xv, wv, None, layout="NHWC", groups=16)
+        shape = conv.output.type.get_shape()  # type: ignore[union-attr]  # a TensorType
+        q = quant.QCastOp(conv.output, TensorType(element, shape), rounding=rounding)
+        return [conv, q, quant.DCastOp(q.output)]
+
+    source = run_cases([Case(f"qdq_{rounding}", build, [x, w], frozenset({1}))], rtol=0, atol=0)
+    assert "fused quant.qcast, quant.dcast" in source
+    assert "rint(" not in source
+    assert "floor(" not in source
+
+
+@needs_device
 def test_pad_with_negative_zero_fills_negative_zero() -> None:
     """`value = -0.0` is a fill value (fuzz seed 304210: it was written as +0.0), for the
     generic constant pad and the row copy of a channel pad."""

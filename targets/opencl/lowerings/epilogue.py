@@ -20,6 +20,7 @@ from irc.dialects import nn, quant
 from irc.dialects.nn import array_from_dense
 from irc.dialects.nn.base import get_float, get_str
 from irc.dialects.quant import UniformQuantizedType
+from irc.targets.opencl.build import BUILD_OPTIONS, FAST_MATH_BUILD_OPTIONS
 from irc.targets.opencl.lowerings.helpers import (
     RESIDUAL_LOAD,
     LoweringError,
@@ -144,22 +145,49 @@ def _other_operand(op: Operation, chain: SSAValue) -> SSAValue:
     return b if a is chain else a
 
 
+ROUNDING_MAGIC = "12582912.0f"
+"""1.5 * 2**23: `(v + M) - M` rounds a float with |v| < 2**22 to an integer, ties to even, in
+the default rounding mode — exactly `rint(v)`, with two additions instead of a call (PoCL
+does not inline builtins on `float16`: every call spills the register tile). Valid in a
+strict build only: `-cl-fast-relaxed-math` lets the compiler fold it back to `v`."""
+
+
 def qcast_exprs(op: quant.QCastOp) -> list[str]:
     """A per-tensor qcast of `v` as expressions (the stored integer, as a float): the
     reference's float32 division, its rounding and saturation. Exact where the build divides
     correctly rounded (build.py's CORRECT_DIVISION); a multiply-add that the compiler
-    contracts across the chain may move a value off a rounding tie (one step)."""
+    contracts across the chain may move a value off a rounding tie (one step).
+
+    In a strict build, operators only: NaN becomes 0 and the quotient is saturated to the
+    storage range *before* rounding (rounding is monotonic and the bounds are integers, so
+    this equals saturating after it), then `ROUNDING_MAGIC` rounds ties to even; half away
+    from zero moves a tie (`v - r` is exactly +-0.5, computed exactly) to `v +- 0.5`, which is
+    exact too. Under fast math (which may fold the magic addition) the builtin forms."""
     element = op.output.type.element_type
     assert isinstance(element, UniformQuantizedType)
     scale = _f(float(np.float32(element.scale_values[0])))
     zp = int(element.zero_point_values[0])
     low, high = element.storage_range
+    lo, hi = _f(low - zp), _f(high - zp)
+    if BUILD_OPTIONS == FAST_MATH_BUILD_OPTIONS:
+        if op.rounding.data == "half_to_even":
+            rounding = "rint(v)"
+        else:
+            rounding = (
+                "copysign(floor(fabs(v)) + (fabs(v) - floor(fabs(v)) >= 0.5f ? 1.0f : 0.0f), v)"
+            )
+        clamp = f"(isnan(v) ? 0.0f : fmin(fmax(v, {lo}), {hi})) + {_f(zp)}"
+        return [f"v / {scale}", rounding, clamp]
+    saturate = f"(v != v ? 0.0f : v < {lo} ? {lo} : v > {hi} ? {hi} : v)"
+    even = f"((v + {ROUNDING_MAGIC}) - {ROUNDING_MAGIC})"
     if op.rounding.data == "half_to_even":
-        rounding = "rint(v)"
+        rounding = even
     else:
-        rounding = "copysign(floor(fabs(v)) + (fabs(v) - floor(fabs(v)) >= 0.5f ? 1.0f : 0.0f), v)"
-    clamp = f"(isnan(v) ? 0.0f : fmin(fmax(v, {_f(low - zp)}), {_f(high - zp)})) + {_f(zp)}"
-    return [f"v / {scale}", rounding, clamp]
+        rounding = (
+            f"(v - {even} == 0.5f || v - {even} == -0.5f ? (v < 0.0f ? v - 0.5f : v + 0.5f)"
+            f" : {even})"
+        )
+    return [f"v / {scale}", saturate, rounding, f"v + {_f(zp)}"]
 
 
 def dcast_expr(op: quant.DCastOp) -> str:
