@@ -31,11 +31,12 @@ from cpu_support import (
     qtype,
     random_storage,
 )
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from irc.dialects import delegate, nn
+from irc.dialects.quant import RESCALE_ROUNDING
 from irc.targets.cpu import toolchain
 from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.reference.target import ReferenceRuntime
@@ -45,6 +46,13 @@ pytestmark = [needs_compiler, pytest.mark.private_cache(unset=["IRC_CPU_FUSE_INT
 rng = np.random.default_rng(8)
 
 Add = Callable[[Operation], SSAValue]
+
+
+def _rounding(op: Operation, single: bool) -> Operation:
+    """`op`, requantizing with one rounding (as ONNX models do) when `single`."""
+    if single:
+        op.attributes[RESCALE_ROUNDING] = StringAttr("single_round")
+    return op
 
 
 class Case:
@@ -71,8 +79,10 @@ class Case:
         fc: bool = False,
         symmetric: bool = False,
         extreme: bool = False,
+        single: bool = False,
     ):
         self.id = id
+        self.single = single
         self.x = random_storage(rng, shape, dtype)
         self.in_type = TensorType(qtype(dtype, 0.05, zp_in), list(shape))
         groups = shape[-1] if depthwise else 1
@@ -106,14 +116,22 @@ class Case:
         w = add(nn.ConstantOp.from_array(self.w, TensorType(self.w_type, list(self.w.shape))))
         b = None if self.b is None else add(nn.ConstantOp.from_array(self.b))
         op_type = nn.FullyConnectedOp if self.fc else nn.Conv2DOp
-        return add(op_type.make(x, w, b, **self.props))
+        return add(_rounding(op_type.make(x, w, b, **self.props), self.single))
 
 
 class AddCase:
     """One quantized add of two entry arguments (different scales and zero points)."""
 
-    def __init__(self, id: str, shape: tuple[int, ...], dtype: str = "int8", act: str = "none"):
+    def __init__(
+        self,
+        id: str,
+        shape: tuple[int, ...],
+        dtype: str = "int8",
+        act: str = "none",
+        single: bool = False,
+    ):
         self.id = id
+        self.single = single
         zps = (-3, 10, 2) if dtype == "int8" else (120, 131, 128)
         self.types = [
             TensorType(qtype(dtype, scale, zp), list(shape))
@@ -124,7 +142,8 @@ class AddCase:
         self.act = act
 
     def build(self, add: Add, args: Sequence[SSAValue]) -> SSAValue:
-        return add(nn.AddOp.make(*args, activation=self.act, result_elements=self.out_el))
+        op = nn.AddOp.make(*args, activation=self.act, result_elements=self.out_el)
+        return add(_rounding(op, self.single))
 
 
 CASES: list[Case | AddCase] = [
@@ -159,6 +178,29 @@ CASES: list[Case | AddCase] = [
     AddCase("add_odd", (3, 5, 7)),
     AddCase("add_relu6_threads", (1, 64, 64, 20), act="relu6"),
     AddCase("add_uint8", (2, 9, 16), dtype="uint8", act="relu"),
+    # single rounding (ONNX): factors below 1 take mode 0's vector epilogues (K1 = K2)
+    Case("pw_single", (1, 5, 7, 16), 17, zp_in=-3, zp_out=5, single=True),
+    Case("conv3x3_single", (1, 7, 6, 10), 40, (3, 3), pads=(1, 1, 1, 1), zp_in=7,
+         act="relu6", single=True),
+    Case("conv3x3_c3_single", (1, 6, 21, 3), 16, (3, 3), strides=(1, 2), pads=(1, 1, 1, 1),
+         zp_in=-9, single=True),
+    Case("pw_single_no_right_shift", (1, 4, 6, 16), 20, per_channel=False, out_scale=7e-4,
+         single=True),
+    Case("pw_single_left_shift", (1, 3, 3, 8), 16, out_scale=1e-5, zp_out=3, single=True),
+    Case("pw_single_uint8", (1, 6, 5, 20), 36, dtype="uint8", zp_in=128, zp_out=120,
+         single=True),
+    Case("dw3x3_single", (1, 10, 9, 24), 24, (3, 3), depthwise=True, pads=(1, 1, 1, 1),
+         zp_in=-5, single=True),
+    Case("dw3x3_s2_single", (1, 9, 9, 32), 32, (3, 3), depthwise=True, strides=(2, 2),
+         act="relu6", single=True),
+    Case("dw3x3_single_no_right_shift", (1, 5, 6, 16), 16, (3, 3), depthwise=True,
+         per_channel=False, pads=(1, 1, 1, 1), out_scale=7e-4, zp_out=-20, single=True),
+    Case("dw5x3_single_extreme", (1, 6, 6, 16), 16, (5, 3), depthwise=True, extreme=True,
+         out_scale=4.0, zp_in=5, single=True),
+    Case("fc_single", (1, 70), 33, zp_in=-9, fc=True, single=True),
+    AddCase("add_single", (3, 5, 7), single=True),
+    AddCase("add_single_relu6_threads", (1, 64, 64, 20), act="relu6", single=True),
+    AddCase("add_single_uint8", (2, 9, 16), dtype="uint8", act="relu", single=True),
 ]  # fmt: skip
 
 
@@ -206,8 +248,8 @@ def test_every_chain_is_fused(
     assert "quant.rescale" not in source  # every rescale runs in a kernel's epilogue
     assert source.count("irc_qconv_m") >= 12
     assert source.count("irc_qdepthwise") >= 4
-    assert source.count("irc_qadd_s8(") == 2
-    assert source.count("irc_qadd_u8(") == 1
+    assert source.count("irc_qadd_s8(") == 4
+    assert source.count("irc_qadd_u8(") == 2
 
 
 @pytest.mark.parametrize("name", isa_params(("avx512vnni", "avx512", "avx2", "generic")))

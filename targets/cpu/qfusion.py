@@ -254,7 +254,12 @@ def requant_blocks(op: quant.RescaleOp, channels: int, padded: int) -> tuple[np.
     S = 31 + b (half = 2^b / 2, b the right shift: one rounding shift, see csrc); other
     modes: multiplier, a, b (double rounding: left and right shift; single rounding:
     b = total shift 31 - s) and zeros. Padding channels are zero (mode 0: multiplier zero,
-    right shift 1)."""
+    right shift 1).
+
+    Single rounding, ``(x m + 2^(t-1)) >> t`` with t = 31 - s, is mode 0 with
+    K1 = K2 = 2^(t-1) and S = t whenever every t lies in [31, 62] (no factor >= 1: the
+    result then fits in int32, as mode 0's kernels need, and x m + K in int64): ONNX
+    models' requantizations take the vector epilogues of TFLite's."""
     multipliers, shifts = list(op.multiplier_values), list(op.shift_values)
     if len(multipliers) == 1:
         multipliers, shifts = multipliers * channels, shifts * channels
@@ -263,7 +268,13 @@ def requant_blocks(op: quant.RescaleOp, channels: int, padded: int) -> tuple[np.
     rows[0, :channels] = multipliers
     shift = np.array(shifts, np.int64)
     if single:
-        rows[2, :channels] = 31 - shift
+        total = 31 - shift
+        if ((total >= 31) & (total <= 62)).all():
+            rows[1, :channels] = rows[2, :channels] = 1 << (total - 1)
+            rows[3, :channels] = total
+            rows[3, channels:] = 32  # padding: zero multiplier, K and S >= 32 (as below)
+            return _block_order(rows, padded), 0
+        rows[2, :channels] = total
     else:
         rows[1, :channels] = np.maximum(shift, 0)
         rows[2, :channels] = np.maximum(-shift, 0)
@@ -277,9 +288,14 @@ def requant_blocks(op: quant.RescaleOp, channels: int, padded: int) -> tuple[np.
         rows[1] = (1 << 30) + half * (1 << 31)
         rows[2] = (1 << 30) + (half - (right > 0)) * (1 << 31)
         rows[3] = 31 + right
-    blocks = padded // 16
-    out = rows.reshape(4, blocks, 8, 2).transpose(1, 0, 3, 2)
-    return np.ascontiguousarray(out).reshape(-1), mode
+    return _block_order(rows, padded), mode
+
+
+def _block_order(rows: np.ndarray, padded: int) -> np.ndarray:
+    """Four parameter rows of `padded` channels -> 64 int64 per block of 16 channels, each
+    row in even/odd lane order (`requant_blocks`)."""
+    out = rows.reshape(4, padded // 16, 8, 2).transpose(1, 0, 3, 2)
+    return np.ascontiguousarray(out).reshape(-1)
 
 
 def conv_geometry(op: nn.Conv2DOp) -> dict[str, list[int]]:
@@ -336,7 +352,8 @@ def _add_input(
 
 
 def _requant_mode_zero(op: quant.RescaleOp) -> bool:
-    """Per-tensor, double rounding, no left shift, right shift <= 31 (`requant_blocks` mode 0)."""
+    """Per-tensor and `requant_blocks` mode 0: double rounding without a left shift and a
+    right shift <= 31, or single rounding of a factor below 1 (ONNX models)."""
     if len(op.multiplier_values) != 1 or quantized_element(op.input.type) is not None:
         return False
     return requant_blocks(op, 16, 16)[1] == 0
