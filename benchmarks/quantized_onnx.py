@@ -18,7 +18,8 @@ per-channel int8 weights, int8 activations) in both QDQ and QOperator format; th
   partition report of `irc.compile`);
 * latency: median of `CompiledModel.run` against onnxruntime's default (fused int8) session
   with 2 intra-op threads (thread spinning off, so that neither runtime's idle pool takes the
-  cores from the other), interleaved in this process, and irc's run of the float model.
+  cores from the other), interleaved in this process, and irc's run of the float model
+  (`irc/ort` and `irc/flt`: the quantized model's time over each).
 
 `OMP_NUM_THREADS` is set to the thread count before irc's runtime loads libgomp. Timings on
 this shared machine move 1.5-2x between runs: compare the ratios of one run
@@ -486,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"{'model':<22} {'<=1 step':>9} {'mean':>6} {'argmax':>6} {'max diff':>9} "
             f"{'ort spread':>10} {'in cpu':>11} {'regions':>7} {'irc ms':>8} {'ort ms':>8} "
-            f"{'irc/ort':>7} {'float ms':>8}"
+            f"{'irc/ort':>7} {'float ms':>8} {'irc/flt':>7}"
         )
         for name, paths in models.items():
             float_compiled = irc.compile(str(paths["float"]), targets=["cpu"])
@@ -516,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     )
                     line += (
                         f" {ms['irc']:>8.3f} {ms['ort']:>8.3f} {ms['irc'] / ms['ort']:>7.2f} "
-                        f"{ms['float']:>8.3f}"
+                        f"{ms['float']:>8.3f} {ms['irc'] / ms['float']:>7.2f}"
                     )
                 print(line, flush=True)
     return 0
