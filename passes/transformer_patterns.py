@@ -29,7 +29,9 @@ The other transformer blocks become the ops of `irc.dialects.nn.transformer`:
   scale as a multiply by a splat or a divide by one, or absent; the mask added either way
   round, or GPT-2's ``select(keep, scores, finfo.min)``, which becomes the additive mask
   ``select(keep, 0, finfo.min)``; ``k`` as ``[..., D, Lk]`` (`key_transposed`) or read
-  through `adj_y`).
+  through `adj_y`). A query or key multiplied by a splat before the product, through
+  reshapes and transposes (Whisper's pre-scaled queries, torch's export of
+  `scaled_dot_product_attention`), has the factor moved into the scale.
 * `MatmulToFullyConnected`: ``x @ W [+ b]`` with a constant 2-D ``W`` (torch's Linear as
   exported: MatMul, Add) -> ``nn.fully_connected x, W^T, b``, the op every target runs as
   its blocked GEMM with the bias in the epilogue (the weights transposed once, here).
@@ -378,6 +380,24 @@ def _scale_of(value: SSAValue) -> tuple[SSAValue, float] | None:
     return value, 1.0
 
 
+def _prescaled(value: SSAValue) -> tuple[nn.MulOp, SSAValue, float] | None:
+    """(the multiply, x, s) when `value` is ``x * s`` (either order) of a splat `s`, seen
+    through a chain of reshapes and transposes (each with one use; scaling commutes with
+    them), and the multiply broadcasts nothing: Whisper's ``q_proj(x) * scaling`` before the
+    heads are split, or `scaled_dot_product_attention`'s export, ``(q * sqrt(s)) @ (k^T *
+    sqrt(s))``."""
+    while isinstance(value.owner, nn.ReshapeOp | nn.TransposeOp) and value.has_one_use():
+        value = value.owner.operands[0]
+    mul = value.owner
+    if not isinstance(mul, nn.MulOp) or mul.activation.data != "none" or not value.has_one_use():
+        return None
+    for x, factor in (mul.operands, reversed(mul.operands)):
+        s = _splat(factor)
+        if s is not None and x.type == mul.output.type and _is_float_tensor(x):
+            return mul, x, s
+    return None
+
+
 class FuseAttention(RewritePattern):
     """``softmax(q @ k * scale [+ mask]) @ v`` -> ``nn.attention``, matched from the
     `nn.softmax` over the last axis."""
@@ -429,6 +449,9 @@ class FuseAttention(RewritePattern):
         ):
             return
         key_transposed = not qk.adj_y.value.data
+        prescaled = [m for m in (_prescaled(qk.lhs), _prescaled(qk.rhs)) if m is not None]
+        for _, _, factor in prescaled:
+            scale *= factor
         try:
             attention = nn.AttentionOp.make(
                 qk.lhs, qk.rhs, pv.rhs, mask, scale=scale, key_transposed=key_transposed
@@ -436,7 +459,10 @@ class FuseAttention(RewritePattern):
         except VerifyException:
             return  # broadcast batch dimensions or a mask of another shape: keep the graph
         if attention.output.type != pv.output.type:
+            attention.erase()
             return
+        for mul, x, _ in prescaled:  # the attention's operands follow
+            rewriter.replace(mul, [], [x])
         attention.location = pv.location
         rewriter.replace(pv, [*new_ops, attention])
 

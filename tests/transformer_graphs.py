@@ -24,12 +24,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["bert_inputs", "bert_like", "gpt2_inputs", "gpt2_like"]
+__all__ = ["OnnxGraph", "bert_inputs", "bert_like", "gpt2_inputs", "gpt2_like"]
 
 FLOAT_MIN = float(np.finfo(np.float32).min)
 
 
-class _Graph:
+class OnnxGraph:
     """Nodes and initializers, with fresh names."""
 
     def __init__(self, rng: np.random.Generator) -> None:
@@ -112,7 +112,7 @@ def bert_like(
     """A BERT encoder with the exporter's patterns (module docstring); inputs `input_ids`,
     `attention_mask`, `token_type_ids` ([batch, sequence] int64), outputs
     `last_hidden_state` and `pooler_output`."""
-    g = _Graph(np.random.default_rng(18))
+    g = OnnxGraph(np.random.default_rng(18))
     ids = "input_ids"
     batch, seq = g.dim(ids, 0), g.dim(ids, 1)
     length = g.op("Gather", g.op("Shape", ids), g.scalar(1, np.int64), axis=0)
@@ -192,7 +192,7 @@ def gpt2_like(
 ) -> onnx.ModelProto:
     """A GPT-2 without past with the exporter's patterns (module docstring); input
     `input_ids` ([batch, sequence] int64), output `logits`."""
-    g = _Graph(np.random.default_rng(2))
+    g = OnnxGraph(np.random.default_rng(2))
     ids = "input_ids"
     batch, seq = g.dim(ids, 0), g.dim(ids, 1)
     length = g.op("Gather", g.op("Shape", ids), g.scalar(1, np.int64), axis=0)

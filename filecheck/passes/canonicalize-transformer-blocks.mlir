@@ -255,3 +255,64 @@ func.func @attention_where_small_floor(%q: tensor<8x4xf32>, %kt: tensor<4x8xf32>
   %o = nn.batch_matmul %p, %v : tensor<8x8xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
   func.return %o : tensor<8x4xf32>
 }
+
+// -----
+
+// Whisper's eager attention: the query is scaled before the heads are split (q_proj(x) *
+// head_dim^-0.5, then reshape, transpose, reshape to [batch * heads, seq, head_dim]); the
+// factor moves into the attention's scale through the reshapes and the transpose.
+// CHECK-LABEL: func.func @attention_prescaled_query
+// CHECK-NEXT:    %[[Q4:.*]] = nn.reshape %qp shape = [1, 8, 2, 4]
+// CHECK-NEXT:    %[[QT:.*]] = nn.transpose %[[Q4]]
+// CHECK-NEXT:    %[[Q:.*]] = nn.reshape %[[QT]]
+// CHECK-NEXT:    %[[O:.*]] = nn.attention %[[Q]], %kt, %v scale = 0.5 key_transposed = true : tensor<2x8x4xf32>
+// CHECK-NEXT:    func.return %[[O]]
+func.func @attention_prescaled_query(%qp: tensor<1x8x8xf32>, %kt: tensor<2x4x8xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %c = nn.constant dense<0.5> : tensor<f32>
+  %qs = nn.mul %qp, %c : tensor<1x8x8xf32>, tensor<f32> -> tensor<1x8x8xf32>
+  %q4 = nn.reshape %qs shape = [1, 8, 2, 4] : tensor<1x8x8xf32> -> tensor<1x8x2x4xf32>
+  %qt = nn.transpose %q4 perm = [0, 2, 1, 3] : tensor<1x8x2x4xf32> -> tensor<1x2x8x4xf32>
+  %q = nn.reshape %qt shape = [2, -1, 4] : tensor<1x2x8x4xf32> -> tensor<2x8x4xf32>
+  %s = nn.batch_matmul %q, %kt : tensor<2x8x4xf32>, tensor<2x4x8xf32> -> tensor<2x8x8xf32>
+  %p = nn.softmax %s axis = -1 : tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+  %o = nn.batch_matmul %p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+  func.return %o : tensor<2x8x4xf32>
+}
+
+// -----
+
+// torch's export of scaled_dot_product_attention: q and k^T each times sqrt(scale) (constant
+// first on one side), the product unscaled; both factors move into the scale (0.5 * 0.25).
+// CHECK-LABEL: func.func @attention_sdpa_export
+// CHECK-NEXT:    %[[O:.*]] = nn.attention %q, %kt, %v scale = 0.125 key_transposed = true
+// CHECK-NEXT:    func.return %[[O]]
+func.func @attention_sdpa_export(%q: tensor<2x8x4xf32>, %kt: tensor<2x4x8xf32>, %v: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %a = nn.constant dense<0.5> : tensor<f32>
+  %b = nn.constant dense<0.25> : tensor<1xf32>
+  %qs = nn.mul %q, %a : tensor<2x8x4xf32>, tensor<f32> -> tensor<2x8x4xf32>
+  %ks = nn.mul %b, %kt : tensor<1xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %s = nn.batch_matmul %qs, %ks : tensor<2x8x4xf32>, tensor<2x4x8xf32> -> tensor<2x8x8xf32>
+  %p = nn.softmax %s axis = -1 : tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+  %o = nn.batch_matmul %p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+  func.return %o : tensor<2x8x4xf32>
+}
+
+// -----
+
+// A scaled query that is used elsewhere too, or scaled per channel (not a splat), keeps its
+// multiply; the attention still forms, with the scale of the product alone.
+// CHECK-LABEL: func.func @attention_prescale_kept
+// CHECK:         %[[QS:.*]] = nn.mul %q, %w
+// CHECK:         %[[KS:.*]] = nn.mul %kt, %c
+// CHECK:         nn.attention %[[QS]], %[[KS]], %v key_transposed = true
+// CHECK:         func.return
+func.func @attention_prescale_kept(%q: tensor<2x8x4xf32>, %kt: tensor<2x4x8xf32>, %v: tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x4x8xf32>) {
+  %w = nn.constant dense<[0.5, 1.0, 2.0, 4.0]> : tensor<4xf32>
+  %c = nn.constant dense<0.5> : tensor<f32>
+  %qs = nn.mul %q, %w : tensor<2x8x4xf32>, tensor<4xf32> -> tensor<2x8x4xf32>
+  %ks = nn.mul %kt, %c : tensor<2x4x8xf32>, tensor<f32> -> tensor<2x4x8xf32>
+  %s = nn.batch_matmul %qs, %ks : tensor<2x8x4xf32>, tensor<2x4x8xf32> -> tensor<2x8x8xf32>
+  %p = nn.softmax %s axis = -1 : tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+  %o = nn.batch_matmul %p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+  func.return %o, %ks : tensor<2x8x4xf32>, tensor<2x4x8xf32>
+}
