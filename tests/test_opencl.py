@@ -165,11 +165,14 @@ def test_lowering_fuses_epilogues_and_plans_buffers() -> None:
 def test_lowering_refuses_unsupported_op_at_the_op() -> None:
     module = parse(
         'delegate.executable private @e target("opencl") {\n'
-        "  func.func @entry(%x: tensor<4xf32>) -> tensor<4xi32> {\n"
-        "    %y = nn.cast %x : tensor<4xf32> -> tensor<4xi32>\n"
-        "    func.return %y : tensor<4xi32>\n  }\n}\n"
+        "  func.func @entry(%x: tensor<1x2x2x2xf32>, %s: tensor<2xf32>) -> tensor<1x2x2x2xf32> {\n"
+        '    %y = nn.batch_norm %x, %s, %s, %s, %s layout = "NHWC" : tensor<1x2x2x2xf32>,'
+        " tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x2x2xf32>\n"
+        "    func.return %y : tensor<1x2x2x2xf32>\n  }\n}\n"
     )
-    with pytest.raises(IrcDiagnosticError, match=r"lower-opencl: opencl: no kernel for 'nn\.cast'"):
+    with pytest.raises(
+        IrcDiagnosticError, match=r"lower-opencl: opencl: no kernel for 'nn\.batch_norm'"
+    ):
         lower(module)
 
 
@@ -732,6 +735,42 @@ def test_outputs_that_alias_arguments_constants_and_each_other() -> None:
     first = loaded.execute("entry", [x])
     loaded.execute("entry", [-x])
     np.testing.assert_array_equal(first[2].to_host(), np.maximum(x, 0))
+
+
+@needs_device
+def test_resize_row_kernels_match_the_reference() -> None:
+    """kernels=cpu resizes an even channel count one output row per work-item, pixels as
+    channel vectors (16, 8, 4 and 2 wide): nearest (float and int8 storage) and bilinear in
+    every coordinate mode, up and down, batch 2."""
+    from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
+
+    from irc.dialects.nn.shape import COORDINATE_MODES
+
+    def resize(case_id: str, x: np.ndarray, size: list[int], **props: object) -> Case:
+        return op_case(case_id, nn.ResizeOp, [x], size=size, layout="NHWC", **props)
+
+    i8 = quant.UniformQuantizedType.per_tensor(IntegerType(8), Float32Type(), 0.05, 3)
+
+    def nearest_i8(xv: SSAValue):
+        q = quant.QCastOp(xv, TensorType(i8, xv.type.get_shape()))  # type: ignore[attr-defined]
+        moved = nn.ResizeOp.make(q.output, size=[8, 6], layout="NHWC")
+        return [q, moved, quant.DCastOp(moved.results[0])]
+
+    cases = [
+        resize("nearest_x2_c96", rand(1, 4, 5, 96), [8, 10]),
+        resize("nearest_x4_c24", rand(2, 3, 2, 24), [12, 8]),
+        resize("nearest_down_c12", rand(1, 7, 9, 12), [3, 4], nearest_mode="floor"),
+        resize("nearest_c6_half_pixel", rand(1, 5, 4, 6), [9, 7], coordinate_mode="half_pixel"),
+        Case("nearest_i8_c16", nearest_i8, [rand(1, 4, 3, 16)]),
+    ]
+    for cm in COORDINATE_MODES:
+        cases.append(
+            resize(f"bilinear_{cm}", rand(2, 5, 7, 8), [9, 12], mode="bilinear", coordinate_mode=cm)
+        )
+    cases.append(resize("bilinear_down_c4", rand(1, 9, 8, 4), [4, 3], mode="bilinear"))
+    source = run_cases(cases)
+    for width in (16, 8, 4, 2):
+        assert f"(rows x{width}) */" in source, width
 
 
 # ---- Quantized: dcast / qcast and data movement on int8 / uint8 storage ------------------------

@@ -209,3 +209,89 @@ def test_tiled_kernels_match_the_reference() -> None:
             host = next(outs).to_host()
             assert host.shape == ref.shape, b.case.id
             np.testing.assert_allclose(host, ref, rtol=1e-4, atol=1e-5, err_msg=b.case.id)
+
+
+# ---- conv2d_transpose with stride equal to its kernel: the tiled GEMM (kernels=cpu) ------------
+
+
+def _tconv(case_id: str, x, w, b, epilogue: str = "", **props) -> Case:
+    """conv2d_transpose (constant filter and bias) and an optional fused epilogue: `bn`, a
+    batch norm's per-channel multiply-add then relu (DBNet's head), `res`, a same-shape
+    residual add, `sigmoid` (DBNet's output), `qdq`, an int8 quantize-dequantize pair."""
+    from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
+
+    from irc.dialects import quant
+
+    props.setdefault("layout", "NHWC")
+    oc = w.shape[0]
+    arrays = [x, w, b if b is not None else np.zeros(oc, np.float32)]
+    scale, shift = rand(1, 1, oc), rand(oc)
+    element = quant.UniformQuantizedType.per_tensor(IntegerType(8), Float32Type(), 0.05, -3)
+
+    def build(xv: SSAValue, wv: SSAValue, bv: SSAValue, *extra: SSAValue):
+        conv = nn.Conv2DTransposeOp.make(xv, wv, bv if b is not None else None, **props)
+        ops: list = [conv]
+        if epilogue == "bn":
+            mul = nn.MulOp.make(conv.output, extra[0])
+            ops += [mul, nn.AddOp.make(mul.output, extra[1], activation="relu")]
+        elif epilogue == "res":
+            ops.append(nn.AddOp.make(extra[0], conv.output))
+        elif epilogue == "sigmoid":
+            ops.append(nn.SigmoidOp.make(conv.output))
+        elif epilogue == "qdq":
+            shape = conv.output.type.get_shape()  # type: ignore[union-attr]  # a TensorType
+            q = quant.QCastOp(conv.output, TensorType(element, shape))
+            ops += [q, quant.DCastOp(q.output)]
+        return ops
+
+    n, h, wd, _ = x.shape
+    extra = {"bn": [scale, shift], "res": [rand(n, h * w.shape[1], wd * w.shape[2], oc)]}
+    return Case(case_id, build, arrays + extra.get(epilogue, []), frozenset({1, 2}))
+
+
+TRANSPOSE_CASES = [
+    _tconv("t2x2_x24_bn", rand(1, 5, 6, 12), rand(24, 2, 2, 12), rand(24), "bn", strides=[2, 2]),
+    _tconv("t2x2_x16_res", rand(2, 3, 5, 7), rand(16, 2, 2, 7), None, "res", strides=[2, 2]),
+    _tconv("t2x2_x8_qdq", rand(1, 4, 4, 9), rand(8, 2, 2, 9), rand(8), "qdq", strides=[2, 2]),
+    _tconv("t3x2_x32", rand(1, 3, 3, 4), rand(32, 3, 2, 4), rand(32), strides=[3, 2]),
+    # under 8 channels: all taps x channels in one vector, stored lane by lane
+    _tconv("t2x2_x1_bn", rand(1, 7, 5, 24), rand(1, 2, 2, 24), rand(1), "bn", strides=[2, 2]),
+    _tconv("t2x2_x3", rand(1, 3, 3, 5), rand(3, 2, 2, 5), None, strides=[2, 2]),
+    _tconv("t2x2_x1_sig", rand(1, 4, 6, 16), rand(1, 2, 2, 16), rand(1), "sigmoid", strides=[2, 2]),
+    # not tiled: 3x3 taps x 5 channels (45 > 16 lanes); output padding past the input
+    _tconv("t3x3_x5", rand(1, 3, 4, 6), rand(5, 3, 3, 6), rand(5), "res", strides=[3, 3]),
+    _tconv(
+        "t2x2_outpad",
+        rand(1, 3, 3, 8),
+        rand(8, 2, 2, 8),
+        rand(8),
+        strides=[2, 2],
+        output_padding=[1, 1],
+    ),
+]
+
+
+@needs_device
+@pytest.mark.parametrize("kernels", ["cpu", "gpu"])
+def test_transposed_conv_kernels_match_the_reference(kernels: str) -> None:
+    """The tiled GEMM of a stride-equals-kernel conv2d_transpose (kernels=cpu) and the direct
+    gather of one tap per output pixel (both styles), fused epilogues included."""
+    module, executable, built = build_executable(TRANSPOSE_CASES, f"test_tconv_{kernels}")
+    executable.properties["target"] = StringAttr("opencl")
+    expected = [reference_outputs(b) for b in built]
+    LowerOpenCLPass(kernels=kernels).apply(make_context(), module)
+    module.verify()
+    (program,) = [op for op in module.walk() if isinstance(op, ocl.ProgramOp)]
+    source = program.source.data
+    assert source.count("nn.conv2d_transpose") == len(TRANSPOSE_CASES)
+    assert source.count("(tiled ") == (7 if kernels == "cpu" else 0)
+    assert "fused nn.mul, nn.add" in source
+    assert "fused quant.qcast, quant.dcast" in source
+    loaded = OpenCLRuntime().load(executable)
+    outs = iter(loaded.execute("entry", [a for b in built for a in b.args]))
+    for b, refs in zip(built, expected, strict=True):
+        for ref in refs:
+            host = next(outs).to_host()
+            assert host.shape == ref.shape, b.case.id
+            tolerance = 0.05 + 1e-6 if b.case.id.endswith("qdq") else 1e-5
+            np.testing.assert_allclose(host, ref, rtol=1e-4, atol=tolerance, err_msg=b.case.id)

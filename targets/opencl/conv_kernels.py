@@ -446,6 +446,137 @@ class TiledKernels:
         desc += f" (tiled x{vw}) [{mr}x{vw} tile]"
         return self._finish("".join(lines), inputs, n * oh * tiles_w * blocks, desc)
 
+    def conv_transpose(
+        self,
+        op: nn.Conv2DTransposeOp,
+        weights: np.ndarray,
+        in_shape: tuple[int, ...],
+        out_shape: tuple[int, ...],
+        props: dict,
+        desc: str,
+    ) -> TileKernel | None:
+        """conv2d_transpose whose stride equals its kernel (2x2 stride 2: no two taps meet;
+        dilation 1, no pads, groups 1), or None: a GEMM of the input pixels (rows) x KH*KW*OC
+        columns (tap, channel), each column's value stored at its own output pixel. With
+        OC divisible by 8, NV `floatVW` channel vectors per work-item (filter packed
+        `[KH*KW*OC/NR][C][NV][VW]`); with fewer channels, one vector of all KH*KW*OC columns
+        (up to 16) per row, stored lane by lane."""
+        n, h, w, c = in_shape
+        oc, kh, kw, cg = weights.shape
+        if get_int(props, "groups") != 1 or cg != c or any(get_ints(props, "pads")):
+            return None
+        if tuple(get_ints(props, "strides")) != (kh, kw):
+            return None
+        if tuple(get_ints(props, "dilations")) != (1, 1) or tuple(out_shape) != (
+            n,
+            h * kh,
+            w * kw,
+            oc,
+        ):
+            return None
+        taps, rows = kh * kw, n * h * w
+        oh, ow = h * kh, w * kw
+        columns = weights.transpose(1, 2, 0, 3).reshape(taps * oc, c)  # [(tap, oc), C]
+        vw = vector_width(oc)
+        if vw:
+            per_tap = oc // vw
+            blocks = taps * per_tap
+            nv = vectors_per_item(blocks, vw)
+            groups = blocks // nv
+            packed = columns.reshape(groups, nv, vw, c).transpose(0, 3, 1, 2)
+        else:
+            per_tap, nv, groups = 0, 1, 1
+            vw = next((width for width in (4, 8, 16) if taps * oc <= width), 0)
+            if not vw:
+                return None
+            packed = np.pad(columns, [(0, vw - taps * oc), (0, 0)]).T  # [C][VW]
+        mr = row_tile(rows)
+        tiles = -(-rows // mr)
+        ragged = tiles * mr > rows
+        vec, real = f"float{vw}", f"REAL{vw}"
+        lines = [
+            f"    const int cg = gid % {groups}; const int m0 = (gid / {groups}) * {mr};\n",
+            f"    __global const {real}* wp = (__global const {real}*)x1 + cg * {c * nv};\n",
+        ]
+        for r in range(mr):
+            row = f"min(m0 + {r}, {rows - 1})" if ragged else f"m0 + {r}"
+            lines.append(f"    __global const REAL* a{r} = x0 + ({row}) * {c};\n")
+        for v in range(nv):
+            if per_tap:
+                lines.append(
+                    f"    const int t{v} = (cg * {nv} + {v}) / {per_tap};"
+                    f" const int o{v} = (cg * {nv} + {v}) % {per_tap};\n"
+                )
+                init = (
+                    f"WIDEN{vw}(((__global const {real}*)x2)[o{v}])"
+                    if op.bias is not None
+                    else f"({vec})(0.0f)"
+                )
+            else:
+                lanes = [
+                    f"WIDEN(x2[{lane % oc}])"
+                    if op.bias is not None and lane < taps * oc
+                    else "0.0f"
+                    for lane in range(vw)
+                ]
+                init = f"({vec})({', '.join(lanes)})"
+            lines += [f"    {vec} acc{r}_{v} = {init};\n" for r in range(mr)]
+        lines.append(f"    for (int k = 0; k < {c}; ++k) {{\n")
+        for v in range(nv):
+            lines.append(f"        const {vec} w{v} = WIDEN{vw}(wp[k * {nv} + {v}]);\n")
+        for r in range(mr):
+            lines.append(f"        const float b{r} = a{r}[k];\n")
+            lines += [f"        acc{r}_{v} += b{r} * w{v};\n" for v in range(nv)]
+        lines.append("    }\n")
+        for r in range(mr):
+            lines.append(f"    if (m0 + {r} < {rows}) {{\n" if ragged else "    {\n")
+            lines.append(
+                f"        const int m = m0 + {r}; const int iw = m % {w};"
+                f" const int ih = (m / {w}) % {h}; const int nb = m / {w * h};\n"
+            )
+            for v in range(nv):
+                acc = f"acc{r}_{v}"
+                if per_tap:
+                    pixel = (
+                        f"(nb * {oh} + ih * {kh} + t{v} / {kw}) * {ow} + iw * {kw} + t{v} % {kw}"
+                    )
+                    lines.append(self._store(vw, acc, pixel, f"o{v}", oc))
+                    continue
+                # without residual reads the epilogue runs once on the vector (one call of a
+                # builtin such as sigmoid's exp per row, not one per lane)
+                whole = not any(self.residual_pattern.search(e) for e in self.act)
+                if whole:
+                    body = "".join(f" v = {e};" for e in self.act if e != "v")
+                    lines.append(f"        {{ {vec} v = {acc};{body}\n")
+                for lane in range(taps * oc):
+                    (a, b), channel = divmod(lane // oc, kw), lane % oc
+                    element = f"((nb * {oh} + ih * {kh} + {a}) * {ow} + iw * {kw} + {b}) * {oc}"
+                    element += f" + {channel}"
+                    if whole:
+                        lines.append(f"            y[{element}] = v.s{lane:x};\n")
+                    else:
+                        lines.append(self._lane_store(f"{acc}.s{lane:x}", element, str(channel)))
+                if whole:
+                    lines.append("        }\n")
+            lines.append("    }\n")
+        inputs: list[SSAValue | str] = [op.input, self.program.constant(packed)]
+        if op.bias is not None:
+            inputs.append(op.bias)
+        desc += f" (tiled x{vw}) [{mr}x{nv * vw} tile]"
+        return self._finish("".join(lines), inputs, tiles * groups, desc)
+
+    def _lane_store(self, value: str, element: str, channel: str) -> str:
+        """Apply the epilogue to one float `value` (output element `element`, channel
+        `channel`) and store it."""
+
+        def scalar(m: re.Match[str]) -> str:
+            index = element if m.group(2) is None else channel
+            return f"WIDEN(RESIDUAL{m.group(1)}[{index}])"
+
+        exprs = [self.residual_pattern.sub(scalar, e) for e in self.act]
+        body = "".join(f" v = {e};" for e in exprs if e != "v")
+        return f"        {{ float v = {value};{body} y[{element}] = v; }}\n"
+
     def conv(
         self,
         op: nn.Conv2DOp,

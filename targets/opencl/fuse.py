@@ -1,8 +1,8 @@
 """`opencl-fuse`: group a producer and its elementwise epilogue into one `ocl.fusion`.
 
 In every entry of an OpenCL executable not bufferized yet, a producer — `nn.conv2d`,
-`nn.fully_connected`, `nn.batch_matmul` or an elementwise op — whose only result has one
-use by an elementwise op is fused with it, and so on down the chain:
+`nn.conv2d_transpose`, `nn.fully_connected`, `nn.batch_matmul` or an elementwise op — whose
+only result has one use by an elementwise op is fused with it, and so on down the chain:
 
 * unary activations (relu, relu6, clip, sigmoid, tanh, hard_swish, leaky_relu,
   hard_sigmoid);
@@ -11,11 +11,11 @@ use by an elementwise op is fused with it, and so on down the chain:
   the output's index, a per-channel vector (`[C]`, `[1, 1, 1, C]`: a MatMul's bias add, a
   squeeze-excite scale) read at the channel, or a one-element constant (a decomposed
   hard-swish's `+ 3`, `/ 6`) inlined as a literal;
-* after a conv, fully_connected or batch_matmul (float accumulators), a per-tensor 8-bit
-  `quant.qcast` whose only user is a `quant.dcast` back to float32 — what `insert-qdq` leaves
-  between the float kernels of an int8 model: the value is quantized and dequantized in
-  registers (lowerings/epilogue.py's `qcast_exprs` / `dcast_expr`) and the 8-bit tensor is
-  never stored.
+* after a conv, conv2d_transpose, fully_connected or batch_matmul (float accumulators), a
+  per-tensor 8-bit `quant.qcast` whose only user is a `quant.dcast` back to float32 — what
+  `insert-qdq` leaves between the float kernels of an int8 model: the value is quantized and
+  dequantized in registers (lowerings/epilogue.py's `qcast_exprs` / `dcast_expr`) and the
+  8-bit tensor is never stored.
 
 The chain goes into the region of an `ocl.fusion` placed where its last op was (every
 value the chain reads is defined above that point), and `opencl-bufferize` emits one kernel
@@ -46,6 +46,7 @@ TARGET = "opencl"
 
 PRODUCERS: tuple[type[Operation], ...] = (
     nn.Conv2DOp,
+    nn.Conv2DTransposeOp,
     nn.FullyConnectedOp,
     nn.BatchMatmulOp,
     *BINARY_EXPR,
@@ -93,6 +94,7 @@ def _epilogue_user(value: SSAValue) -> Operation | None:
 
 QDQ_PRODUCERS: tuple[type[Operation], ...] = (
     nn.Conv2DOp,
+    nn.Conv2DTransposeOp,
     nn.FullyConnectedOp,
     nn.BatchMatmulOp,
 )

@@ -1,5 +1,9 @@
 """resize, nearest and bilinear, every coordinate mode: the sampling tables are computed at
-lowering with the reference target's own functions (float32 tables in either precision)."""
+lowering with the reference target's own functions (float32 tables in either precision).
+
+With `kernels=cpu` and a channel count divisible by 2, one work-item per output row copies
+(nearest) or interpolates (bilinear) whole pixels as channel vectors (`VECTOR_WIDTHS`);
+otherwise one work-item per output element."""
 
 from __future__ import annotations
 
@@ -78,9 +82,61 @@ def _resize(op: nn.ResizeOp, program: Program, desc: str) -> KernelRun:
             + "    const float t0 = a0 + (b0 - a0) * wh; const float t1 = a1 + (b1 - a1) * wh;\n"
             + "    y[gid] = t0 + (t1 - t0) * ww;\n"
         )
-    kernel = _signature(2, body, [ct, "float"], ct)
     inputs: list[SSAValue | str] = [op.input, program.constant(table, table=True)]
+    vw = next((width for width in VECTOR_WIDTHS if c % width == 0), 0)
+    if program.kernel_style == "cpu" and vw:
+        body = _row_body(mode, (n, h, w, c), (oh, ow), vw, ct)
+        kernel = _signature(2, body, [ct, "float"], ct)
+        return program.kernel(kernel, f"{desc} (rows x{vw})"), inputs, [n * oh]
+    kernel = _signature(2, body, [ct, "float"], ct)
     return program.kernel(kernel, desc), inputs, [_numel((n, oh, ow, c))]
+
+
+VECTOR_WIDTHS = (16, 8, 4, 2)
+"""Channel vector widths of the row kernels, widest first."""
+
+
+def _row_body(
+    mode: str, in_shape: tuple[int, int, int, int], out_size: tuple[int, int], vw: int, ct: str
+) -> str:
+    """One output row (`gid` = n * OH + oh) per work-item, pixels as `VW`-channel vectors:
+    nearest copies the source pixel's vectors; bilinear lerps the four taps along h, then
+    w, in the per-element kernel's order and arithmetic."""
+    _, h, w, c = in_shape
+    oh, ow = out_size
+    blocks = c // vw
+    vec = f"{ct}{vw}" if ct != REAL else f"REAL{vw}"
+    lines = [
+        f"    const int oh = gid % {oh}; const int n = gid / {oh};\n",
+        f"    __global const {vec}* src = (__global const {vec}*)x0 + n * {h * w * blocks};\n",
+        f"    __global {vec}* dst = (__global {vec}*)y + gid * {ow * blocks};\n",
+    ]
+    if mode == "nearest":
+        lines += [
+            f"    __global const {vec}* row = src + (int)x1[oh] * {w * blocks};\n",
+            f"    for (int ow = 0; ow < {ow}; ++ow) {{\n",
+            f"        __global const {vec}* pixel = row + (int)x1[{oh} + ow] * {blocks};\n",
+            f"        for (int j = 0; j < {blocks}; ++j) dst[ow * {blocks} + j] = pixel[j];\n",
+            "    }\n",
+        ]
+        return "".join(lines)
+    fv = f"float{vw}"
+    lines += [
+        f"    __global const {vec}* lo = src + (int)x1[oh] * {w * blocks};\n",
+        f"    __global const {vec}* hi = src + (int)x1[{oh} + oh] * {w * blocks};\n",
+        f"    const float wh = x1[{2 * oh} + oh];\n",
+        f"    __global const float* tw = x1 + {3 * oh};\n",
+        f"    for (int ow = 0; ow < {ow}; ++ow) {{\n",
+        f"        const int lw = (int)tw[ow] * {blocks}; const int hw = (int)tw[{ow} + ow]"
+        f" * {blocks}; const float ww = tw[{2 * ow} + ow];\n",
+        f"        for (int j = 0; j < {blocks}; ++j) {{\n",
+        f"            const {fv} a0 = WIDEN{vw}(lo[lw + j]), b0 = WIDEN{vw}(hi[lw + j]);\n",
+        f"            const {fv} a1 = WIDEN{vw}(lo[hw + j]), b1 = WIDEN{vw}(hi[hw + j]);\n",
+        f"            const {fv} t0 = a0 + (b0 - a0) * wh; const {fv} t1 = a1 + (b1 - a1) * wh;\n",
+        f"            dst[ow * {blocks} + j] = NARROW{vw}(t0 + (t1 - t0) * ww);\n",
+        "        }\n    }\n",
+    ]
+    return "".join(lines)
 
 
 @lowering(nn.ResizeOp)
