@@ -94,7 +94,8 @@ def _op(text: str) -> nn.NNOp:
     ("body", "code"),
     [
         ("%y = nn.relu %x : tensor<4xf32> -> tensor<4xf32>", ""),
-        ("%y = nn.cast %x : tensor<4xf32> -> tensor<4xi32>", "op"),
+        ("%y = nn.cast %x : tensor<4xf32> -> tensor<4xi32>", ""),
+        ("%y = nn.cast %x : tensor<4xf32> -> tensor<4xi16>", "dtype"),
         ("%y = nn.relu %x : tensor<?xf32> -> tensor<?xf32>", "dynamic"),
         ("%y = nn.softmax %x axis = 0 : tensor<4xf32> -> tensor<4xf32>", ""),
         (
@@ -341,6 +342,9 @@ def test_binary_broadcasting_family() -> None:
         ((5,), ()),
         ((3, 1), (3, 7)),
         ((2, 3), (2, 3)),
+        # per-channel vectors (read at gid % C), first or second
+        ((1, 1, 1, 6), (1, 2, 5, 6)),
+        ((1, 2, 5, 6), (1, 1, 6)),
     ]
     cases = []
     for op in (nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp, nn.MaximumOp, nn.MinimumOp):

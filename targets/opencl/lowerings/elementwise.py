@@ -1,9 +1,10 @@
 """Elementwise unary and binary ops, computed in `REAL` with their fused epilogue.
 
 add/sub/mul/div/maximum/minimum read their operands with numpy broadcasting by output
-coordinates and take an epilogue; the activation ops of `UNARY_OPS` and the other unary ops
-(abs, neg, exp, log, sqrt, rsqrt, erf, gelu exact/tanh) are one work-item per element; pow,
-squared_difference and prelu broadcast as numpy does.
+coordinates (a per-channel vector at `gid % C`, without them) and take an epilogue; the
+activation ops of `UNARY_OPS` and the other unary ops (abs, neg, exp, log, sqrt, rsqrt, erf,
+gelu exact/tanh) are one work-item per element; pow, squared_difference and prelu broadcast
+as numpy does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from irc.targets.opencl.lowerings.epilogue import (
     UNARY_OPS,
     _activations,
     compose,
+    is_channel_vector,
     prelude,
     unary_expr,
 )
@@ -76,6 +78,9 @@ def binary(op: Operation, epilogue: list[Operation], program: Program) -> Emitte
         s = _shape(v)
         if s == out_shape:
             idx.append("gid")
+            continue
+        if is_channel_vector(s, out_shape):  # a per-channel scale or shift: no coordinates
+            idx.append(f"gid % {out_shape[-1]}")
             continue
         padded = (1,) * (rank - len(s)) + s
         st = _strides(padded)
