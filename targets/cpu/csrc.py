@@ -16,9 +16,9 @@ at compile time as ``[G][OCg/NB][KH][KW][Cg][NB]`` (NB = 16 or 32 output channel
 pixel x NR channel accumulator tile of the ISA's native vectors (`irc_vf`, IRC_VL lanes:
 AVX-512 8 x 32 in zmm, AVX2 6 x 16 in ymm, generic 4 x 8) with the bias, activation and
 residual epilogue applied there (masked loads/stores for a partial channel block), a
-packed block wider than the tile walked in tile-wide slices, and one OpenMP parallel loop
-per op over pixel chunks (and output-channel block ranges for small images), only when the
-op is big enough to pay for the fork/join (IRC_PARALLEL_CONV_WORK, IRC_PARALLEL_DW_WORK).
+packed block wider than the tile walked in tile-wide slices, and the op's pixel chunks (and
+output-channel block ranges for small images) split over the threads only when the op is
+big enough (IRC_PARALLEL_CONV_WORK, IRC_PARALLEL_DW_WORK).
 Depthwise convolutions run IRC_VL-channel vectors for any C >= IRC_VL (the last block
 overlaps its neighbour), borders included.
 
@@ -30,9 +30,12 @@ kernels ("qfused" and its instances `fused_conv_kernel`, `fused_depthwise_quads_
 when the compiler targets it (depthwise: on input columns gathered into quads of 4 kernel
 rows), AVX-512 requantization; on AVX2 without VNNI exact int16 pair sums (vpmaddwd) and a
 vectorised mode-0 requantization; portable C paths for all (the generic profile, tested).
-The fused int8 kernels (and irc_qpad) split over the threads with the library's own pool
-(`irc_parallel`, kernels/common/pool.h: whoever runs claims the next chunk, the caller never
-waits for a worker the OS has not scheduled), not OpenMP, on the library's thread count.
+The float kernels of the library (conv2d, depthwise, pool2d, batch_matmul, the transformer
+kernels), the fused int8 kernels and irc_qpad split over the threads with the library's own
+pool (`irc_parallel`, kernels/common/pool.h, in the "common" snippet: whoever runs claims
+the next range of tasks, the caller never waits for a worker the OS has not scheduled), not
+OpenMP, on the library's thread count; `IRC_PARFOR` (OpenMP) is left to loops generated
+inline (elementwise and integer ops) and the unfused integer kernels.
 
 Float semantics follow the reference kernels: NaN propagates through max/min/relu/clip like
 numpy's `maximum`/`minimum`, fused activations are TFLite's.
@@ -89,6 +92,7 @@ def _common_source() -> str:
     return "".join(
         (
             kernel_file("common/prelude.h"),
+            kernel_file("common/pool.h"),
             per_isa("vector.h"),
             kernel_file("common/vector.h"),
             kernel_file("common/scalar.h"),
@@ -183,9 +187,6 @@ typedef uint32_t irc_vu32 __attribute__((vector_size(64)));
 typedef int32_t irc_vi32x8 __attribute__((vector_size(32)));
 typedef int8_t irc_vb8 __attribute__((vector_size(8)));
 
-"""
-    + kernel_file("common/pool.h")
-    + r"""
 /* Multiply-adds above which a fused int8 conv / depthwise kernel splits over the threads:
    ~0.03 ms of one core's work with VNNI (a fork/join costs ~1-10 us), so that the small
    late layers of a CNN (7x7 and 14x14 depthwise, the classifier) do not run on one core

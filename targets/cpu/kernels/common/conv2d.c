@@ -62,7 +62,26 @@ IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const f
   }
 }
 
-/* One slice of a channel block: pixels [ow0, ow1) of an output row, TV vectors. */
+/* MR_ pixels of a slice from ow (irc_conv_tile, then the scalar epilogues it leaves). */
+IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, int ow,
+                                  const float *restrict xrow, const float *restrict wb,
+                                  float *restrict y, float *restrict yrow, int oc0, int nvalid,
+                                  const float *restrict bb, int C, int Wp, int OC, int KH,
+                                  int KW, int SW, int DH, int DW, int Cg, int act, int vact,
+                                  const float *restrict res, int act2, int vact2) {
+  float *restrict o = yrow + (long)ow * OC + oc0;
+  const float *restrict ro = res ? res + (o - y) : NULL;
+  irc_conv_tile(MR_, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
+                (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2);
+  if (vact < 0 || (res && vact2 < 0))
+    for (int m = 0; m < MR_; ++m) {
+      if (vact < 0) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
+      if (res) irc_residual(o + (long)m * OC, nvalid, ro + (long)m * OC, act2);
+    }
+}
+
+/* One slice of a channel block: pixels [ow0, ow1) of an output row, TV vectors, in tiles of
+   IRC_MR pixels, then one of IRC_MR / 2 and single pixels. */
 IRC_INLINE void irc_conv2d_slice(const int TV, int NB, int ow0, int ow1, const float *restrict xrow,
                                  const float *restrict wb, float *restrict y,
                                  float *restrict yrow, int oc0, int nvalid,
@@ -70,25 +89,17 @@ IRC_INLINE void irc_conv2d_slice(const int TV, int NB, int ow0, int ow1, const f
                                  int SW, int DH, int DW, int Cg, int act, int vact,
                                  const float *restrict res, int act2, int vact2) {
   int ow = ow0;
-  for (; ow + IRC_MR <= ow1; ow += IRC_MR) {
-    float *restrict o = yrow + (long)ow * OC + oc0;
-    const float *restrict ro = res ? res + (o - y) : NULL;
-    irc_conv_tile(IRC_MR, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
-                  (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2);
-    if (vact < 0 || (res && vact2 < 0))
-      for (int m = 0; m < IRC_MR; ++m) {
-        if (vact < 0) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
-        if (res) irc_residual(o + (long)m * OC, nvalid, ro + (long)m * OC, act2);
-      }
+  for (; ow + IRC_MR <= ow1; ow += IRC_MR)
+    irc_conv2d_pixels(IRC_MR, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
+                      SW, DH, DW, Cg, act, vact, res, act2, vact2);
+  if (IRC_MR >= 4 && ow + IRC_MR / 2 <= ow1) {
+    irc_conv2d_pixels(IRC_MR / 2, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH,
+                      KW, SW, DH, DW, Cg, act, vact, res, act2, vact2);
+    ow += IRC_MR / 2;
   }
-  for (; ow < ow1; ++ow) {
-    float *restrict o = yrow + (long)ow * OC + oc0;
-    const float *restrict ro = res ? res + (o - y) : NULL;
-    irc_conv_tile(1, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
-                  (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2);
-    if (vact < 0) irc_epilogue(o, nvalid, bb, act);
-    if (res && vact2 < 0) irc_residual(o, nvalid, ro, act2);
-  }
+  for (; ow < ow1; ++ow)
+    irc_conv2d_pixels(1, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW, SW,
+                      DH, DW, Cg, act, vact, res, act2, vact2);
 }
 
 /* One task of irc_conv2d: output pixels [ow0, ow1) of output row `row`, output-channel blocks
@@ -131,19 +142,54 @@ IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long b
   }
 }
 
+/* The arguments of irc_conv2d and its split into tasks (a part: a range of tasks). */
+typedef struct {
+  const float *x, *w, *bias, *res;
+  float *y;
+  int Hp, Wp, C, OH, OW, OC, KH, KW, SH, SW, DH, DW, Cg, OCg, act, act2, nchunk, chunk;
+  long ptasks, blocks, nsplit, tasks, parts;
+} irc_conv2d_args;
+
+/* Part `part` of irc_conv2d: task t is block range t / ptasks, pixel chunk t % ptasks. */
+IRC_INLINE void irc_conv2d_part(const int NV, const irc_conv2d_args *restrict a, long part) {
+  long t0, t1;
+  irc_pool_range(part, a->parts, a->tasks, &t0, &t1);
+  for (long t = t0; t < t1; ++t) {
+    const long s = t / a->ptasks, p = t % a->ptasks;
+    const long row = p / a->nchunk;
+    const int ow0 = (int)(p % a->nchunk) * a->chunk;
+    const int ow1 = ow0 + a->chunk < a->OW ? ow0 + a->chunk : a->OW;
+    const long blk0 = s * a->blocks / a->nsplit, blk1 = (s + 1) * a->blocks / a->nsplit;
+    irc_conv2d_task(NV, row, ow0, ow1, blk0, blk1, a->x, a->Hp, a->Wp, a->C, a->w, a->bias,
+                    a->y, a->OH, a->OW, a->OC, a->KH, a->KW, a->SH, a->SW, a->DH, a->DW, a->Cg,
+                    a->OCg, a->act, a->res, a->act2);
+  }
+}
+/* The parts as irc_parallel tasks, NV a literal constant inside each. */
+static void irc_conv2d_part1(const void *a, long part) { irc_conv2d_part(1, a, part); }
+static void irc_conv2d_part2(const void *a, long part) { irc_conv2d_part(2, a, part); }
+
+/* Multiply-adds per part of a split conv (~2-4 us of one core: a claim is one atomic). */
+#define IRC_CONV_PART_WORK 250000.0
+
 /* y[N][OH][OW][OC] = act(conv(x[N][Hp][Wp][C] (already padded), w packed by
    irc_pack_filter with NB = 16 * NV) + bias), groups G (Cg = C / G, OCg = OC / G); with a
    residual `res` (same shape as y, or NULL) then y = act2(y + res), tile by tile. Tasks are
-   chunks of up to 64 pixels of one output row (chunks of a row equal, multiples of IRC_MR),
-   contiguous ones per thread (the next op's static split finds its rows in the same core's
-   cache) or, when that balances the threads better (small images: 1x1 convs at 7x7 or
-   14x14, fully connected layers), one range of output-channel blocks per thread. The OpenMP
-   loop lives here, outside the inlined task, so that NV stays a literal constant inside the
-   outlined parallel body. */
+   chunks of up to 64 pixels of one output row (chunks of a row equal, multiples of IRC_MR;
+   an unpadded pointwise conv is one row of all its pixels)
+   times, when the pixel chunks alone are too few for the threads to balance (small images:
+   1x1 convs at 7x7 or 14x14, fully connected layers), ranges of output-channel blocks
+   (range-major: the threads share one range's weights at a time). Contiguous tasks form
+   parts that the threads claim one at a time (irc_parallel, pool.h). */
 static void irc_conv2d(int NV, const float *restrict x, int N, int Hp, int Wp, int C,
                        const float *restrict w, const float *restrict bias, float *restrict y,
                        int OH, int OW, int OC, int KH, int KW, int SH, int SW, int DH, int DW,
                        int G, int Cg, int OCg, int act, const float *restrict res, int act2) {
+  if (KH == 1 && KW == 1 && SH == 1 && SW == 1 && Hp == OH && Wp == OW) {
+    /* A pointwise conv without padding: its pixels are one row of N * OH * OW (tiles then
+       run across the rows: a 7x7 image is 6 full tiles and one pixel, not 7 x 7 pixels). */
+    OW = N * OH * OW, Wp = OW, N = 1, OH = 1, Hp = 1;
+  }
   const int NB = 16 * NV;
   const long blocks = (long)G * ((OCg + NB - 1) / NB);
   const int nchunk = (OW + 8 * IRC_MR - 1) / (8 * IRC_MR);
@@ -152,29 +198,15 @@ static void irc_conv2d(int NV, const float *restrict x, int N, int Hp, int Wp, i
   const long ptasks = (long)N * OH * nchunk;
   const double work = (double)N * OH * OW * KH * KW * Cg * OC;
   const int threads = work > IRC_PARALLEL_CONV_WORK ? irc_nthreads() : 1;
-  /* One block range per thread (each thread's contiguous share of the range-major tasks
-     is then its range over all pixels) when that balances the threads better than the
-     pixel chunks do: the busiest thread's share of the work, times the thread count. */
+  /* Block ranges where the pixel chunks are fewer than the parts wanted. */
+  const long want = irc_pool_parts(ptasks * blocks, work, IRC_CONV_PART_WORK, threads);
   long nsplit = 1;
-  if (threads > 1 && blocks >= threads) {
-    const int span = chunk < OW ? chunk : OW;
-    const double by_pixels =
-        (double)((ptasks + threads - 1) / threads) * span * threads / ((double)N * OH * OW);
-    const double by_blocks = (double)((blocks + threads - 1) / threads) * threads / blocks;
-    if (by_blocks < by_pixels) nsplit = threads;
-  }
+  if (ptasks < want) nsplit = (want + ptasks - 1) / ptasks < blocks ? (want + ptasks - 1) / ptasks
+                                                                    : blocks;
   const long tasks = ptasks * nsplit;
-  IRC_PARFOR(schedule(static) if (threads > 1 && tasks > 1))
-  for (long t = 0; t < tasks; ++t) {
-    const long s = t / ptasks, p = t % ptasks;
-    const long row = p / nchunk;
-    const int ow0 = (int)(p % nchunk) * chunk, ow1 = ow0 + chunk < OW ? ow0 + chunk : OW;
-    const long blk0 = s * blocks / nsplit, blk1 = (s + 1) * blocks / nsplit;
-    if (NV == 2)
-      irc_conv2d_task(2, row, ow0, ow1, blk0, blk1, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH,
-                      KW, SH, SW, DH, DW, Cg, OCg, act, res, act2);
-    else
-      irc_conv2d_task(1, row, ow0, ow1, blk0, blk1, x, Hp, Wp, C, w, bias, y, OH, OW, OC, KH,
-                      KW, SH, SW, DH, DW, Cg, OCg, act, res, act2);
-  }
+  const irc_conv2d_args a = {x,   w,  bias, res, y,     Hp,     Wp,   C,    OH,     OW,
+                             OC,  KH, KW,   SH,  SW,    DH,     DW,   Cg,   OCg,    act,
+                             act2, nchunk, chunk, ptasks, blocks, nsplit, tasks,
+                             irc_pool_parts(tasks, work, IRC_CONV_PART_WORK, threads)};
+  irc_parallel(NV == 2 ? irc_conv2d_part2 : irc_conv2d_part1, &a, a.parts, threads);
 }

@@ -61,96 +61,135 @@ IRC_INLINE void irc_dw_pixel64(const float *restrict x, long xs_h, long xs_w, in
   }
 }
 
+/* The arguments of irc_depthwise and its split into tasks (a part: a range of tasks). */
+typedef struct {
+  const float *x, *w, *bias;
+  float *y;
+  int H, W, C, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL, act, ow_lo, ow_hi;
+  long nsplit, nblk, tasks, parts;
+} irc_dw_args;
+
+/* Output row r (of N * OH), channels [c0, c1) (c0 a multiple of IRC_VL; c1 one too, or C). */
+IRC_INLINE void irc_dw_row(const irc_dw_args *restrict a, long r, int c0, int c1) {
+  const float *restrict x = a->x, *restrict w = a->w, *restrict bias = a->bias;
+  const int H = a->H, W = a->W, C = a->C, OH = a->OH, OW = a->OW, KH = a->KH, KW = a->KW;
+  const int SH = a->SH, SW = a->SW, DH = a->DH, DW = a->DW, PT = a->PT, PL = a->PL;
+  const int act = a->act, ow_lo = a->ow_lo, ow_hi = a->ow_hi;
+  const int vact = act == IRC_ACT_TANH ? IRC_ACT_NONE : act;
+  const int n = (int)(r / OH), oh = (int)(r % OH);
+  const int ih0 = oh * SH - PT;
+  int kh_lo = 0, kh_hi = KH;
+  while (kh_lo < KH && ih0 + kh_lo * DH < 0) ++kh_lo;
+  while (kh_hi > kh_lo && ih0 + (kh_hi - 1) * DH >= H) --kh_hi;
+  const int nkh = kh_hi - kh_lo;
+  const long xs_h = (long)DH * W * C, xs_pix = (long)SW * C, xs_w = (long)DW * C;
+  /* Input row of the first valid tap, column 0; weights of that tap row. */
+  const float *restrict xr = x + ((long)n * H + ih0 + kh_lo * DH) * W * C;
+  const float *restrict wr = w + (long)kh_lo * KW * C;
+  float *restrict yrow = a->y + r * OW * C;
+  if (C < IRC_VL) { /* one partial vector: masked loads and stores */
+    const irc_vf bv = bias ? irc_vf_load_n(bias, C) : (irc_vf){0.0f};
+    int ow = 0;
+    while (ow < OW) {
+      const int iw0 = ow * SW - PL;
+      if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
+        irc_dw_tile_n(IRC_DW_MR, C, xr + (long)iw0 * C, xs_pix, xs_h, xs_w, nkh, KW, wr,
+                      (long)KW * C, C, yrow + (long)ow * C, C, bv, vact);
+        ow += IRC_DW_MR;
+        continue;
+      }
+      int kw_lo = 0, kw_hi = KW;
+      while (kw_lo < KW && iw0 + kw_lo * DW < 0) ++kw_lo;
+      while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
+      irc_dw_tile_n(1, C, xr + (long)(iw0 + kw_lo * DW) * C, xs_pix, xs_h, xs_w, nkh,
+                    kw_hi - kw_lo, wr + (long)kw_lo * C, (long)KW * C, C, yrow + (long)ow * C,
+                    C, bv, vact);
+      ++ow;
+    }
+  } else {
+    /* Pixel tiles outermost, channel blocks inside: a tile's input windows (all channels)
+       stay in L1 across the blocks. */
+    int ow = 0;
+    while (ow < OW) {
+      const int iw0 = ow * SW - PL;
+      if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
+        for (int cb = c0; cb < c1; cb += IRC_VL) {
+          const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
+          const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
+          irc_dw_tile(IRC_DW_MR, xr + (long)iw0 * C + c, xs_pix, xs_h, xs_w, nkh, KW, wr + c,
+                      (long)KW * C, C, yrow + (long)ow * C + c, C, bv, vact);
+        }
+        ow += IRC_DW_MR;
+        continue;
+      }
+      /* One pixel, its taps clipped to the input columns [0, W). */
+      int kw_lo = 0, kw_hi = KW;
+      while (kw_lo < KW && iw0 + kw_lo * DW < 0) ++kw_lo;
+      while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
+      const float *restrict xp = xr + (long)(iw0 + kw_lo * DW) * C;
+      const float *restrict wp = wr + (long)kw_lo * C;
+      float *restrict yp = yrow + (long)ow * C;
+      int cb = c0;
+      for (; cb + 4 * IRC_VL <= c1; cb += 4 * IRC_VL)
+        irc_dw_pixel64(xp + cb, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + cb, (long)KW * C, C,
+                       yp + cb, bias ? bias + cb : NULL, vact);
+      for (; cb < c1; cb += IRC_VL) {
+        const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
+        const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
+        irc_dw_tile(1, xp + c, xs_pix, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + c, (long)KW * C, C,
+                    yp + c, C, bv, vact);
+      }
+      ++ow;
+    }
+  }
+  if (act == IRC_ACT_TANH)
+    for (int ow = 0; ow < OW; ++ow) irc_epilogue(yrow + (long)ow * C + c0, c1 - c0, NULL, act);
+}
+
+/* Part `part` of irc_depthwise: task t is row t / nsplit, channel range t % nsplit. */
+static void irc_dw_part(const void *ctx, long part) {
+  const irc_dw_args *restrict a = (const irc_dw_args *)ctx;
+  long t0, t1;
+  irc_pool_range(part, a->parts, a->tasks, &t0, &t1);
+  for (long t = t0; t < t1; ++t) {
+    const long s = t % a->nsplit;
+    const int c0 = (int)(s * a->nblk / a->nsplit) * IRC_VL;
+    const int c1 = (int)((s + 1) * a->nblk / a->nsplit) * IRC_VL;
+    irc_dw_row(a, t / a->nsplit, c0, c1 < a->C ? c1 : a->C);
+  }
+}
+
+/* Multiply-adds per part of a split depthwise conv. */
+#define IRC_DW_PART_WORK 100000.0
+
 /* Depthwise conv (groups = C = OC): y[N][OH][OW][C] from x[N][H][W][C] and w[KH][KW][C], with
    implicit zero padding (PT rows, PL columns): taps above/below the input are skipped per
    row, taps left/right of it per pixel. C >= IRC_VL: IRC_VL-channel blocks, the last one
    overlapping its neighbour when C % IRC_VL != 0 (the shared channels are computed twice,
    identically), in IRC_DW_MR-pixel register tiles where a window lies inside the row and
    1-pixel tiles at the borders, with the bias/activation epilogue in registers (tanh after
-   the row). C < IRC_VL: a per-pixel loop and the scalar epilogue. Rows are split over
-   threads when the op is big. */
+   the row). C < IRC_VL: a per-pixel loop and the scalar epilogue. Big ops split over the
+   threads (irc_parallel) by output rows, and by ranges of channel blocks as well when the
+   rows are too few to balance (C a multiple of IRC_VL: ranges never overlap). */
 static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
                           const float *restrict w, const float *restrict bias, float *restrict y,
                           int OH, int OW, int KH, int KW, int SH, int SW, int DH, int DW, int PT,
                           int PL, int act) {
   const long rows = (long)N * OH;
   const double work = (double)rows * OW * KH * KW * C;
-  const int vact = act == IRC_ACT_TANH ? IRC_ACT_NONE : act;
   /* Output columns whose taps all fall inside the input: [ow_lo, ow_hi). */
   const int ow_lo = (PL + SW - 1) / SW;
   const int last = W - 1 - (KW - 1) * DW + PL;
   int ow_hi = last < 0 ? 0 : last / SW + 1;
   if (ow_hi > OW) ow_hi = OW;
-  (void)work;
-  IRC_PARFOR(schedule(static) if (rows > 1 && work > IRC_PARALLEL_DW_WORK))
-  for (long r = 0; r < rows; ++r) {
-    const int n = (int)(r / OH), oh = (int)(r % OH);
-    const int ih0 = oh * SH - PT;
-    int kh_lo = 0, kh_hi = KH;
-    while (kh_lo < KH && ih0 + kh_lo * DH < 0) ++kh_lo;
-    while (kh_hi > kh_lo && ih0 + (kh_hi - 1) * DH >= H) --kh_hi;
-    const int nkh = kh_hi - kh_lo;
-    const long xs_h = (long)DH * W * C, xs_pix = (long)SW * C, xs_w = (long)DW * C;
-    /* Input row of the first valid tap, column 0; weights of that tap row. */
-    const float *restrict xr = x + ((long)n * H + ih0 + kh_lo * DH) * W * C;
-    const float *restrict wr = w + (long)kh_lo * KW * C;
-    float *restrict yrow = y + r * OW * C;
-    if (C < IRC_VL) { /* one partial vector: masked loads and stores */
-      const irc_vf bv = bias ? irc_vf_load_n(bias, C) : (irc_vf){0.0f};
-      int ow = 0;
-      while (ow < OW) {
-        const int iw0 = ow * SW - PL;
-        if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
-          irc_dw_tile_n(IRC_DW_MR, C, xr + (long)iw0 * C, xs_pix, xs_h, xs_w, nkh, KW, wr,
-                        (long)KW * C, C, yrow + (long)ow * C, C, bv, vact);
-          ow += IRC_DW_MR;
-          continue;
-        }
-        int kw_lo = 0, kw_hi = KW;
-        while (kw_lo < KW && iw0 + kw_lo * DW < 0) ++kw_lo;
-        while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
-        irc_dw_tile_n(1, C, xr + (long)(iw0 + kw_lo * DW) * C, xs_pix, xs_h, xs_w, nkh,
-                      kw_hi - kw_lo, wr + (long)kw_lo * C, (long)KW * C, C,
-                      yrow + (long)ow * C, C, bv, vact);
-        ++ow;
-      }
-    } else {
-      /* Pixel tiles outermost, channel blocks inside: a tile's input windows (all channels)
-         stay in L1 across the blocks. */
-      int ow = 0;
-      while (ow < OW) {
-        const int iw0 = ow * SW - PL;
-        if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
-          for (int cb = 0; cb < C; cb += IRC_VL) {
-            const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
-            const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
-            irc_dw_tile(IRC_DW_MR, xr + (long)iw0 * C + c, xs_pix, xs_h, xs_w, nkh, KW, wr + c,
-                        (long)KW * C, C, yrow + (long)ow * C + c, C, bv, vact);
-          }
-          ow += IRC_DW_MR;
-          continue;
-        }
-        /* One pixel, its taps clipped to the input columns [0, W). */
-        int kw_lo = 0, kw_hi = KW;
-        while (kw_lo < KW && iw0 + kw_lo * DW < 0) ++kw_lo;
-        while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
-        const float *restrict xp = xr + (long)(iw0 + kw_lo * DW) * C;
-        const float *restrict wp = wr + (long)kw_lo * C;
-        float *restrict yp = yrow + (long)ow * C;
-        int cb = 0;
-        for (; cb + 4 * IRC_VL <= C; cb += 4 * IRC_VL)
-          irc_dw_pixel64(xp + cb, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + cb, (long)KW * C, C,
-                         yp + cb, bias ? bias + cb : NULL, vact);
-        for (; cb < C; cb += IRC_VL) {
-          const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
-          const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
-          irc_dw_tile(1, xp + c, xs_pix, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + c, (long)KW * C, C,
-                      yp + c, C, bv, vact);
-        }
-        ++ow;
-      }
-    }
-    if (act == IRC_ACT_TANH)
-      for (int ow = 0; ow < OW; ++ow) irc_epilogue(yrow + (long)ow * C, C, NULL, act);
-  }
+  const int threads = rows > 1 && work > IRC_PARALLEL_DW_WORK ? irc_nthreads() : 1;
+  const long nblk = C >= IRC_VL && C % IRC_VL == 0 ? C / IRC_VL : 1;
+  const long want = irc_pool_parts(rows * nblk, work, IRC_DW_PART_WORK, threads);
+  long nsplit = 1;
+  if (rows < want) nsplit = (want + rows - 1) / rows < nblk ? (want + rows - 1) / rows : nblk;
+  irc_dw_args a = {x,  w,  bias, y,  H,  W,  C,     OH,    OW,     KH,   KW,
+                   SH, SW, DH,   DW, PT, PL, act,   ow_lo, ow_hi,  nsplit,
+                   C >= IRC_VL ? (C + IRC_VL - 1) / IRC_VL : 1, rows * nsplit, 1};
+  a.parts = irc_pool_parts(a.tasks, work, IRC_DW_PART_WORK, threads);
+  irc_parallel(irc_dw_part, &a, a.parts, threads);
 }

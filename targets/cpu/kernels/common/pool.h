@@ -1,4 +1,4 @@
-/* irc CPU kernels: the thread pool of the fused int8 kernels (irc_parallel).
+/* irc CPU kernels: the thread pool of the parallel kernels (irc_parallel), float and int8.
 
    irc_parallel(fn, ctx, total, threads) runs fn(ctx, i) for i = 0 .. total - 1 on up to
    `threads` threads: the caller and pool workers claim indices one at a time from one atomic
@@ -11,9 +11,11 @@
    than one on a loaded machine.
 
    Workers are created on the first parallel call, spin for IRC_POOL_SPIN_NS after each job
-   (the next kernel of the same run starts without a wake-up system call) and then sleep on a
+   (the next kernel of the same run starts without a wake-up call) and then sleep on a
    futex, so no thread keeps spinning after a run. A call that finds the pool busy (another
-   thread of the process inside a kernel of this library, or a nested call) runs serially. */
+   thread of the process inside a kernel of this library, or a nested call) runs serially.
+   Each library has its own pool (its own statics); a child process forked while workers
+   existed starts a new pool on its first parallel call (pthread_atfork). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -109,6 +111,45 @@ static void *irc_pool_worker(void *arg) {
 }
 #endif
 
+/* The library's default thread count: OpenMP's where it is linked (OMP_NUM_THREADS, else the
+   CPUs), else the CPUs this process may run on (its affinity mask), computed once. */
+static int irc_default_threads(void) {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  static int count = 0;
+  if (count > 0) return count;
+  int n = 1;
+#if IRC_POOL_THREADS
+  unsigned long mask[16] = {0};
+  const long bytes = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+  if (bytes > 0) {
+    n = 0;
+    for (long i = 0; i < bytes / (long)sizeof mask[0]; ++i) n += __builtin_popcountl(mask[i]);
+  }
+  if (n < 1) n = 1;
+#endif
+  count = n;
+  return n;
+#endif
+}
+
+#if IRC_POOL_THREADS
+/* In a forked child only the forking thread exists: forget the parent's workers (the next
+   parallel call starts new ones) and a job another parent thread was running. */
+static void irc_pool_after_fork(void) {
+  irc_pool.workers = 0;
+  atomic_store(&irc_pool.sleepers, 0);
+  atomic_store(&irc_pool.participants, 0);
+  atomic_store(&irc_pool.busy, 0);
+  pthread_mutex_init(&irc_pool.start, NULL);
+}
+static pthread_once_t irc_pool_fork_once = PTHREAD_ONCE_INIT;
+static void irc_pool_register_fork(void) {
+  pthread_atfork(NULL, NULL, irc_pool_after_fork);
+}
+#endif
+
 /* fn(ctx, i) for i in [0, total) (total < 65536) on up to `threads` threads. */
 static void irc_parallel(irc_task_fn fn, const void *ctx, long total, int threads) {
   int zero = 0;
@@ -120,6 +161,7 @@ static void irc_parallel(irc_task_fn fn, const void *ctx, long total, int thread
   const int want = threads - 1 < IRC_POOL_MAX_WORKERS ? threads - 1 : IRC_POOL_MAX_WORKERS;
 #if IRC_POOL_THREADS
   if (irc_pool.workers < want) {
+    pthread_once(&irc_pool_fork_once, irc_pool_register_fork);
     pthread_mutex_lock(&irc_pool.start);
     while (irc_pool.workers < want) {
       pthread_t thread;
@@ -157,4 +199,24 @@ static void irc_parallel(irc_task_fn fn, const void *ctx, long total, int thread
       sched_yield(); /* a claimed index runs on a preempted worker: let the OS run it */
   }
   atomic_store_explicit(&irc_pool.busy, 0, memory_order_release);
+}
+
+/* Ranges ("parts") of a kernel's `tasks` that the threads claim one at a time: about one per
+   `part_work` multiply-adds of the op's `work`, at least 4 per thread (a thread that the OS
+   delays, or a part heavier than the others, then costs little), at most
+   IRC_POOL_MAX_PARTS (claiming, one atomic per part, stays negligible), at most one per
+   task; 1 on one thread. */
+#define IRC_POOL_MAX_PARTS 256
+static long irc_pool_parts(long tasks, double work, double part_work, int threads) {
+  if (threads <= 1 || tasks <= 1) return 1;
+  double n = work / part_work;
+  if (n < 4.0 * threads) n = 4.0 * threads;
+  if (n > IRC_POOL_MAX_PARTS) n = IRC_POOL_MAX_PARTS;
+  return tasks < (long)n ? tasks : (long)n;
+}
+
+/* The tasks [*lo, *hi) of part `part` of `parts` (contiguous, sizes differing by one). */
+IRC_INLINE void irc_pool_range(long part, long parts, long tasks, long *lo, long *hi) {
+  *lo = part * tasks / parts;
+  *hi = (part + 1) * tasks / parts;
 }

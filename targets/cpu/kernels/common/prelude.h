@@ -15,16 +15,15 @@
 /* An OpenMP parallel loop on the library's thread count (irc_nthreads), with `clauses`. */
 #define IRC_PARFOR(clauses) IRC_PRAGMA(omp parallel for num_threads(irc_nthreads()) clauses)
 
-/* Threads of this library's parallel loops (every `omp parallel` names them):
-   irc_set_threads(n) from the runtime (IRC_CPU_THREADS), n <= 0: OpenMP's default. */
+/* Threads of this library's parallel kernels (irc_parallel, pool.h; the `omp parallel`
+   loops left in generated code name them too): irc_set_threads(n) from the runtime
+   (IRC_CPU_THREADS, set_threads), n <= 0: the default, OpenMP's where the library uses it
+   (OMP_NUM_THREADS, else the CPUs), else the CPUs this process may run on. */
 static int irc_threads_wanted = 0;
 void irc_set_threads(int n) { irc_threads_wanted = n; }
+static int irc_default_threads(void);
 static int irc_nthreads(void) {
-#if defined(_OPENMP)
-  return irc_threads_wanted > 0 ? irc_threads_wanted : omp_get_max_threads();
-#else
-  return 1;
-#endif
+  return irc_threads_wanted > 0 ? irc_threads_wanted : irc_default_threads();
 }
 int irc_get_threads(void) { return irc_nthreads(); }
 

@@ -62,12 +62,32 @@ IRC_INLINE irc_vf irc_vf_gelu(irc_vf x, int tanh_form) {
   return 0.5f * x * (1.0f + irc_vf_erf(x * 0.70710678118654752f));
 }
 
+typedef struct {
+  const float *x;
+  float *y;
+  long vectors, parts;
+  int tanh_form;
+} irc_unary_args;
+
+#define IRC_UNARY_PART 16384 /* elements per part of a split gelu / silu */
+
+static void irc_gelu_part(const void *ctx, long part) {
+  const irc_unary_args *a = (const irc_unary_args *)ctx;
+  long i0, i1;
+  irc_pool_range(part, a->parts, a->vectors, &i0, &i1);
+  for (long i = i0; i < i1; ++i)
+    *(irc_vfu *)(a->y + i * IRC_VL) =
+        irc_vf_gelu(*(const irc_vfu *)(a->x + i * IRC_VL), a->tanh_form);
+}
+
 /* y = gelu(x) on n elements (vectors, then one partial vector). */
 static void irc_gelu(const float *restrict x, float *restrict y, long n, int tanh_form) {
   const long vectors = n / IRC_VL;
-  IRC_PARFOR(schedule(static) if (n > 65536))
-  for (long i = 0; i < vectors; ++i)
-    *(irc_vfu *)(y + i * IRC_VL) = irc_vf_gelu(*(const irc_vfu *)(x + i * IRC_VL), tanh_form);
+  const int threads = n > 65536 ? irc_nthreads() : 1;
+  const irc_unary_args a = {x, y, vectors,
+                            irc_pool_parts(vectors, (double)n, IRC_UNARY_PART, threads),
+                            tanh_form};
+  irc_parallel(irc_gelu_part, &a, a.parts, threads);
   const long rest = n - vectors * IRC_VL;
   if (rest)
     irc_vf_store_n(y + vectors * IRC_VL,
@@ -77,11 +97,22 @@ static void irc_gelu(const float *restrict x, float *restrict y, long n, int tan
 
 /* y = (x - mean) / sqrt(var + eps) * g (+ b) over rows of n elements: the mean, then the
    (biased) variance of the centred row, both in float lanes. b may be NULL. */
-static void irc_layer_norm(const float *restrict x, const float *restrict g,
-                           const float *restrict b, float *restrict y, long rows, long n,
-                           float eps) {
-  IRC_PARFOR(schedule(static) if ((double)rows * n > 65536.0))
-  for (long r = 0; r < rows; ++r) {
+typedef struct {
+  const float *x, *g, *b;
+  float *y;
+  long rows, n, parts;
+  float eps;
+} irc_layer_norm_args;
+
+static void irc_layer_norm_part(const void *ctx, long part) {
+  const irc_layer_norm_args *restrict a = (const irc_layer_norm_args *)ctx;
+  const float *restrict x = a->x, *restrict g = a->g, *restrict b = a->b;
+  float *restrict y = a->y;
+  const long n = a->n;
+  const float eps = a->eps;
+  long r0, r1;
+  irc_pool_range(part, a->parts, a->rows, &r0, &r1);
+  for (long r = r0; r < r1; ++r) {
     const float *restrict xr = x + r * n;
     float *restrict yr = y + r * n;
     irc_vf acc = {0.0f};
@@ -107,14 +138,33 @@ static void irc_layer_norm(const float *restrict x, const float *restrict g,
   }
 }
 
+static void irc_layer_norm(const float *restrict x, const float *restrict g,
+                           const float *restrict b, float *restrict y, long rows, long n,
+                           float eps) {
+  const double work = (double)rows * n;
+  const int threads = work > 65536.0 ? irc_nthreads() : 1;
+  const irc_layer_norm_args a = {x, g, b, y, rows, n,
+                                 irc_pool_parts(rows, work, IRC_UNARY_PART, threads), eps};
+  irc_parallel(irc_layer_norm_part, &a, a.parts, threads);
+}
+
 /* y = x * sigmoid(x) = x / (1 + exp(-x)) on n elements. */
+static void irc_silu_part(const void *ctx, long part) {
+  const irc_unary_args *a = (const irc_unary_args *)ctx;
+  long i0, i1;
+  irc_pool_range(part, a->parts, a->vectors, &i0, &i1);
+  for (long i = i0; i < i1; ++i) {
+    const irc_vf v = *(const irc_vfu *)(a->x + i * IRC_VL);
+    *(irc_vfu *)(a->y + i * IRC_VL) = v / (1.0f + irc_vf_exp(-v));
+  }
+}
+
 static void irc_silu(const float *restrict x, float *restrict y, long n) {
   const long vectors = n / IRC_VL;
-  IRC_PARFOR(schedule(static) if (n > 131072))
-  for (long i = 0; i < vectors; ++i) {
-    const irc_vf v = *(const irc_vfu *)(x + i * IRC_VL);
-    *(irc_vfu *)(y + i * IRC_VL) = v / (1.0f + irc_vf_exp(-v));
-  }
+  const int threads = n > 131072 ? irc_nthreads() : 1;
+  const irc_unary_args a = {x, y, vectors,
+                            irc_pool_parts(vectors, (double)n, IRC_UNARY_PART, threads), 0};
+  irc_parallel(irc_silu_part, &a, a.parts, threads);
   for (long k = vectors * IRC_VL; k < n; ++k) y[k] = x[k] / (1.0f + expf(-x[k]));
 }
 
@@ -248,15 +298,32 @@ static void irc_axpy_rows4(const float *restrict a, long lda, const float *restr
    query rows: their scores on the stack, the products as 4-row register tiles
    (irc_axpy_rows4: each key and value row loaded once per block); blocks split across
    threads. */
-static void irc_attention(const float *restrict q, const float *restrict k,
-                          const float *restrict v, const float *restrict mask,
-                          float *restrict o, long B, long M, long N, long D, long E,
-                          int key_t, float scale, const long *restrict mo, long msm, long msn) {
-  const double work = (double)B * M * N * (D + E);
-  const long blocks = (M + 3) / 4;
-  IRC_PARFOR(collapse(2) schedule(static) if (work > IRC_PARALLEL_WORK))
-  for (long b = 0; b < B; ++b)
-    for (long mb = 0; mb < blocks; ++mb) {
+typedef struct {
+  const float *q, *k, *v, *mask;
+  float *o;
+  long M, N, D, E, blocks, tasks, parts;
+  int key_t;
+  float scale;
+  const long *mo;
+  long msm, msn;
+} irc_attention_args;
+
+/* Part `part` of irc_attention: task t is batch t / blocks, query block t % blocks. */
+static void irc_attention_part(const void *ctx, long part) {
+  const irc_attention_args *restrict a = (const irc_attention_args *)ctx;
+  const float *restrict q = a->q, *restrict k = a->k, *restrict v = a->v;
+  const float *restrict mask = a->mask;
+  float *restrict o = a->o;
+  const long M = a->M, N = a->N, D = a->D, E = a->E, blocks = a->blocks, msm = a->msm;
+  const long msn = a->msn;
+  const long *restrict mo = a->mo;
+  const int key_t = a->key_t;
+  const float scale = a->scale;
+  long t0, t1;
+  irc_pool_range(part, a->parts, a->tasks, &t0, &t1);
+  for (long t = t0; t < t1; ++t) {
+    const long b = t / blocks, mb = t % blocks;
+    {
       float s[4 * N];
       const long m0 = mb * 4, rows = M - m0 < 4 ? M - m0 : 4;
       const float *restrict qb = q + (b * M + m0) * D;
@@ -294,4 +361,19 @@ static void irc_attention(const float *restrict q, const float *restrict k,
         for (long r = 0; r < rows; ++r) irc_axpy_rows(s + r * N, vb, N, E, ob + r * E, E);
       }
     }
+  }
+}
+
+static void irc_attention(const float *restrict q, const float *restrict k,
+                          const float *restrict v, const float *restrict mask,
+                          float *restrict o, long B, long M, long N, long D, long E,
+                          int key_t, float scale, const long *restrict mo, long msm, long msn) {
+  const double work = (double)B * M * N * (D + E);
+  const long blocks = (M + 3) / 4;
+  const int threads = work > IRC_PARALLEL_WORK ? irc_nthreads() : 1;
+  const irc_attention_args a = {q,      k,   v,    mask, o,     M,  N,  D,  E,   blocks,
+                                B * blocks,
+                                irc_pool_parts(B * blocks, work, 250000.0, threads),
+                                key_t,  scale, mo, msm, msn};
+  irc_parallel(irc_attention_part, &a, a.parts, threads);
 }
