@@ -118,3 +118,22 @@ def test_cpu(tmp_path: Path, which: str) -> None:
 @pytest.mark.parametrize("which", sorted(MODELS))
 def test_opencl(tmp_path: Path, which: str) -> None:
     _compiled_at_batch_2(tmp_path, which, "opencl")
+
+
+def test_deit_with_sdpa_export(tmp_path: Path) -> None:
+    """torch's export of scaled_dot_product_attention (q and k^T each times sqrt(scale), the
+    scale from the query's shape) folds into one nn.attention per layer, and matches."""
+    from irc.importers import import_model
+    from irc.pipelines import parse_pipeline, run_passes
+
+    path = tmp_path / "deit_sdpa.onnx"
+    onnx.save(deit_like(image=32, layers=2, sdpa=True), path)
+    module = import_model(path, input_shapes={"pixel_values": (1, 3, 32, 32)})
+    run_passes(module, parse_pipeline("canonicalize"))
+    text = str(module)
+    assert text.count("nn.attention") == 2
+    assert "nn.mul" not in text
+    assert "nn.softmax" not in text
+    compiled = irc.compile(path, "reference")
+    for batch in (1, 3):
+        _compare(compiled, path, deit_inputs(batch, 32), f"deit sdpa batch {batch}")

@@ -13,7 +13,8 @@ to transformers 4.36 models, and ultralytics 8.0's `model.export(format="onnx", 
   pre-LN blocks with the decomposed LayerNorm (opset < 17), heads split through
   Shape -> Gather -> Unsqueeze -> Concat -> Reshape and Transpose, ``q @ k^T / sqrt(d)``,
   Softmax, erf GELU; the two heads read tokens 0 and 1 (Gather axis 1 -> Gemm) and are
-  averaged.
+  averaged. With `sdpa=True` the attention is torch's export of
+  `scaled_dot_product_attention` (transformers >= 4.41): q and k^T each times sqrt(scale).
 * Whisper encoder (`WhisperEncoder`, eager attention, opset 17, dynamic batch): two Conv1d
   with erf GELU, the permute, the sinusoidal position table added, pre-LN blocks with
   LayerNormalization, queries scaled before the product (``q_proj(x) * scaling``), heads
@@ -120,6 +121,20 @@ def _expand_minus_one(g: OnnxGraph, token: str, batch: str) -> str:
     return g.op("Expand", token, fixed)  # type: ignore[return-value]
 
 
+def _sdpa(g: OnnxGraph, q: str, k: str, v: str) -> str:
+    """torch 2.1's ONNX symbolic of `scaled_dot_product_attention` without a mask (opset 14):
+    the scale ``1 / sqrt(q.size(-1))`` from Shape -> Slice -> Cast -> Sqrt -> Div, and its
+    square root multiplied into q and into the transposed k before the MatMul."""
+    size = g.op("Slice", g.op("Shape", q), g.i64(-1), g.i64(2**63 - 1))
+    root = g.op("Sqrt", g.op("Cast", size, to=TensorProto.FLOAT))
+    scale = g.op("Div", g.const(np.array(1.0, np.float32)), root)
+    half = g.op("Sqrt", scale)
+    q_scaled = g.op("Mul", q, half)
+    k_scaled = g.op("Mul", g.op("Transpose", k, perm=[0, 1, 3, 2]), half)
+    probs = g.op("Softmax", g.op("MatMul", q_scaled, k_scaled), axis=-1)
+    return g.op("MatMul", probs, v)  # type: ignore[return-value]
+
+
 # ---- DeiT --------------------------------------------------------------------------------------
 
 
@@ -131,9 +146,12 @@ def deit_like(
     heads: int = 3,
     layers: int = 12,
     classes: int = 1000,
+    sdpa: bool = False,
 ) -> onnx.ModelProto:
     """DeiT-tiny with the exporter's patterns (module docstring; the defaults are DeiT-tiny's
-    sizes). Input `pixel_values` [batch, 3, image, image], output `logits` [batch, classes]."""
+    sizes). Input `pixel_values` [batch, 3, image, image], output `logits` [batch, classes].
+    `sdpa`: the attention as torch exports `scaled_dot_product_attention` (transformers >=
+    4.41's default), `_sdpa`."""
     g = OnnxGraph(np.random.default_rng(224))
     tokens = (image // patch) ** 2
     head = hidden // heads
@@ -153,9 +171,12 @@ def deit_like(
         q = g.heads(_linear(g, x, hidden, hidden), b, s, heads, [0, 2, 1, 3])
         k = g.heads(_linear(g, x, hidden, hidden), b, s, heads, [0, 2, 1, 3])
         v = g.heads(_linear(g, x, hidden, hidden), b, s, heads, [0, 2, 1, 3])
-        scores = g.op("MatMul", q, g.op("Transpose", k, perm=[0, 1, 3, 2]))
-        scores = g.op("Div", scores, g.scalar(float(math.sqrt(head))))
-        context = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
+        if sdpa:
+            context = _sdpa(g, q, k, v)  # type: ignore[arg-type]
+        else:
+            scores = g.op("MatMul", q, g.op("Transpose", k, perm=[0, 1, 3, 2]))
+            scores = g.op("Div", scores, g.scalar(float(math.sqrt(head))))
+            context = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
         context = g.op("Transpose", context, perm=[0, 2, 1, 3])
         cb, cs = _dims(g, context, 0, 1)  # type: ignore[arg-type]
         context = g.op("Reshape", context, g.op("Concat", cb, cs, g.i64(hidden), axis=0))
