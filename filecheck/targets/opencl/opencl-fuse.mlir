@@ -150,3 +150,27 @@ delegate.executable private @qdq target("opencl") {
     func.return %d3, %q3, %q4 : tensor<1x4x4x8xf32>, tensor<1x4x4x8x!quant.uniform<i8:f32, 0.25:1>>, tensor<2x8x!quant.uniform<i8:f32:1, {0.5:0, 0.25:0, 0.5:0, 0.25:0, 0.5:0, 0.25:0, 0.5:0, 0.25:0}>>
   }
 }
+
+// -----
+
+// A 2x2 stride-2 conv2d_transpose is a producer too: DBNet's head batch norm (a per-channel
+// multiply, then add with relu) and its sigmoid go into its kernel.
+// CHECK-LABEL: delegate.executable private @transposed_conv
+// CHECK:         %[[F:.*]] = "ocl.fusion"() ({
+// CHECK-NEXT:      %[[T:.*]] = nn.conv2d_transpose %x, %w
+// CHECK-NEXT:      %[[M:.*]] = nn.mul %[[T]], %s
+// CHECK-NEXT:      %[[A:.*]] = nn.add %[[M]], %b activation = "relu"
+// CHECK-NEXT:      %[[S:.*]] = nn.sigmoid %[[A]]
+// CHECK-NEXT:      "ocl.yield"(%[[S]]) : (tensor<1x4x4x8xf32>) -> ()
+// CHECK-NEXT:    }) : () -> tensor<1x4x4x8xf32>
+// CHECK-NEXT:    func.return %[[F]]
+delegate.executable private @transposed_conv target("opencl") {
+  func.func @entry(%x: tensor<1x2x2x4xf32>, %s: tensor<1x1x8xf32>, %b: tensor<8xf32>) -> tensor<1x4x4x8xf32> {
+    %w = nn.constant dense<0.5> : tensor<8x2x2x4xf32>
+    %t = nn.conv2d_transpose %x, %w strides = [2, 2] layout = "NHWC" : tensor<1x2x2x4xf32>, tensor<8x2x2x4xf32> -> tensor<1x4x4x8xf32>
+    %m = nn.mul %t, %s : tensor<1x4x4x8xf32>, tensor<1x1x8xf32> -> tensor<1x4x4x8xf32>
+    %a = nn.add %m, %b activation = "relu" : tensor<1x4x4x8xf32>, tensor<8xf32> -> tensor<1x4x4x8xf32>
+    %y = nn.sigmoid %a : tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
+    func.return %y : tensor<1x4x4x8xf32>
+  }
+}
