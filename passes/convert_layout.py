@@ -482,6 +482,7 @@ _ELEMENTWISE = (
     nn.ElementwiseUnaryOp,
     nn.ElementwiseBinaryOp,
     nn.SelectOp,
+    nn.SiluOp,  # canonicalize's x * sigmoid(x)
     quant.QCastOp,
     quant.DCastOp,
     quant.SCastOp,
