@@ -1,31 +1,36 @@
 #!/usr/bin/env python3
-"""irc's CPU target beside onnxruntime and the TFLite interpreter, per shared model.
+"""irc's CPU target beside onnxruntime and the TFLite interpreter, per model.
 
-For every model of ../shared/models/manifest.json, in one run: the median latency of
-`CompiledModel.run` compiled with `targets=["cpu", "reference"]` (ops the CPU target refuses
-run on the reference target), of onnxruntime (.onnx models only; it cannot read .tflite:
-"—") and of the TFLite interpreter (`ai_edge_litert`, XNNPACK by default; .tflite only),
-with 1 and 2 threads, and the ratios irc / runtime (below 1: irc is faster). Then irc's cold
-compile time (empty build cache: every C library compiled) and cached compile time (same
-cache, a new compilation). Then, per model and thread count, where irc's time goes: the
-model compiled once more with `IRC_CPU_PROFILE=1` (every kernel of the generated C timed,
-targets/cpu/profiling.py), the median per kernel over the runs, grouped by kind (1x1 conv,
-kxk conv, depthwise, fully connected, requantization, elementwise, ...) and the slowest
-kernels, with their GFLOP/s (GOP/s for integer kernels) against the machine's peak, measured
-here first: a register-blocked loop of independent 512-bit FMAs (float32) and of vpdpbusd
-(int8, when the compiler targets AVX512-VNNI) per core. Prints tables; asserts nothing.
+For every model of ../shared/models/manifest.json (and, with `--detection`, a 640x640
+DBNet-style text-detection network built by examples/build_detection_net.py), in one
+process: the median latency of `CompiledModel.run` compiled with `targets=["cpu",
+"reference"]` (ops the CPU target refuses run on the reference target), of onnxruntime
+(.onnx models only; it cannot read .tflite: "—") and of the TFLite interpreter
+(`ai_edge_litert`, XNNPACK by default; .tflite only), with 1 and 2 threads, interleaved
+run by run (irc, then each peer, at one thread count, then the next count, over
+`--repeat` rounds), and the ratios irc / runtime (below 1: irc is faster) and irc / the
+best peer. Then irc's cold compile time (empty build cache: every C library compiled) and
+cached compile time (same cache, a new compilation). Then, per model and thread count,
+where irc's time goes: the model compiled once more with `IRC_CPU_PROFILE=1` (every kernel
+of the generated C timed, targets/cpu/profiling.py), the median per kernel over the runs,
+grouped by kind (1x1 conv, kxk conv, depthwise, fully connected, requantization,
+elementwise, ...) and the slowest kernels, with their GFLOP/s (GOP/s for integer kernels)
+against the machine's peak, measured here first: a register-blocked loop of independent
+FMAs on the ISA profile's vectors (float32) and of vpdpbusd (int8, when the compiler
+targets AVX512-VNNI) per core. Prints tables; asserts nothing.
 
-irc's thread count is OpenMP's: libgomp reads `OMP_NUM_THREADS` once, when it loads, so
-every (model, threads) measurement of irc runs in a child process started with
-`OMP_NUM_THREADS` set (this script, `--irc-worker`), with its own cache directory for the
-cold compile; irc's runtime sets `OMP_PROC_BIND=true` there before libgomp loads
-(`toolchain.prepare_openmp`). The float convolutions split over the threads only when an op
-is big enough (`IRC_PARALLEL_CONV_WORK` / `IRC_PARALLEL_DW_WORK` in targets/cpu/csrc.py).
-The absolute figures move 1.5-2x between runs on this shared 2-vCPU machine; compare the
-ratios of one run (PERF_NOTES.md).
+irc's thread count is set per loaded library (`irc_set_threads`, what
+`LoadedCpuExecutable.set_threads` and `IRC_CPU_THREADS` call): its kernels split over the
+library's own pool (kernels/common/pool.h), and the few loops still generated as OpenMP
+loops take the same count, so one process measures every thread count. The float
+convolutions split over the threads only when an op is big enough
+(`IRC_PARALLEL_CONV_WORK` / `IRC_PARALLEL_DW_WORK` in kernels/common). The absolute
+figures move 1.5-2x between runs on this shared 2-vCPU machine (the load average is
+printed before and after); compare the ratios of one run (PERF_NOTES.md).
 
-usage: python benchmarks/cpu_vs_ort.py [--models DIR] [--only NAME ...] [--threads 1 2]
-                                       [--repeat K] [--warmup W] [--top N] [--no-kernels]
+usage: python benchmarks/cpu_vs_ort.py [--models DIR] [--only NAME ...] [--detection]
+                                       [--threads 1 2] [--repeat K] [--warmup W] [--top N]
+                                       [--no-kernels]
 """
 
 from __future__ import annotations
@@ -34,100 +39,195 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from side_by_side import (
-    DEFAULT_MODELS,
-    fmt_ms,
-    load_inputs,
-    median_ms,
-    ratio,
-    run_ort,
-    run_tflite,
-)
+from side_by_side import DEFAULT_MODELS, NOT_APPLICABLE, fmt_ms, load_inputs, ratio
 
-# ---- irc (child process per thread count) ------------------------------------------------------
+# ---- irc, in this process -----------------------------------------------------------------------
 
 
-def kernel_profile(path: Path, shapes: Any, repeat: int, warmup: int) -> list[list[Any]]:
-    """[label, median ms per run, flops] of every generated kernel (IRC_CPU_PROFILE=1)."""
-    import irc
-    from irc.targets.cpu import toolchain
-    from irc.targets.cpu.profiling import kernel_tables
+def compile_irc(path: Path, cache: Path, profile: bool = False) -> tuple[Any, list[Any]]:
+    """`path` compiled for cpu (then reference) with its own build cache `cache`, and the
+    loaded C libraries of its cpu regions (ctypes handles: `irc_set_threads`)."""
+    import ctypes
 
-    inputs = load_inputs(path.parent)
-    os.environ["IRC_CPU_PROFILE"] = "1"
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = irc.compile(path, targets=["cpu", "reference"], input_shapes=shapes)
-    finally:
-        del os.environ["IRC_CPU_PROFILE"]
-    for _ in range(warmup):
-        model.run(inputs)
-    tables = [t for so in sorted(toolchain.cache_dir().glob("cpu/*.so")) for t in kernel_tables(so)]
-    samples: list[list[float]] = [[] for t in tables for _ in t.labels]
-    for _ in range(repeat):
-        for table in tables:
-            table.reset()
-        model.run(inputs)
-        times = [ms for table in tables for ms in table.times_ms()]
-        for column, ms in zip(samples, times, strict=True):
-            column.append(ms)
-    labels = [(label, f) for t in tables for label, f in zip(t.labels, t.flops, strict=True)]
-    rows = [
-        [label, statistics.median(column), flops]
-        for (label, flops), column in zip(labels, samples, strict=True)
-    ]
-    return [row for row in rows if row[1] > 0.0]
-
-
-def irc_worker(path: Path, repeat: int, warmup: int, kernels: bool) -> dict[str, Any]:
-    """Cold and cached compile, share of ops on cpu, median run latency (this process's
-    OMP_NUM_THREADS), and the kernel profile."""
     import irc
 
     inputs = load_inputs(path.parent)
     # ONNX models with dynamic input dimensions get the golden inputs' shapes.
     shapes = {k: v.shape for k, v in inputs.items()} if path.suffix == ".onnx" else None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        model = irc.compile(path, targets=["cpu", "reference"], input_shapes=shapes)
-        cold = time.perf_counter() - start
-        start = time.perf_counter()
-        model = irc.compile(path, targets=["cpu", "reference"], input_shapes=shapes)
-        cached = time.perf_counter() - start
-    summary = next((line for line in model.summary.splitlines() if "@main" in line), "")
-    latency = median_ms(lambda: model.run(inputs), repeat, warmup)
-    profile = kernel_profile(path, shapes, repeat, warmup) if kernels else []
-    return {
-        "cold_s": cold,
-        "cached_s": cached,
-        "ms": latency,
-        "summary": summary.strip(),
-        "kernels": profile,
-    }
+    saved = {name: os.environ.get(name) for name in ("IRC_CACHE_DIR", "IRC_CPU_PROFILE")}
+    os.environ["IRC_CACHE_DIR"] = str(cache)
+    if profile:
+        os.environ["IRC_CPU_PROFILE"] = "1"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = irc.compile(path, targets=["cpu", "reference"], input_shapes=shapes)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    model.run(inputs)  # every library loaded
+    libraries = [ctypes.CDLL(str(so)) for so in sorted(cache.glob("cpu/*.so"))]
+    return model, libraries
 
 
-def run_irc(path: Path, threads: int, repeat: int, warmup: int, kernels: bool) -> dict[str, Any]:
+def set_threads(libraries: list[Any], threads: int) -> None:
+    for library in libraries:
+        library.irc_set_threads(threads)
+
+
+def compile_times(path: Path) -> tuple[float, float]:
+    """Seconds of a cold compile (empty build cache) and of a cached one."""
+    import irc
+
+    inputs = load_inputs(path.parent)
+    shapes = {k: v.shape for k, v in inputs.items()} if path.suffix == ".onnx" else None
     with tempfile.TemporaryDirectory(prefix="irc-bench-cache-") as cache:
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads), IRC_CACHE_DIR=cache)
-        cmd = [sys.executable, __file__, "--irc-worker", str(path)]
-        cmd += ["--repeat", str(repeat), "--warmup", str(warmup)]
-        cmd += [] if kernels else ["--no-kernels"]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {"error": " | ".join(tail)}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        saved = os.environ.get("IRC_CACHE_DIR")
+        os.environ["IRC_CACHE_DIR"] = cache
+        try:
+            times = []
+            for _ in range(2):
+                start = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    irc.compile(path, targets=["cpu", "reference"], input_shapes=shapes)
+                times.append(time.perf_counter() - start)
+        finally:
+            if saved is None:
+                del os.environ["IRC_CACHE_DIR"]
+            else:
+                os.environ["IRC_CACHE_DIR"] = saved
+    return times[0], times[1]
+
+
+def peer_runner(path: Path, kind: str, threads: int) -> Callable[[], object] | str:
+    """One run of `path` on onnxruntime ("ort") or the TFLite interpreter ("tflite") with
+    `threads` threads, or why there is none ("—": not its format, "missing")."""
+    inputs = load_inputs(path.parent)
+    if kind == "ort":
+        if path.suffix != ".onnx":
+            return NOT_APPLICABLE
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            return "missing"
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        feed = {i.name: inputs[i.name] for i in session.get_inputs()}
+        return lambda: session.run(None, feed)
+    if path.suffix != ".tflite":
+        return NOT_APPLICABLE
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        return "missing"
+    interpreter = Interpreter(model_path=str(path), num_threads=threads)
+    interpreter.allocate_tensors()
+    details = interpreter.get_input_details()
+
+    def run() -> None:
+        for d in details:
+            interpreter.set_tensor(d["index"], inputs[d["name"]])
+        interpreter.invoke()
+
+    return run
+
+
+def interleaved(
+    path: Path, thread_counts: Sequence[int], repeat: int, warmup: int
+) -> dict[int, dict[str, float | str]]:
+    """Median ms of irc, ort and tflite per thread count, measured round by round in turn."""
+    inputs = load_inputs(path.parent)
+    with tempfile.TemporaryDirectory(prefix="irc-bench-cache-") as cache:
+        model, libraries = compile_irc(path, Path(cache))
+        runners: dict[tuple[int, str], Callable[[], object] | str] = {}
+        for threads in thread_counts:
+            runners[threads, "irc"] = lambda: model.run(inputs)
+            for kind in ("ort", "tflite"):
+                runners[threads, kind] = peer_runner(path, kind, threads)
+        samples: dict[tuple[int, str], list[float]] = {key: [] for key in runners}
+        for round_ in range(warmup + repeat):
+            for threads in thread_counts:
+                set_threads(libraries, threads)
+                for (count, kind), run in runners.items():
+                    if count != threads or isinstance(run, str):
+                        continue
+                    start = time.perf_counter()
+                    run()
+                    if round_ >= warmup:
+                        samples[count, kind].append(time.perf_counter() - start)
+    result: dict[int, dict[str, float | str]] = {}
+    for (threads, kind), run in runners.items():
+        value = run if isinstance(run, str) else statistics.median(samples[threads, kind]) * 1e3
+        result.setdefault(threads, {})[kind] = value
+    return result
+
+
+def kernel_profiles(
+    path: Path, thread_counts: Sequence[int], repeat: int, warmup: int
+) -> dict[int, list[list[Any]]]:
+    """Per thread count, [label, median ms per run, flops] of every generated kernel
+    (IRC_CPU_PROFILE=1), the thread counts taking turns run by run."""
+    from irc.targets.cpu.profiling import kernel_tables
+
+    inputs = load_inputs(path.parent)
+    with tempfile.TemporaryDirectory(prefix="irc-bench-cache-") as cache:
+        model, libraries = compile_irc(path, Path(cache), profile=True)
+        tables = [t for so in sorted(Path(cache).glob("cpu/*.so")) for t in kernel_tables(so)]
+        labels = [(label, f) for t in tables for label, f in zip(t.labels, t.flops, strict=True)]
+        samples = {n: [[] for _ in labels] for n in thread_counts}
+        for round_ in range(warmup + repeat):
+            for threads in thread_counts:
+                set_threads(libraries, threads)
+                for table in tables:
+                    table.reset()
+                model.run(inputs)
+                if round_ < warmup:
+                    continue
+                times = [ms for table in tables for ms in table.times_ms()]
+                for column, ms in zip(samples[threads], times, strict=True):
+                    column.append(ms)
+    profiles = {}
+    for threads in thread_counts:
+        rows = [
+            [label, statistics.median(column), flops]
+            for (label, flops), column in zip(labels, samples[threads], strict=True)
+        ]
+        profiles[threads] = [row for row in rows if row[1] > 0.0]
+    return profiles
+
+
+def detection_model(folder: Path) -> Path:
+    """examples/build_detection_net.py's 640x640 network in `folder` with a seeded input
+    (inputs_0.npz), as the shared models lay theirs out."""
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import onnx
+    from build_detection_net import build_model  # type: ignore[import-not-found]
+
+    proto = build_model(640)
+    path = folder / "text_detection_640.onnx"
+    onnx.save(proto, str(path))
+    (graph_input,) = proto.graph.input
+    shape = [d.dim_value for d in graph_input.type.tensor_type.shape.dim]
+    image = np.random.default_rng(0).uniform(0.0, 1.0, shape).astype(np.float32)
+    np.savez(folder / "inputs_0.npz", **{graph_input.name: image})
+    return path
 
 
 # ---- The machine's peak -------------------------------------------------------------------------
@@ -266,24 +366,34 @@ def print_kernels(rows: list[list[Any]], peak: dict[str, float], threads: int, t
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS)
     parser.add_argument("--only", nargs="*", default=None, help="model names to run")
+    parser.add_argument(
+        "--detection", action="store_true", help="add the 640x640 text-detection network"
+    )
     parser.add_argument("--threads", type=int, nargs="*", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--top", type=int, default=8, help="slowest kernels listed per run")
     parser.add_argument("--no-kernels", action="store_true", help="skip the kernel profiles")
-    parser.add_argument("--irc-worker", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    kernels = not args.no_kernels
-
-    if args.irc_worker is not None:
-        print(json.dumps(irc_worker(args.irc_worker, args.repeat, args.warmup, kernels)))
-        return
 
     from irc.targets.cpu import isa
 
+    cpu_name = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            "unknown CPU",
+        )
+        if Path("/proc/cpuinfo").exists()
+        else "unknown CPU"
+    )
+    print(f"cpu: {cpu_name}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     print(f"cpu ISA profile: {isa.select().name} (host best: {isa.best().name}; IRC_CPU_ISA)")
     peak = measure_peak()
     print(
@@ -292,47 +402,57 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
 
     manifest = json.loads((args.models / "manifest.json").read_text())
-    files = {entry["name"]: entry["file"] for entry in manifest["models"]}
-    names = [n for n in files if args.only is None or n in args.only]
+    paths = {
+        entry["name"]: args.models / entry["file"]
+        for entry in manifest["models"]
+        if args.only is None or entry["name"] in args.only
+    }
+    scratch = tempfile.TemporaryDirectory(prefix="irc-bench-models-")
+    if args.detection:
+        paths["text_detection_640"] = detection_model(Path(scratch.name))
     header = (
         f"{'model':28} {'thr':>3} {'irc/cpu':>8} {'ort':>8} {'tflite':>8} "
-        f"{'irc/ort':>7} {'irc/tfl':>7} {'cold s':>7} {'cached s':>8}"
+        f"{'irc/ort':>7} {'irc/tfl':>7} {'irc/best':>8} {'cold s':>7} {'cached s':>8}"
     )
-    print("median latency in ms; ratios irc / runtime (below 1: irc faster)")
+    print(
+        "median latency in ms, irc and the peers interleaved; "
+        "ratios irc / runtime (below 1: irc faster)"
+    )
     print(header)
     print("-" * len(header))
-    summaries: dict[str, str] = {}
     profiles: list[tuple[str, int, list[list[Any]]]] = []
-    for name in names:
-        path = args.models / files[name]
+    for name, path in paths.items():
         if not path.exists():
             print(f"{name:28} missing {path}")
             continue
+        try:
+            cold, cached = compile_times(path)
+            times = interleaved(path, args.threads, args.repeat, args.warmup)
+        except Exception as exc:
+            print(f"{name:28} irc failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+            continue
         for threads in args.threads:
-            result = run_irc(path, threads, args.repeat, args.warmup, kernels)
-            ort_ms = run_ort(path, threads, args.repeat, args.warmup)
-            tfl_ms = run_tflite(path, threads, args.repeat, args.warmup)
-            if "error" in result:
-                print(f"{name:28} {threads:3} irc failed: {result['error']}")
-                continue
-            irc_ms = result["ms"]
-            summaries[name] = result["summary"]
-            if result.get("kernels"):
-                profiles.append((name, threads, result["kernels"]))
+            row = times[threads]
+            irc_ms = row["irc"]
+            assert isinstance(irc_ms, float)
+            peers = [v for k, v in row.items() if k != "irc" and isinstance(v, float)]
+            best = min(peers) if peers else NOT_APPLICABLE
             print(
-                f"{name:28} {threads:3} {fmt_ms(irc_ms)} {fmt_ms(ort_ms)} {fmt_ms(tfl_ms)} "
-                f"{ratio(irc_ms, ort_ms)} {ratio(irc_ms, tfl_ms)} "
-                f"{result['cold_s']:7.2f} {result['cached_s']:8.2f}",
+                f"{name:28} {threads:3} {fmt_ms(irc_ms)} {fmt_ms(row['ort'])} "
+                f"{fmt_ms(row['tflite'])} {ratio(irc_ms, row['ort'])} "
+                f"{ratio(irc_ms, row['tflite'])} {ratio(irc_ms, best):>8} "
+                f"{cold:7.2f} {cached:8.2f}",
                 flush=True,
             )
-    print()
-    print("where the ops ran (irc, targets cpu then reference):")
-    for name, summary in summaries.items():
-        print(f"  {name}: {summary}")
+        if not args.no_kernels:
+            found = kernel_profiles(path, args.threads, args.repeat, args.warmup)
+            profiles += [(name, threads, found[threads]) for threads in args.threads]
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
     for name, threads, rows in profiles:
         print()
         print(f"irc kernels of {name}, {threads} thread(s): median ms per run")
         print_kernels(rows, peak, threads, args.top)
+    scratch.cleanup()
 
 
 if __name__ == "__main__":
