@@ -38,7 +38,7 @@ import time
 import traceback
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -421,6 +421,7 @@ def save_finding(
         f"{why[:600]}\n"
         f"// replay: python -m fuzz.differential --replay {mlir} --targets {target}\n"
         f"// (inputs in {npz.name}; ops: {', '.join(graph.op_kinds())})\n"
+        f"{qdq_allowance_line(graph)}"
     )
     mlir.write_text(header + str(module) + "\n")
     if target in ONNX_TARGETS:
@@ -434,12 +435,45 @@ def save_finding(
     return mlir
 
 
+QDQ_LINE = "// qdq allowance: "
+"""The line of a saved finding that holds each output's QDQ allowance (`qdq_allowance` for
+the targets of `QDQ_TARGETS`), which `replay` applies: the `.mlir` no longer holds the graph
+the allowance is computed from."""
+
+
+def qdq_allowance_line(graph: Graph) -> str:
+    """`QDQ_LINE` with `<output>=<storage steps>,<float step>` per output of `graph` that
+    has an allowance on the QDQ targets ("" when none has)."""
+    qdq = sorted(QDQ_TARGETS)[0]
+    parts = []
+    for j, v in enumerate(graph.outputs):
+        quanta, step = qdq_allowance(graph, v, qdq)
+        if quanta or step:
+            parts.append(f"g0_out{j}={quanta},{step!r}")
+    return f"{QDQ_LINE}{' '.join(parts)}\n" if parts else ""
+
+
+def read_qdq_allowance(text: str) -> dict[str, tuple[int, float]]:
+    """Output name -> (storage steps, float step) from a saved finding's `QDQ_LINE`."""
+    out: dict[str, tuple[int, float]] = {}
+    for line in text.splitlines():
+        if not line.startswith("//"):
+            break
+        if line.startswith(QDQ_LINE):
+            for item in line[len(QDQ_LINE) :].split():
+                name, _, value = item.partition("=")
+                quanta, _, step = value.partition(",")
+                out[name] = (int(quanta), float(step))
+    return out
+
+
 def replay(path: Path, targets: Sequence[str]) -> int:
     """Run a saved finding on the reference and `targets`; print what differs, crashes and
     compile failures; 1 if any."""
     import irc
 
     module = irc.read_module(path)
+    allowance = read_qdq_allowance(path.read_text())
     npz = path.with_suffix(".npz")
     data = dict(np.load(npz)) if npz.exists() else None
     try:
@@ -477,7 +511,11 @@ def replay(path: Path, targets: Sequence[str]) -> int:
             continue
         for name in ref:
             r, g = np.asarray(ref[name]), np.asarray(got[name])
-            why = compare_half(r, g) if target == FP16_TARGET else compare(r, g)
+            if target == FP16_TARGET:
+                why = compare_half(r, g)
+            else:
+                quanta, step = allowance.get(name, (0, 0.0)) if target in QDQ_TARGETS else (0, 0.0)
+                why = compare(r, g, quanta, step)
             print(f"{target} {name}: {'ok' if why is None else why}")
             if why is not None:
                 status = 1
@@ -516,7 +554,8 @@ class Summary:
     """Differences docs/semantics.md explains (onnxruntime dropping NaN), not findings."""
     onnx_models: int = 0
     target_seconds: dict[str, float] = field(default_factory=dict)
-    """Seconds per target, compiling (cold: most of it) and running."""
+    """Seconds per target, compiling (cold: most of it) and running, added up over the
+    worker processes (`onnx`: both ONNX pseudo-targets)."""
     findings: list[tuple[str, int, str, str]] = field(default_factory=list)
     """(target, seed, what, saved path)"""
 
@@ -524,18 +563,161 @@ class Summary:
         rows = [
             f"graphs {self.graphs} ({self.edge_graphs} with edge values), ops {self.ops}, "
             f"onnx models {self.onnx_models}, time {self.seconds:.1f} s "
-            f"({self.graphs / max(self.seconds, 1e-9):.1f} graphs/s)",
+            f"({self.graphs / max(self.seconds, 1e-9):.2f} graphs/s)",
             f"{'target':<12}{'mismatches':>12}{'crashes':>10}{'compile failures':>18}"
             f"{'explained':>11}{'seconds':>10}",
         ]
         for t in targets:
-            seconds = self.target_seconds.get(t)
+            seconds = self.target_seconds.get("onnx" if t in ONNX_TARGETS else t)
             rows.append(
                 f"{t:<12}{self.mismatches[t]:>12}{self.crashes[t]:>10}"
                 f"{self.compile_failures[t]:>18}{self.explained[t]:>11}"
                 f"{'' if seconds is None else f'{seconds:.1f}':>10}"
             )
         return "\n".join(rows)
+
+
+@dataclass
+class SeedReport:
+    """One graph's results as a batch hands them back (picklable, no arrays): the graph is
+    generated again from its seed where a finding needs it."""
+
+    seed: int
+    ops: int
+    edge: bool
+    outcomes: dict[str, tuple[str, str | None, list[str]]]
+    """target -> (kind, error, refusals) of its `Outcome`."""
+    mismatches: dict[str, str]
+    onnx: dict[str, str] | None = None
+    """`check_onnx`'s answer: None when the graph has no ONNX form (or was not asked)."""
+
+
+WORKER_TARGET = "worker"
+"""Where a batch's worker process died (a crash in native code): its graphs are rerun one
+by one, each in a process of its own, and a graph whose process dies again is a crash."""
+
+
+def graph_inputs(
+    seed: int, max_ops: int, quantized_share: float
+) -> tuple[Graph, list[np.ndarray], bool]:
+    """The graph of `seed`, its inputs and whether they hold edge values (odd seeds)."""
+    graph = generate(seed, max_ops=max_ops, quantized_share=quantized_share)
+    edge = seed % 2 == 1
+    return graph, make_inputs(graph, seed, edge), edge
+
+
+def check_seeds(
+    seeds: Sequence[int],
+    targets: Sequence[str],
+    max_ops: int,
+    quantized_share: float,
+    onnx: bool,
+) -> tuple[list[SeedReport], dict[str, float]]:
+    """Generate the graphs of `seeds`, run them as one batch on the reference and `targets`
+    (and their ONNX forms with `onnx`); the reports and the seconds per target. What a
+    worker process of `run` does with one batch."""
+    made = [graph_inputs(s, max_ops, quantized_share) for s in seeds]
+    timings: dict[str, float] = {}
+    results = check_batch(
+        [g for g, _, _ in made], [i for _, i, _ in made], [e for _, _, e in made], targets, timings
+    )
+    reports = []
+    for s, res in zip(seeds, results, strict=True):
+        found = None
+        if onnx:
+            from fuzz.onnx_emit import check_onnx
+
+            start = time.perf_counter()
+            found = check_onnx(res.graph, res.inputs, res.outcomes["reference"].outputs)
+            timings["onnx"] = timings.get("onnx", 0.0) + time.perf_counter() - start
+        outcomes = {t: (o.kind, o.error, list(o.refusals)) for t, o in res.outcomes.items()}
+        reports.append(
+            SeedReport(s, res.graph.op_count(), res.edge, outcomes, dict(res.mismatches), found)
+        )
+    return reports, timings
+
+
+def _worker_init() -> None:
+    """A worker process: quiet, with PoCL's compute units of the parent's setting."""
+    warnings.simplefilter("ignore")
+
+
+def _isolated(batch: Sequence[int], args: tuple) -> tuple[list[SeedReport], dict[str, float]]:
+    """Rerun a batch whose worker process died: each graph in a process of its own; a graph
+    whose process dies again is a crash of `WORKER_TARGET`."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    reports: list[SeedReport] = []
+    timings: dict[str, float] = {}
+    for s in batch:
+        with ProcessPoolExecutor(1, multiprocessing.get_context("spawn"), _worker_init) as pool:
+            try:
+                (one,), seconds = pool.submit(check_seeds, [s], *args).result()
+            except BrokenProcessPool as exc:
+                one = SeedReport(
+                    s,
+                    0,
+                    s % 2 == 1,
+                    {WORKER_TARGET: ("crash", f"the worker process died: {exc}", [])},
+                    {},
+                )
+                seconds = {}
+        reports.append(one)
+        for t, v in seconds.items():
+            timings[t] = timings.get(t, 0.0) + v
+    return reports, timings
+
+
+def _batches(
+    batches: Sequence[Sequence[int]],
+    args: tuple,
+    jobs: int,
+    stop: Callable[[], bool],
+) -> Iterator[tuple[list[SeedReport], dict[str, float]]]:
+    """Each batch's reports, in order: in this process (`jobs` 1) or on `jobs` worker
+    processes (spawned: an OpenCL context does not survive a fork), at most `2 * jobs`
+    batches in flight; no batch is started once `stop()` says so."""
+    if jobs <= 1:
+        for b in batches:
+            if stop():
+                return
+            yield check_seeds(b, *args)
+        return
+    import multiprocessing
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(jobs, context, _worker_init)
+    pending: list[tuple[Sequence[int], Future]] = []
+    todo = list(batches)
+    try:
+        while todo or pending:
+            while todo and len(pending) < 2 * jobs and not stop():
+                b = todo.pop(0)
+                pending.append((b, pool.submit(check_seeds, b, *args)))
+            if not pending:
+                return
+            b, future = pending.pop(0)
+            if stop():  # what has not started yet is left out
+                for _, other in pending:
+                    other.cancel()
+                pending = [(o, f) for o, f in pending if not f.cancelled()]
+            try:
+                yield future.result()
+            except BrokenProcessPool:
+                # which batch killed it is unknown: every batch in flight is rerun in
+                # isolation, graph by graph
+                pool.shutdown(cancel_futures=True)
+                yield _isolated(b, args)
+                for other, _ in pending:
+                    yield _isolated(other, args)
+                pending = []
+                pool = ProcessPoolExecutor(jobs, context, _worker_init)
+    finally:
+        pool.shutdown(cancel_futures=True)
 
 
 def run(
@@ -552,8 +734,10 @@ def run(
     max_findings: int = 20,
     quantized_share: float = 0.2,
     time_limit: float | None = None,
+    jobs: int = 1,
 ) -> Summary:
-    """Generate `count` graphs from `seed` on, run them on `targets`, compare with the
+    """Generate `count` graphs from `seed` on, run them on `targets` in batches of `batch`
+    (one module per batch and target; on `jobs` worker processes), compare with the
     reference; with `save_dir`, minimise and save up to `max_findings` findings: every
     mismatch, and the first crash or compile failure of each kind (`failure_kind`)."""
     from fuzz.minimise import minimise_graph
@@ -564,11 +748,11 @@ def run(
     if FP16_TARGET in all_targets and not half_available():
         print(f"{FP16_TARGET}: the OpenCL device has no cl_khr_fp16; not run", flush=True)
         all_targets.remove(FP16_TARGET)
-    if onnx:
-        from fuzz.onnx_emit import KNOWN_ORT, check_onnx
+    from fuzz.onnx_emit import KNOWN_ORT
+
     saved_kinds: set[tuple[str, str]] = set()
 
-    def record(t: str, s: int, why: str, graph: Graph, ins: list[np.ndarray]) -> None:
+    def record(t: str, s: int, why: str) -> None:
         """A finding: minimised and saved (the first of each crash or compile failure kind,
         every mismatch) while fewer than `max_findings` were saved."""
         saved = ""
@@ -576,52 +760,58 @@ def run(
         first = (t, kind) not in saved_kinds or kind == "mismatch"
         if save_dir is not None and first and len(saved_kinds) < max_findings:
             saved_kinds.add((t, kind if kind != "mismatch" else f"mismatch {s}"))
-            if minimise:
+            graph, ins, _ = graph_inputs(s, max_ops, quantized_share)
+            name = f"seed{s}_{t}"
+            if t == WORKER_TARGET:
+                t = ",".join(all_targets)  # not minimised: which target died is unknown
+            elif minimise:
                 graph, ins = minimise_graph(graph, ins, t, why)
                 again = graph_failure(graph, ins, t)
                 why = again if again is not None and failure_kind(again) == kind else why
             try:
-                saved = str(save_finding(graph, ins, t, why, save_dir, f"seed{s}_{t}"))
+                saved = str(save_finding(graph, ins, t, why, save_dir, name))
             except Exception as exc:  # a graph the builders reject cannot be printed
                 saved = f"(not saved: {describe_exception(exc)})"
         summary.findings.append((t, s, why, saved))
 
-    for first in range(seed, seed + count, batch):
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            break
-        seeds = list(range(first, min(first + batch, seed + count)))
-        graphs = [generate(s, max_ops=max_ops, quantized_share=quantized_share) for s in seeds]
-        edges = [s % 2 == 1 for s in seeds]
-        inputs = [make_inputs(g, s, e) for g, s, e in zip(graphs, seeds, edges, strict=True)]
-        results = check_batch(graphs, inputs, edges, all_targets, summary.target_seconds)
-        for s, res in zip(seeds, results, strict=True):
+    batches = [
+        list(range(first, min(first + batch, seed + count)))
+        for first in range(seed, seed + count, batch)
+    ]
+    args = (all_targets, max_ops, quantized_share, onnx)
+
+    def stop() -> bool:
+        return time_limit is not None and time.perf_counter() - start > time_limit
+
+    for reports, timings in _batches(batches, args, jobs, stop):
+        for t, v in timings.items():
+            summary.target_seconds[t] = summary.target_seconds.get(t, 0.0) + v
+        for rep in reports:
+            s = rep.seed
             summary.graphs += 1
-            summary.ops += res.graph.op_count()
-            summary.edge_graphs += res.edge
-            for t, o in res.outcomes.items():
-                if o.kind == "crash":
+            summary.ops += rep.ops
+            summary.edge_graphs += rep.edge
+            for t, (kind, error, refusals) in rep.outcomes.items():
+                if kind == "crash":
                     summary.crashes[t] += 1
-                    record(t, s, f"crash: {o.error}", res.graph, res.inputs)
-                elif o.kind == "compile-failure":
+                    record(t, s, f"crash: {error}")
+                elif kind == "compile-failure":
                     summary.compile_failures[t] += 1
-                    why = "compile failure: " + "; ".join(o.refusals)
-                    record(t, s, why, res.graph, res.inputs)
-            for t, why in res.mismatches.items():
+                    record(t, s, "compile failure: " + "; ".join(refusals))
+            for t, why in rep.mismatches.items():
                 summary.mismatches[t] += 1
-                record(t, s, why, res.graph, res.inputs)
-            if onnx:
-                outcome = check_onnx(res.graph, res.inputs, res.outcomes["reference"].outputs)
-                if outcome is not None:
-                    summary.onnx_models += 1
-                    for t, why in outcome.items():
-                        if why.startswith("crash"):
-                            summary.crashes[t] += 1
-                        elif why.startswith(KNOWN_ORT):
-                            summary.explained[t] += 1
-                            continue
-                        else:
-                            summary.mismatches[t] += 1
-                        record(t, s, why, res.graph, res.inputs)
+                record(t, s, why)
+            if rep.onnx is not None:
+                summary.onnx_models += 1
+                for t, why in rep.onnx.items():
+                    if why.startswith("crash"):
+                        summary.crashes[t] += 1
+                    elif why.startswith(KNOWN_ORT):
+                        summary.explained[t] += 1
+                        continue
+                    else:
+                        summary.mismatches[t] += 1
+                    record(t, s, why)
         summary.seconds = time.perf_counter() - start
         if progress:
             bad = sum(summary.mismatches.values()) + sum(summary.crashes.values())
@@ -644,6 +834,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the first graph's seed")
     parser.add_argument("--targets", default=",".join(TARGETS[1:]), help="targets to compare")
     parser.add_argument("--batch", type=int, default=16, help="graphs per compiled module")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(3, os.cpu_count() or 1),
+        help="worker processes, each compiling and running whole batches (default: 3, "
+        "at most the CPUs; 1: in this process)",
+    )
     parser.add_argument("--max-ops", type=int, default=30)
     parser.add_argument("--save-dir", type=Path, help="write minimised findings here")
     parser.add_argument("--no-minimise", action="store_true")
@@ -669,6 +866,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         onnx=args.onnx,
         progress=True,
         time_limit=args.time_limit,
+        jobs=args.jobs,
     )
     shown = ["reference", *[t for t in targets if t != "reference"]]
     if args.onnx:

@@ -16,6 +16,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cpu_support import needs_compiler
+
 from fuzz import differential
 from fuzz.differential import Outcome, compare_half, failure_kind, graph_failure, replay, run
 from fuzz.graphs import generate, make_inputs
@@ -186,3 +188,63 @@ def test_minimiser_bypasses_ops_between_the_two_that_fail_together(monkeypatch) 
     assert why is not None
     small, _ = minimise_graph(graph, inputs, "fused", why)
     assert small.op_kinds() == ["relu", "tanh"]
+
+
+def _quantized_graph():
+    """A seeded graph with an int8/uint8 output that has a QDQ allowance."""
+    from fuzz.differential import qdq_allowance
+
+    for seed in range(3000):
+        g = generate(seed, max_ops=6, quantized_share=1.0)
+        if any(qdq_allowance(g, v, "opencl") != (0, 0.0) for v in g.outputs):
+            return g, make_inputs(g, seed, False)
+    raise AssertionError("no seed gives a quantized output")
+
+
+def test_a_saved_finding_keeps_its_qdq_allowance() -> None:
+    from fuzz.differential import qdq_allowance, qdq_allowance_line, read_qdq_allowance
+
+    graph, _ = _quantized_graph()
+    expected = {
+        f"g0_out{j}": qdq_allowance(graph, v, "opencl")
+        for j, v in enumerate(graph.outputs)
+        if qdq_allowance(graph, v, "opencl") != (0, 0.0)
+    }
+    text = "// differential finding: ...\n" + qdq_allowance_line(graph) + "module {\n}\n"
+    assert read_qdq_allowance(text) == expected
+    # a line after the header is the module, not an allowance
+    assert read_qdq_allowance("module {\n}\n" + qdq_allowance_line(graph)) == {}
+
+
+@needs_compiler
+def test_replay_applies_the_qdq_allowance(tmp_path: Path, monkeypatch) -> None:
+    """`--replay` compares a QDQ target's outputs with the allowance the run used (it was
+    exact before: a saved QDQ rounding difference replayed as a mismatch)."""
+    from fuzz.differential import qdq_allowance, save_finding
+
+    graph, inputs = _quantized_graph()
+    path = save_finding(graph, inputs, "cpu", "output 0: differs", tmp_path, "q")
+    seen: dict[tuple[int, float], int] = {}
+    real = differential.compare
+
+    def spy(ref, got, quanta=0, step=0.0):
+        seen[(quanta, step)] = seen.get((quanta, step), 0) + 1
+        return real(ref, got, quanta, step)
+
+    monkeypatch.setattr(differential, "compare", spy)
+    monkeypatch.setattr(differential, "QDQ_TARGETS", frozenset({"cpu"}))
+    assert replay(path, ["cpu"]) == 0
+    for v in graph.outputs:
+        quanta, step = qdq_allowance(graph, v, "opencl")
+        assert (quanta, step) in seen, (quanta, step, seen)
+
+
+def test_worker_processes_report_as_one_process() -> None:
+    """`jobs=2`: batches on spawned worker processes give the summary one process gives."""
+    one = run(4, 11, ["no-such-target"], batch=2, max_ops=8, minimise=False)
+    two = run(4, 11, ["no-such-target"], batch=2, max_ops=8, minimise=False, jobs=2)
+    assert (two.graphs, two.ops, two.edge_graphs) == (one.graphs, one.ops, one.edge_graphs)
+    assert two.crashes == one.crashes == {"no-such-target": 4}
+    assert [(t, s, why) for t, s, why, _ in two.findings] == [
+        (t, s, why) for t, s, why, _ in one.findings
+    ]
