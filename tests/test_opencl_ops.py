@@ -446,11 +446,17 @@ def _op(body: str, arg: str) -> nn.NNOp:
             "tensor<2xi64>",
             "",
         ),
-        ("%y = nn.cast %x : tensor<4xf32> -> tensor<4xi32>", "tensor<4xf32>", "op"),
+        ("%y = nn.cast %x : tensor<4xf32> -> tensor<4xi32>", "tensor<4xf32>", ""),
+        ("%y = nn.cast %x : tensor<4xf16> -> tensor<4xf32>", "tensor<4xf16>", "dtype"),
         ("%y = nn.abs %x : tensor<4xi32> -> tensor<4xi32>", "tensor<4xi32>", "dtype"),
         (
             '%y = nn.compare %x, %x kind = "eq" : tensor<4xi32>, tensor<4xi32> -> tensor<4xi1>',
             "tensor<4xi32>",
+            "",
+        ),
+        (
+            '%y = nn.compare %x, %x kind = "eq" : tensor<4xi16>, tensor<4xi16> -> tensor<4xi1>',
+            "tensor<4xi16>",
             "dtype",
         ),
         (

@@ -48,7 +48,14 @@ from irc.dialects.nn.base import get_str
 from irc.targets.opencl.fuse import is_bufferized, opencl_executables
 from irc.targets.opencl.lowerings import LoweringError, emit
 from irc.targets.opencl.lowerings.epilogue import epilogue_inputs
-from irc.targets.opencl.lowerings.helpers import REAL, _ctype, _kernel, _numel, _shape
+from irc.targets.opencl.lowerings.helpers import (
+    CTYPE_BYTES,
+    REAL,
+    _ctype,
+    _kernel,
+    _numel,
+    _shape,
+)
 from irc.targets.opencl.program import KERNEL_STYLES, Program
 from irc.targets.opencl.support import check_op
 
@@ -175,8 +182,9 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
 
 def _storage_bytes(value: SSAValue, program: Program) -> int:
     """Bytes of a tensor's device buffer (4 per float, 2 in fp16; 1 per 8-bit quantized
-    element or `i1` mask)."""
-    return (program.real_bytes if _ctype(value) == REAL else 1) * _numel(_shape(value))
+    element or `i1` mask, 4 / 8 per i32 / i64 element)."""
+    ct = _ctype(value)
+    return (program.real_bytes if ct == REAL else CTYPE_BYTES[ct]) * _numel(_shape(value))
 
 
 def _check_ops(ops: list[Operation], pass_name: str) -> None:

@@ -1,10 +1,13 @@
 """What the OpenCL target runs: the capability check behind `supports()`.
 
 An op runs when its type has a lowering (`irc.targets.opencl.lowerings.registered_ops()`)
-on float32 tensors of static shape (plus the `i1` tensors of comparisons, logic, select,
-transpose and reshape, and int32/int64 gather indices), with the pad modes and reduce kinds
-the lowerings cover. NCHW ops are accepted (inside the target's regions `convert-layout` gives
-them NHWC, the target's preferred layout); quantized ops arrive as float through
+on float32 tensors of static shape, with the pad modes and reduce kinds the lowerings
+cover. Besides float32, `i1`, i32 and i64 tensors (`lowerings/typed.py`) are data of the
+movement ops of `TYPED_OPS` (reshape, transpose, concat, slice, split, broadcast_to,
+gather, select), operands of comparisons, logic (`i1`) and casts, and gather indices; an
+integer or `i1` constant is accepted where all its readers take that type. NCHW ops are
+accepted (inside the target's regions `convert-layout` gives them NHWC, the target's
+preferred layout); quantized ops arrive as float through
 `insert-qdq` (`runs_quantized` is False): its quant.dcast / quant.qcast and the data
 movement it keeps on stored integers run on 8-bit storage (char/uchar buffers). Split writes
 all its pieces in one launch.
@@ -20,6 +23,7 @@ from irc.dialects.quant import UniformQuantizedType
 from irc.targets.base import Support
 from irc.targets.opencl.lowerings import registered_ops
 from irc.targets.opencl.lowerings.logic import BOOL_OPS
+from irc.targets.opencl.lowerings.typed import is_bool, typed_element
 
 MOVEMENT_OPS = (
     nn.ReshapeOp,
@@ -35,9 +39,21 @@ MOVEMENT_OPS = (
 )
 """Ops `insert-qdq` may leave on stored integers: kernels on char/uchar buffers."""
 
-BOOL_MOVEMENT_OPS = (nn.ReshapeOp, nn.TransposeOp)
-"""Data movement that also runs on `i1` masks: `convert-layout` inserts it inside the
-target's regions (a transposed mask, a [C] mask reshaped to [C, 1, 1])."""
+TYPED_MOVEMENT_OPS = (
+    nn.ReshapeOp,
+    nn.TransposeOp,
+    nn.ConcatOp,
+    nn.SliceOp,
+    nn.SplitOp,
+    nn.BroadcastToOp,
+    nn.GatherOp,
+    nn.SelectOp,
+)
+"""Data movement whose data may be `i1`, i32 or i64 (`convert-layout` inserts transposes
+and reshapes of masks inside the target's regions; shapes and token ids are i64)."""
+
+TYPED_OPS: tuple[type[Operation], ...] = (*TYPED_MOVEMENT_OPS, *BOOL_OPS, nn.CastOp)
+"""Ops whose lowerings take `i1` / i32 / i64 operands (constants uploaded as bytes)."""
 
 SUPPORTED_OPS: frozenset[type[Operation]] = registered_ops() | {nn.ConstantOp}
 """Op types with a lowering, and constants (uploaded by `opencl-bufferize`, no kernel)."""
@@ -45,30 +61,25 @@ REDUCE_KINDS = ("mean", "sum", "max", "min", "prod")
 PAD_MODES = ("constant", "reflect", "edge")
 
 
-def _is_bool(element: object) -> bool:
-    return isinstance(element, IntegerType) and element.width.data == 1
-
-
 def _typed_elsewhere(op: Operation, value: SSAValue) -> bool:
     """Whether `value` (an operand or result of `op`) is one of the non-float tensors a
-    kernel takes: `i1` masks of the boolean ops, int32/int64 gather indices."""
+    kernel takes: data of the typed movement ops, operands of comparisons and casts, `i1`
+    masks of logic and select, int32/int64 gather indices."""
     t = value.type
     assert isinstance(t, TensorType)
     element = t.element_type
-    if isinstance(op, BOOL_OPS) and _is_bool(element):
-        return not isinstance(op, nn.SelectOp) or value is op.condition
-    if isinstance(op, BOOL_MOVEMENT_OPS) and _is_bool(element):
-        # the byte copies of lowerings/movement.py on the mask's uchar buffer; a constant
-        # input would be uploaded as floats (canonicalize folds it into a transposed constant
-        # instead)
-        return not isinstance(op.operands[0].owner, nn.ConstantOp)
     if isinstance(op, nn.GatherOp) and value is op.indices and isinstance(element, IntegerType):
         return element.width.data in (32, 64)
-    if isinstance(op, nn.ConstantOp) and isinstance(element, IntegerType) and value.uses:
-        # uploaded in the form its readers take (lowerings: masks as bytes, indices as a
-        # float table), so only for those readers
+    if not typed_element(element):
+        return False
+    if isinstance(op, (*TYPED_MOVEMENT_OPS, nn.CompareOp, nn.CastOp)):
+        return True
+    if isinstance(op, BOOL_OPS):  # logic: i1 only
+        return is_bool(element)
+    if isinstance(op, nn.ConstantOp) and value.uses:
+        # uploaded in the form its readers take (lowerings/typed.py), so only for those
         return all(
-            (isinstance(u.operation, BOOL_OPS) and _is_bool(element))
+            isinstance(u.operation, TYPED_OPS)
             or (isinstance(u.operation, nn.GatherOp) and u.index == 1)
             for u in value.uses
         )

@@ -8,6 +8,7 @@ epilogues).
 """
 
 from irc.targets.opencl.lowerings import (  # noqa: F401  (registers the lowerings)
+    casts,
     conv,
     conv_transpose,
     elementwise,
@@ -20,6 +21,7 @@ from irc.targets.opencl.lowerings import (  # noqa: F401  (registers the lowerin
     reduce,
     resize,
     softmax,
+    transformer,
 )
 from irc.targets.opencl.lowerings.registry import (
     LoweringError,

@@ -1,4 +1,4 @@
-"""gather with constant or int32/int64 indices (`batch_dims`)."""
+"""gather of float, `i1`, i32 or i64 data with constant or int32/int64 indices (`batch_dims`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from irc.targets.opencl.lowerings.helpers import (
     _strides,
 )
 from irc.targets.opencl.lowerings.registry import lowering
+from irc.targets.opencl.lowerings.typed import typed_input
 from irc.targets.opencl.program import Program
 
 
@@ -69,7 +70,8 @@ def _gather(op: nn.GatherOp, program: Program, desc: str) -> KernelRun:
         + f"    y[gid] = x0[{' + '.join(src)}];\n"
     )
     kernel = _signature(2, body, [ct, index_type], ct)
-    return program.kernel(kernel, desc), [op.input, index_input], [_numel(out_shape)]
+    inputs = [typed_input(op.input, program), index_input]
+    return program.kernel(kernel, desc), inputs, [_numel(out_shape)]
 
 
 @lowering(nn.GatherOp)

@@ -117,14 +117,24 @@ def _kernel(n_in: int, body: str, in_type: str = REAL, out_type: str = REAL) -> 
     )
 
 
+INTEGER_CTYPES = {32: "int", 64: "long"}
+"""The OpenCL C type of the elements of an i32 / i64 tensor (indices, shapes, casts)."""
+
+CTYPE_BYTES = {"char": 1, "uchar": 1, "int": 4, "long": 8}
+"""Bytes per element of a device buffer of each non-`REAL` C type `_ctype` gives."""
+
+
 def _ctype(value: SSAValue) -> str:
     """The OpenCL C element type of a tensor's device buffer: `REAL` (float or half), the
-    8-bit storage (char / uchar) of a quantized tensor, or uchar for an `i1` mask."""
+    8-bit storage (char / uchar) of a quantized tensor, uchar for an `i1` mask, or int /
+    long for an i32 / i64 tensor."""
     t = value.type
     assert isinstance(t, TensorType)
     element = t.element_type
     if isinstance(element, IntegerType) and element.width.data == 1:
         return "uchar"  # i1 masks (lowerings/logic.py): one byte per element
+    if isinstance(element, IntegerType) and element.width.data in INTEGER_CTYPES:
+        return INTEGER_CTYPES[element.width.data]
     if isinstance(element, UniformQuantizedType):
         if element.storage_width == 8:
             return "char" if element.is_signed else "uchar"

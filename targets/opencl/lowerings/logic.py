@@ -1,15 +1,16 @@
 """Comparisons, logic and select on `i1` tensors: uchar buffers holding 0 or 1, as numpy's
-bool; comparisons run on float copies of their operands (the NaN test reads float bits).
+bool. Float comparisons run on float copies of their operands (the NaN test reads float
+bits); i32 / i64 / `i1` ones on the integers. select picks between float, i32, i64 or `i1`
+tensors.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
 from irc.dialects import nn
-from irc.dialects.nn import array_from_dense
 from irc.targets.opencl.lowerings.helpers import (
+    REAL,
     Emitted,
     KernelRun,
     _broadcasting,
@@ -17,6 +18,7 @@ from irc.targets.opencl.lowerings.helpers import (
     _describe,
 )
 from irc.targets.opencl.lowerings.registry import lowering
+from irc.targets.opencl.lowerings.typed import typed_input
 from irc.targets.opencl.program import Program
 
 UNORDERED = "((as_uint(a) & 0x7fffffffu) > 0x7f800000u || (as_uint(b) & 0x7fffffffu) > 0x7f800000u)"
@@ -46,26 +48,25 @@ BOOL_OPS: tuple[type[Operation], ...] = (
 """Ops on `i1` tensors: uchar buffers holding 0 or 1."""
 
 
-def _bool_input(v: SSAValue, program: Program) -> SSAValue | str:
-    """An `i1` operand: its value, or a constant uploaded as one byte per element (the
-    generic constant upload would turn it into floats)."""
-    owner = v.owner
-    if isinstance(owner, nn.ConstantOp):
-        return program.constant((array_from_dense(owner.value) != 0).astype(np.uint8))
-    return v
-
-
 def _boolean(op: Operation, program: Program, desc: str) -> KernelRun:
+    inputs = [typed_input(v, program) for v in op.operands]
     if isinstance(op, nn.CompareOp):
         kind = op.kind.data
         expr = f"a {COMPARE_EXPR[kind]} b"
+        ct = _ctype(op.lhs)
+        if ct != REAL:  # integers and masks: no NaN
+            name, _, size = _broadcasting(
+                op, list(op.operands), expr, program, desc, ct, out_type="uchar"
+            )
+            return name, inputs, size
         expr = f"{UNORDERED} || {expr}" if kind == "ne" else f"!({UNORDERED}) && {expr}"
-        return _broadcasting(
+        name, _, size = _broadcasting(
             op, list(op.operands), expr, program, desc, out_type="uchar", local_type="float"
         )
+        return name, inputs, size
     if isinstance(op, nn.LogicalNotOp):
         name, _, size = _broadcasting(op, [op.input], "a == 0", program, desc, "uchar", "uchar")
-        return name, [_bool_input(op.input, program)], size
+        return name, inputs, size
     if isinstance(op, nn.SelectOp):
         ct = _ctype(op.output)
         name, _, size = _broadcasting(
@@ -77,11 +78,11 @@ def _boolean(op: Operation, program: Program, desc: str) -> KernelRun:
             out_type=ct,
             in_types=["uchar", ct, ct],
         )
-        return name, [_bool_input(op.condition, program), op.on_true, op.on_false], size
+        return name, inputs, size
     name, _, size = _broadcasting(
         op, list(op.operands), LOGICAL_EXPR[type(op)], program, desc, "uchar", "uchar"
     )
-    return name, [_bool_input(v, program) for v in op.operands], size
+    return name, inputs, size
 
 
 @lowering(*BOOL_OPS)

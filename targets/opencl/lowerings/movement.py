@@ -1,7 +1,8 @@
 """Data movement: reshape, transpose, concat, slice (negative strides), split (any axis,
 uneven and empty pieces: one launch writing every piece) and broadcast_to. Each runs on the
 element type of its buffer (`REAL`, the char/uchar storage `insert-qdq` leaves on quantized
-tensors, or uchar `i1` masks for reshape and transpose).
+tensors, uchar `i1` masks, int / long i32 / i64 tensors); a constant `i1` / integer input is
+uploaded as its bytes (`typed.typed_input`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from irc.targets.opencl.lowerings.helpers import (
     _strides,
 )
 from irc.targets.opencl.lowerings.registry import lowering
+from irc.targets.opencl.lowerings.typed import typed_input
 from irc.targets.opencl.program import Program
 
 
@@ -35,7 +37,7 @@ def reshape(op: nn.ReshapeOp, epilogue: list[Operation], program: Program) -> Em
     n_out = prelude(op, epilogue).n_out
     ct = _ctype(op.results[0]) if op.results else REAL
     k = program.kernel(_kernel(1, "    y[gid] = x0[gid];\n", ct, ct), f"copy {ct}")
-    return [(k, [op.input], [n_out])]
+    return [(k, [typed_input(op.input, program)], [n_out])]
 
 
 @lowering(nn.TransposeOp)
@@ -50,7 +52,9 @@ def transpose(op: nn.TransposeOp, epilogue: list[Operation], program: Program) -
     rank = len(out_shape)
     src = " + ".join(f"c{d} * {st[perm[d]]}" for d in range(rank)) or "0"
     body = _decompose(out_shape, [f"c{d}" for d in range(rank)]) + f"    y[gid] = x0[{src}];\n"
-    return [(program.kernel(_kernel(1, body, ct, ct), desc), [op.input], [n_out])]
+    return [
+        (program.kernel(_kernel(1, body, ct, ct), desc), [typed_input(op.input, program)], [n_out])
+    ]
 
 
 @lowering(nn.ConcatOp)
@@ -78,7 +82,8 @@ def concat(op: nn.ConcatOp, epilogue: list[Operation], program: Program) -> Emit
                 + (compose(act, real=True) if ct == REAL else "")
                 + f"    y[o * {total * inner} + {offset * inner} + r] = v;\n"
             )
-            result.append((program.kernel(_kernel(1, body, ct, ct), desc), [v], [n]))
+            kernel = program.kernel(_kernel(1, body, ct, ct), desc)
+            result.append((kernel, [typed_input(v, program)], [n]))
         offset += a
     return result
 
@@ -92,7 +97,8 @@ def _slice(op: nn.SliceOp, program: Program, desc: str) -> KernelRun:
     src = " + ".join(f"({begin[d]} + c{d} * ({steps[d]})) * {st[d]}" for d in range(rank))
     ct = _ctype(op.output)
     body = _decompose(out_shape, [f"c{d}" for d in range(rank)]) + f"    y[gid] = x0[{src or 0}];\n"
-    return program.kernel(_kernel(1, body, ct, ct), desc), [op.input], [_numel(out_shape)]
+    kernel = program.kernel(_kernel(1, body, ct, ct), desc)
+    return kernel, [typed_input(op.input, program)], [_numel(out_shape)]
 
 
 def _split(op: nn.SplitOp, program: Program, desc: str) -> KernelRun:
@@ -125,7 +131,7 @@ def _split(op: nn.SplitOp, program: Program, desc: str) -> KernelRun:
         f"__kernel void KERNEL_NAME(__global const {ct}* restrict x0{outs}) {{\n"
         "    const int gid = get_global_id(0);\n" + "".join(lines) + "}\n"
     )
-    return program.kernel(kernel, desc), [op.input], [_numel(in_shape)]
+    return program.kernel(kernel, desc), [typed_input(op.input, program)], [_numel(in_shape)]
 
 
 @lowering(nn.SliceOp)
@@ -147,4 +153,5 @@ def broadcast_to(
     """numpy broadcasting, one work-item per output element."""
     desc = _describe(op)
     ct = _ctype(op.output)
-    return [_broadcasting(op, [op.input], "a", program, desc, ct, ct)]
+    name, _, size = _broadcasting(op, [op.input], "a", program, desc, ct, ct)
+    return [(name, [typed_input(op.input, program)], size)]
