@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from cpu_support import SHARED_MODELS, lower, needs_compiler
+from cpu_support import SHARED_MODELS, isa_params, load_with_isa, lower, needs_compiler
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.builtin import f32 as f32_type
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -217,11 +217,19 @@ _binary_case("mul_broadcast", nn.MulOp, (2, 3, 7), (3, 1), "none")
 
 
 def _pool_case(
-    id: str, cls: type[nn.NNOp], shape: tuple[int, ...], kernel, strides, pads, zp: int
+    id: str,
+    cls: type[nn.NNOp],
+    shape: tuple[int, ...],
+    kernel,
+    strides,
+    pads,
+    zp: int,
+    dtype: str = "int8",
+    **extra: object,
 ) -> None:
-    element = qtype("int8", 0.06, zp)
+    element = qtype(dtype, 0.06, zp)
 
-    @case(id, [qtensor(shape, element)], [random_q(shape)])
+    @case(id, [qtensor(shape, element)], [random_q(shape, dtype)])
     def build(add: Add, args: Sequence[SSAValue]) -> SSAValue:
         return add(
             cls.make(  # type: ignore[attr-defined]
@@ -231,6 +239,7 @@ def _pool_case(
                 pads=list(pads),
                 layout="NHWC",
                 result_elements=element,
+                **extra,
             )
         )
 
@@ -238,6 +247,18 @@ def _pool_case(
 _pool_case("avg_pool_same", nn.AvgPool2DOp, (1, 7, 7, 5), (3, 3), (2, 2), (1, 1, 1, 1), -4)
 _pool_case("avg_pool_valid", nn.AvgPool2DOp, (2, 6, 6, 3), (2, 2), (2, 2), (0, 0, 0, 0), 3)
 _pool_case("max_pool_same", nn.MaxPool2DOp, (1, 8, 7, 6), (3, 3), (2, 2), (1, 1, 1, 1), -128)
+# channel runs longer than a vector and than the average pool's 64-channel block, with tails
+_pool_case("max_pool_c70", nn.MaxPool2DOp, (2, 9, 8, 70), (3, 2), (2, 1), (1, 0, 1, 1), 5)
+_pool_case(
+    "max_pool_uint8_dilated", nn.MaxPool2DOp, (1, 9, 9, 17), (2, 3), (1, 2), (0, 2, 1, 0), 128,
+    "uint8", dilations=[2, 1],
+)  # fmt: skip
+_pool_case(
+    "avg_pool_c70_include_pad", nn.AvgPool2DOp, (1, 7, 6, 70), (3, 3), (2, 2), (1, 1, 1, 1), -9,
+    count_include_pad=True,
+)  # fmt: skip
+_pool_case("avg_pool_uint8", nn.AvgPool2DOp, (1, 6, 6, 33), (2, 2), (1, 1), (0, 1, 0, 1), 130,
+           "uint8")  # fmt: skip
 
 
 def _mean_case(id: str, shape: tuple[int, ...], axes: list[int], qin, qout) -> None:
@@ -321,13 +342,33 @@ def _executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
     return module, executable, feed
 
 
+Lowered = tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray]]
+"""The lowered family executable, its inputs and the reference's outputs."""
+
+
 @pytest.fixture(scope="module")
-def family() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def lowered_family() -> Lowered:
     module, executable, feed = _executable()
     expected = ReferenceRuntime().load(executable).execute("entry", feed)
     lower(module)
+    return executable, feed, list(expected)
+
+
+@pytest.fixture(scope="module")
+def family(lowered_family: Lowered) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    executable, feed, expected = lowered_family
     actual = CpuRuntime().load(executable).execute("entry", feed)
     return {c.id: (a, e) for c, a, e in zip(CASES, actual, expected, strict=True)}
+
+
+@pytest.mark.parametrize("name", isa_params(("avx512", "avx2", "generic")))
+def test_int8_family_bit_exact_per_isa(lowered_family: Lowered, name: str) -> None:
+    """The other ISA profiles' builds (the native one: test_int8_family_bit_exact)."""
+    executable, feed, expected = lowered_family
+    actual = load_with_isa(executable, name).execute("entry", feed)
+    for c, got, want in zip(CASES, actual, expected, strict=True):
+        assert got.dtype == want.dtype, c.id
+        np.testing.assert_array_equal(got, want, err_msg=c.id)
 
 
 @pytest.mark.parametrize("case_id", [c.id for c in CASES])
