@@ -33,6 +33,7 @@ import contextlib
 import io
 import os
 import re
+import signal
 import sys
 import time
 import traceback
@@ -558,12 +559,16 @@ class Summary:
     worker processes (`onnx`: both ONNX pseudo-targets)."""
     findings: list[tuple[str, int, str, str]] = field(default_factory=list)
     """(target, seed, what, saved path)"""
+    interrupted: bool = False
+    """The run was stopped (SIGINT, SIGTERM) before its last batch: the table covers the
+    batches that had finished."""
 
     def table(self, targets: Sequence[str]) -> str:
         rows = [
             f"graphs {self.graphs} ({self.edge_graphs} with edge values), ops {self.ops}, "
             f"onnx models {self.onnx_models}, time {self.seconds:.1f} s "
-            f"({self.graphs / max(self.seconds, 1e-9):.2f} graphs/s)",
+            f"({self.graphs / max(self.seconds, 1e-9):.2f} graphs/s)"
+            + (" (interrupted)" if self.interrupted else ""),
             f"{'target':<12}{'mismatches':>12}{'crashes':>10}{'compile failures':>18}"
             f"{'explained':>11}{'seconds':>10}",
         ]
@@ -717,7 +722,17 @@ def _batches(
                 pending = []
                 pool = ProcessPoolExecutor(jobs, context, _worker_init)
     finally:
-        pool.shutdown(cancel_futures=True)
+        _stop_pool(pool)
+
+
+def _stop_pool(pool) -> None:
+    """Cancel what has not started and end the worker processes now (an interrupted run
+    does not wait for the batches they are compiling)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        with contextlib.suppress(Exception):
+            worker.terminate()
 
 
 def run(
@@ -783,45 +798,48 @@ def run(
     def stop() -> bool:
         return time_limit is not None and time.perf_counter() - start > time_limit
 
-    for reports, timings in _batches(batches, args, jobs, stop):
-        for t, v in timings.items():
-            summary.target_seconds[t] = summary.target_seconds.get(t, 0.0) + v
-        for rep in reports:
-            s = rep.seed
-            summary.graphs += 1
-            summary.ops += rep.ops
-            summary.edge_graphs += rep.edge
-            for t, (kind, error, refusals) in rep.outcomes.items():
-                if kind == "crash":
-                    summary.crashes[t] += 1
-                    record(t, s, f"crash: {error}")
-                elif kind == "compile-failure":
-                    summary.compile_failures[t] += 1
-                    record(t, s, "compile failure: " + "; ".join(refusals))
-            for t, why in rep.mismatches.items():
-                summary.mismatches[t] += 1
-                record(t, s, why)
-            if rep.onnx is not None:
-                summary.onnx_models += 1
-                for t, why in rep.onnx.items():
-                    if why.startswith("crash"):
+    try:
+        for reports, timings in _batches(batches, args, jobs, stop):
+            for t, v in timings.items():
+                summary.target_seconds[t] = summary.target_seconds.get(t, 0.0) + v
+            for rep in reports:
+                s = rep.seed
+                summary.graphs += 1
+                summary.ops += rep.ops
+                summary.edge_graphs += rep.edge
+                for t, (kind, error, refusals) in rep.outcomes.items():
+                    if kind == "crash":
                         summary.crashes[t] += 1
-                    elif why.startswith(KNOWN_ORT):
-                        summary.explained[t] += 1
-                        continue
-                    else:
-                        summary.mismatches[t] += 1
+                        record(t, s, f"crash: {error}")
+                    elif kind == "compile-failure":
+                        summary.compile_failures[t] += 1
+                        record(t, s, "compile failure: " + "; ".join(refusals))
+                for t, why in rep.mismatches.items():
+                    summary.mismatches[t] += 1
                     record(t, s, why)
-        summary.seconds = time.perf_counter() - start
-        if progress:
-            bad = sum(summary.mismatches.values()) + sum(summary.crashes.values())
-            print(
-                f"[{summary.graphs}/{count}] {summary.seconds:.0f} s, {summary.ops} ops, "
-                f"{bad} mismatches+crashes, "
-                f"{sum(summary.compile_failures.values())} compile failures, "
-                f"{summary.onnx_models} onnx models",
-                flush=True,
-            )
+                if rep.onnx is not None:
+                    summary.onnx_models += 1
+                    for t, why in rep.onnx.items():
+                        if why.startswith("crash"):
+                            summary.crashes[t] += 1
+                        elif why.startswith(KNOWN_ORT):
+                            summary.explained[t] += 1
+                            continue
+                        else:
+                            summary.mismatches[t] += 1
+                        record(t, s, why)
+            summary.seconds = time.perf_counter() - start
+            if progress:
+                bad = sum(summary.mismatches.values()) + sum(summary.crashes.values())
+                print(
+                    f"[{summary.graphs}/{count}] {summary.seconds:.0f} s, {summary.ops} ops, "
+                    f"{bad} mismatches+crashes, "
+                    f"{sum(summary.compile_failures.values())} compile failures, "
+                    f"{summary.onnx_models} onnx models",
+                    flush=True,
+                )
+    except KeyboardInterrupt:
+        summary.interrupted = True
     summary.seconds = time.perf_counter() - start
     return summary
 
@@ -852,6 +870,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--time-limit", type=float, help="start no new batch after this many seconds"
     )
     args = parser.parse_args(argv)
+    # a stopped run still prints its table (the batches that had finished)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     targets = [t for t in args.targets.split(",") if t]
     if args.replay is not None:
         return replay(args.replay, targets)
