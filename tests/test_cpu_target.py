@@ -170,7 +170,7 @@ SUPPORT_CASES = {
     "compare": (
         "tensor<2x2xf32>",
         '%y = nn.compare %x, %x kind = "lt" : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xi1>',
-        "",  # transformer_kernels.py
+        "",  # lowerings/transformer.py
     ),
     "no_kernel": (
         "tensor<3xf32>",

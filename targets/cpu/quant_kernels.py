@@ -31,13 +31,14 @@ reference target runs TFLite's reference kernels (`targets/reference/quant_nn.py
   rounding), ``+ 0.5`` and truncation.
 
 `check_native(op)` is the capability check `support.check_op` asks for these ops: it builds
-the reference kernel (its refusals are the reference's) and then the lowering plan here.
+the reference kernel (its refusals are the reference's) and then the lowering plan here;
+the lowerings that emit the C from the plans are `lowerings/softmax.py` and
+`lowerings/resize.py`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.ir import Operation
@@ -49,9 +50,6 @@ from irc.dtypes import numpy_dtype
 from irc.targets.base import Support
 from irc.targets.cpu import csrc
 
-if TYPE_CHECKING:
-    from irc.targets.cpu.codegen import Lowered, OpLowering
-
 SOFTMAX_MAX_ROW = 8191
 """Longest softmax row: its sum of summands (each at most 2^19) stays below 2^32."""
 
@@ -61,13 +59,11 @@ LOG_SOFTMAX_MAX_ROW = 4095
 NATIVE_OPS: frozenset[type[Operation]] = frozenset({nn.SoftmaxOp, nn.LogSoftmaxOp, nn.ResizeOp})
 """Quantized ops with a native kernel here (`check_native` says which cases)."""
 
-_PARALLEL_ELEMENTS = 1 << 17
+PARALLEL_ELEMENTS = 1 << 17
 """Elements from which a softmax splits its rows across OpenMP threads."""
 
 _ONE_10 = 1 << 10
 """1.0 in the 10-bit fixed point of the int8 bilinear taps."""
-
-Lines = list[str]
 
 
 class NativeKernelError(Exception):
@@ -485,212 +481,3 @@ def check_native(op: Operation) -> Support:
     except NativeKernelError as exc:
         return Support.no("quantized", f"cpu: {exc} (the reference target runs it)")
     return Support.yes()
-
-
-# ---- Lowering -----------------------------------------------------------------------------------
-
-
-def _c_ints(name: str, ct: str, values: np.ndarray) -> str:
-    return f"static const {ct} {name}[] = {{{', '.join(str(int(v)) for v in values)}}};"
-
-
-def _c_table(name: str, values: np.ndarray) -> str:
-    """A static int32 table of len(values) entries, its trailing zeros left implicit."""
-    nonzero = np.flatnonzero(values)
-    used = values[: int(nonzero[-1]) + 1 if nonzero.size else 1]
-    return f"static const int32_t {name}[{values.size}] = {{{', '.join(map(str, used.tolist()))}}};"
-
-
-def _row_kernel(
-    op: nn.SoftmaxOp | nn.LogSoftmaxOp,
-    plan: SoftmaxPlan | LogSoftmaxPlan,
-    tables: Lines,
-    per_row: Lines,
-    per_element: Lines,
-) -> Lowered:
-    """The row loop both softmaxes share: for each row (`n` elements `inner` apart) the
-    maximum `mx`, `sum` of the `summand` table at ``mx - x``, then `per_row` statements and,
-    for every element (`idx` = ``mx - x``), `per_element` statements computing `y`; rows
-    longer than the 2^bits values of `idx` compute each value once and gather."""
-    from irc.targets.cpu.codegen import Emitter, Lowered, block, ctype, describe
-
-    ct_in, ct_out = ctype(op.input), ctype(op.output)
-    n, inner, rows = plan.n, plan.inner, plan.outer * plan.inner
-    base = f"r * {n}" if inner == 1 else f"(r / {inner}) * {n * inner} + r % {inner}"
-    step = "k" if inner == 1 else f"k * {inner}"
-    lo, hi = f"({plan.low}LL)", f"({plan.high}LL)"
-    levels = plan.summand_table.size  # the values of `row max - x`
-
-    def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
-        decls = [
-            *tables,
-            f"const {ct_in} *restrict px = {em.ptr(op.input)};",
-            f"{ct_out} *restrict po = {res[0]};",
-        ]
-        if not rows or not n:
-            return block(describe(op), decls, [])
-        large = rows > 1 and rows * n >= _PARALLEL_ELEMENTS
-        body = [
-            *(["IRC_PARFOR(schedule(static))"] if large else []),
-            f"for (long r = 0; r < {rows}; ++r) {{",
-            f"  const {ct_in} *restrict xs = px + {base};",
-            f"  {ct_out} *restrict ys = po + {base};",
-            "  int mx = xs[0];",
-            f"  for (long k = 1; k < {n}; ++k) mx = xs[{step}] > mx ? xs[{step}] : mx;",
-            "  int64_t sum = 0;",
-            f"  for (long k = 0; k < {n}; ++k) sum += summand[mx - xs[{step}]];",
-            *("  " + line for line in per_row),
-        ]
-        clamp = f"({ct_out})(y < {lo} ? {lo} : (y > {hi} ? {hi} : y))"
-        if n > levels:  # each of the `levels` results once per row, then a gather
-            body += [
-                f"  {ct_out} row_out[{levels}];",
-                f"  for (int idx = 0; idx < {levels}; ++idx) {{",
-                *("    " + line for line in per_element),
-                f"    row_out[idx] = {clamp};",
-                "  }",
-                f"  for (long k = 0; k < {n}; ++k) ys[{step}] = row_out[mx - xs[{step}]];",
-            ]
-        else:
-            body += [
-                f"  for (long k = 0; k < {n}; ++k) {{",
-                f"    const int idx = mx - xs[{step}];",
-                *("    " + line for line in per_element),
-                f"    ys[{step}] = {clamp};",
-                "  }",
-            ]
-        body.append("}")
-        return block(describe(op), decls, body)
-
-    return Lowered(emit, snippets=("softmax_q",))
-
-
-def lower_quantized_softmax(lowering: OpLowering, op: nn.SoftmaxOp) -> Lowered:
-    """Quantized `nn.softmax`: per row the maximum, the sum of table summands, its reciprocal
-    (`irc_softmax_reciprocal`) and ``rdbpot(srdhm(reciprocal, exp), exponent)``."""
-    from irc.targets.cpu.codegen import LoweringError
-
-    try:
-        plan = softmax_plan(op)
-    except NativeKernelError as exc:
-        raise LoweringError(op, str(exc)) from None
-    return _row_kernel(
-        op,
-        plan,
-        [_c_table("summand", plan.summand_table), _c_table("exp_q31", plan.exp_table)],
-        [
-            "int over;",
-            "const int64_t recip = irc_softmax_reciprocal(sum, &over);",
-            f"const int exponent = over + {31 - plan.out_bits};",
-        ],
-        [
-            "const int64_t y = irc_rdbpot(irc_srdhm(recip, exp_q31[idx]), exponent)"
-            f" + ({plan.low}LL);"
-        ],
-    )
-
-
-def lower_quantized_log_softmax(lowering: OpLowering, op: nn.LogSoftmaxOp) -> Lowered:
-    """Quantized `nn.log_softmax`: per row the maximum, the sum of table summands, its Q5.26
-    logarithm (`irc_log_sum_q12`) and the cut-off; per element ``rdbpot(diff - log, 22)``
-    plus the result's maximum, or its minimum beyond the cut-off."""
-    from irc.targets.cpu.codegen import LoweringError
-
-    try:
-        plan = log_softmax_plan(op)
-    except NativeKernelError as exc:
-        raise LoweringError(op, str(exc)) from None
-    floor = plan.diff_min - 1
-    return _row_kernel(
-        op,
-        plan,
-        [_c_table("summand", plan.summand_table), _c_table("diff_q5", plan.diff_table)],
-        [
-            "const int64_t log_sum = irc_log_sum_q12(sum);",
-            "const int64_t cutoff = irc_rdbpot(irc_srdhm(log_sum + INT32_MIN,"
-            f" {plan.reverse_divisor}), {plan.reverse_right_shift});",
-            f"const int64_t adjusted = cutoff > ({floor}LL) ? cutoff : ({floor}LL);",
-        ],
-        [
-            "const int64_t y = -idx > adjusted"
-            f" ? irc_rdbpot(diff_q5[idx] - log_sum, 22) + ({plan.high}LL) : ({plan.low}LL);"
-        ],
-    )
-
-
-def lower_quantized_resize(lowering: OpLowering, op: nn.ResizeOp) -> Lowered:
-    """Quantized `nn.resize`: one call of the `resize_q` kernel of its plan, the tap tables
-    static C arrays."""
-    from irc.targets.cpu.codegen import (
-        Emitter,
-        Lowered,
-        LoweringError,
-        block,
-        c_call,
-        c_float,
-        describe,
-        dtype,
-    )
-
-    try:
-        plan = resize_plan(op)
-    except NativeKernelError as exc:
-        raise LoweringError(op, str(exc)) from None
-
-    def floats(name: str, values: np.ndarray) -> str:
-        return f"static const float {name}[] = {{{', '.join(c_float(v) for v in values)}}};"
-
-    def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
-        x, y = em.ptr(op.input), res[0]
-        geometry = (plan.images, plan.h, plan.w)
-        if plan.kind == "nearest":
-            decls = [_c_ints("rh", "int32_t", plan.rows[0]), _c_ints("rw", "int32_t", plan.cols[0])]
-            pixel = plan.channels * dtype(op.input).itemsize
-            call = c_call(
-                "irc_resize_nearest_q",
-                f"(const uint8_t *){x}",
-                *geometry,
-                pixel,
-                f"(uint8_t *){y}",
-                plan.oh,
-                plan.ow,
-                "rh",
-                "rw",
-            )
-            return block(describe(op), decls, [call])
-        (hl, hh, hw), (wl, wh, ww) = plan.rows, plan.cols
-        decls = [_c_ints("hl", "int32_t", hl), _c_ints("hh", "int32_t", hh)]
-        decls += [_c_ints("wl", "int32_t", wl), _c_ints("wh", "int32_t", wh)]
-        if plan.kind == "bilinear_s8":
-            decls += [_c_ints("hw", "int32_t", hw), _c_ints("ww", "int32_t", ww)]
-        else:
-            decls += [floats("hw", hw), floats("ww", ww)]
-        function = (
-            "irc_resize_bilinear_s8" if plan.kind == "bilinear_s8" else "irc_resize_bilinear_u8"
-        )
-        call = c_call(
-            function,
-            x,
-            *geometry,
-            plan.channels,
-            y,
-            plan.oh,
-            plan.ow,
-            *("hl", "hh", "hw", "wl", "wh", "ww"),
-        )
-        return block(describe(op), decls, [call])
-
-    return Lowered(emit, snippets=("resize_q",))
-
-
-def lower_native(lowering: OpLowering, op: Operation) -> Lowered:
-    """Lower quantized `op` (one of NATIVE_OPS) to its native kernel."""
-    from irc.targets.cpu.codegen import LoweringError
-
-    if isinstance(op, nn.SoftmaxOp):
-        return lower_quantized_softmax(lowering, op)
-    if isinstance(op, nn.LogSoftmaxOp):
-        return lower_quantized_log_softmax(lowering, op)
-    if isinstance(op, nn.ResizeOp):
-        return lower_quantized_resize(lowering, op)
-    raise LoweringError(op, f"no native quantized kernel for '{op.name}'")

@@ -18,131 +18,32 @@ run NHWC only.
 
 from __future__ import annotations
 
-import numpy as np
 from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Operation
 
 from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType
-from irc.dtypes import numpy_dtype
 from irc.targets.base import Support
-from irc.targets.cpu import quant_casts
+from irc.targets.cpu.c_types import C_TYPES, c_type
+from irc.targets.cpu.lowerings import quant_casts, registered_ops, transformer
+from irc.targets.cpu.lowerings.elementwise import INTEGER_BINARY_OPS
+from irc.targets.cpu.lowerings.movement import DATA_MOVEMENT_OPS
 from irc.targets.cpu.quant_kernels import NATIVE_OPS, check_native
 from irc.targets.cpu.tables import TABLE_OPS, TableError, lookup_table
 
-C_TYPES: dict[np.dtype, str] = {
-    np.dtype(np.float32): "float",
-    np.dtype(np.int8): "int8_t",
-    np.dtype(np.uint8): "uint8_t",
-    np.dtype(np.int16): "int16_t",
-    np.dtype(np.int32): "int32_t",
-    np.dtype(np.int64): "int64_t",
-    np.dtype(np.bool_): "_Bool",
-}
-"""numpy dtypes of the values the generated C holds, and their C types (quantized tensors
-hold their storage integers)."""
+__all__ = ["C_TYPES", "DATA_MOVEMENT_OPS", "SUPPORTED_OPS", "c_type", "check_op"]
 
-BINARY_OPS: dict[type[nn.NNOp], str] = {
-    nn.AddOp: "a + b",
-    nn.SubOp: "a - b",
-    nn.MulOp: "a * b",
-    nn.DivOp: "a / b",
-    nn.MaximumOp: "irc_maxf(a, b)",
-    nn.MinimumOp: "irc_minf(a, b)",
-    # a negative base (-inf included) with a non-integral exponent is NaN everywhere
-    # (docs/semantics.md): powf gives +inf for (-inf)^0.5, its vector variant NaN
-    nn.PowOp: "((a < 0.0f && b != rintf(b)) ? NAN : powf(a, b))",
-    nn.SquaredDifferenceOp: "(a - b) * (a - b)",
-    nn.PReluOp: "a >= 0.0f ? a : a * b",
-}
-"""Elementwise binary ops and their C expression of `a` and `b` (float)."""
-
-UNARY_OPS: frozenset[type[nn.NNOp]] = frozenset(
-    {
-        nn.ReluOp,
-        nn.Relu6Op,
-        nn.ClipOp,
-        nn.SigmoidOp,
-        nn.TanhOp,
-        nn.HardSwishOp,
-        nn.LeakyReluOp,
-        nn.HardSigmoidOp,
-        nn.ExpOp,
-        nn.LogOp,
-        nn.SqrtOp,
-        nn.RsqrtOp,
-        nn.AbsOp,
-        nn.NegOp,
-        nn.ErfOp,
-        nn.GeluOp,
-    }
-)
-
-OTHER_OPS: frozenset[type[Operation]] = frozenset(
-    {
-        nn.ConstantOp,
-        nn.Conv2DOp,
-        nn.Conv2DTransposeOp,
-        nn.FullyConnectedOp,
-        nn.BatchMatmulOp,
-        nn.MaxPool2DOp,
-        nn.AvgPool2DOp,
-        nn.ReduceOp,
-        nn.SoftmaxOp,
-        nn.LogSoftmaxOp,
-        nn.ReshapeOp,
-        nn.TransposeOp,
-        nn.ConcatOp,
-        nn.SplitOp,
-        nn.SliceOp,
-        nn.PadOp,
-        nn.BroadcastToOp,
-        nn.ResizeOp,
-    }
-)
+SUPPORTED_OPS: frozenset[type[Operation]] = registered_ops() | {nn.ConstantOp}
+"""Op types with a lowering (`irc.targets.cpu.lowerings`), and constants (passed in the
+constants table, no kernel): the ops the CPU target may run, types and attributes
+permitting."""
 
 QUANT_OPS: frozenset[type[Operation]] = frozenset({quant.SCastOp, quant.RescaleOp, nn.CastOp})
 """Ops of the integer form that `lower-quantized` produces (besides integer `nn` ops)."""
 
-SUPPORTED_OPS: frozenset[type[Operation]] = (
-    frozenset(BINARY_OPS) | UNARY_OPS | OTHER_OPS | QUANT_OPS
-)
-"""Every op class the CPU target has a kernel for (types and attributes permitting)."""
-
-DATA_MOVEMENT_OPS: frozenset[type[Operation]] = frozenset(
-    {
-        nn.ConstantOp,
-        nn.ReshapeOp,
-        nn.TransposeOp,
-        nn.ConcatOp,
-        nn.SplitOp,
-        nn.SliceOp,
-        nn.PadOp,
-        nn.BroadcastToOp,
-    }
-)
-"""Ops that move values without arithmetic: any C type, storage integers included."""
-
-INTEGER_BINARY_OPS: dict[type[nn.NNOp], str] = {
-    nn.AddOp: "(int32_t)((uint32_t)a + (uint32_t)b)",
-    nn.SubOp: "(int32_t)((uint32_t)a - (uint32_t)b)",
-    nn.MulOp: "(int32_t)((uint32_t)a * (uint32_t)b)",
-    nn.MaximumOp: "(a > b ? a : b)",
-    nn.MinimumOp: "(a < b ? a : b)",
-}
-"""i32 elementwise ops of the integer form and their C expression (wrapping, as numpy's)."""
-
 
 def _tensor_types(op: Operation) -> list[TensorType]:
     return [t for t in (*op.operand_types, *op.result_types) if isinstance(t, TensorType)]
-
-
-def c_type(element: Attribute) -> str | None:
-    """The C type holding values of `element` (quantized: its storage), None if none does."""
-    try:
-        return C_TYPES.get(numpy_dtype(element))
-    except TypeError:
-        return None
 
 
 def check_op(op: Operation, *, converts_layout: bool = False) -> Support:
@@ -150,10 +51,8 @@ def check_op(op: Operation, *, converts_layout: bool = False) -> Support:
 
     `converts_layout`: `op` is the integer form of a quantized op as imported, which
     `convert-layout` gives NHWC inside the target's regions before it is lowered."""
-    from irc.targets.cpu import transformer_kernels  # it imports this module
-
-    if transformer_kernels.handles(op):
-        return transformer_kernels.check_op(op)
+    if transformer.handles(op):
+        return transformer.check_op(op)
     if quant_casts.handles(op):
         return quant_casts.check_cast(op)
     if type(op) not in SUPPORTED_OPS:

@@ -1,6 +1,6 @@
 // RUN: irc-translate --emit-c %s | filecheck %s
 
-// The kernels of targets/cpu/transformer_kernels.py: layer_norm, silu and attention call the
+// The kernels of targets/cpu/lowerings/transformer.py: layer_norm, silu and attention call the
 // "transformer" snippet; gather, compare, select and the i64 / i1 casts are loop nests on
 // their C types (`_Bool` for i1, `int64_t` for i64).
 

@@ -46,13 +46,8 @@ from xdsl.ir import Operation, SSAValue
 
 from irc.dialects import nn
 from irc.dialects.nn.base import ints_of
-from irc.targets.cpu.codegen import (
-    Emitter,
-    Lines,
-    Lowered,
-    LoweringError,
-    OpLowering,
-    _activation_code,
+from irc.targets.cpu.lowerings.helpers import (
+    activation_code,
     block,
     collapse,
     contiguous_strides,
@@ -63,6 +58,14 @@ from irc.targets.cpu.codegen import (
     numel,
     shape,
     transpose_lines,
+)
+from irc.targets.cpu.lowerings.registry import (
+    Emitter,
+    Lines,
+    Lowered,
+    LoweringContext,
+    LoweringError,
+    lowering,
 )
 
 LANES = 16
@@ -184,7 +187,8 @@ def _exact_in_float(filter_: np.ndarray | None, source: SSAValue, zero_point: in
     return largest_x * int(weights.sum(axis=1).max(initial=0)) <= EXACT_FLOAT_BOUND
 
 
-def lower_conv2d_transpose(lowering: OpLowering, op: nn.Conv2DTransposeOp) -> Lowered:
+@lowering(nn.Conv2DTransposeOp)
+def conv2d_transpose(op: nn.Conv2DTransposeOp, ctx: LoweringContext) -> Lowered:
     """`op` (float32, or the i32-accumulating integer form) as an inline gather loop nest."""
     props = op.all_properties()
     layout = op.layout.data
@@ -206,8 +210,8 @@ def lower_conv2d_transpose(lowering: OpLowering, op: nn.Conv2DTransposeOp) -> Lo
     integer = ctype(op.output) != "float"
     if integer and layout != "NHWC":
         raise LoweringError(op, "integer conv2d_transpose runs NHWC only")
-    act = 0 if integer else _activation_code(op)
-    filter_const = lowering.codegen.constant_array(op.filter) is not None
+    act = 0 if integer else activation_code(op)
+    filter_const = ctx.codegen.constant_array(op.filter) is not None
     if integer and not filter_const:
         raise LoweringError(op, "integer conv2d_transpose needs a constant filter")
     # The input as the kernel reads it: x and its zero point when the centring is folded.
@@ -217,7 +221,7 @@ def lower_conv2d_transpose(lowering: OpLowering, op: nn.Conv2DTransposeOp) -> Lo
         if zero_point is not None:
             source = op.input.owner.lhs.owner.operands[0]  # type: ignore[union-attr]
     bias = op.bias
-    if bias is not None and not integer and lowering.codegen.constant_splat(bias) == 0.0:
+    if bias is not None and not integer and ctx.codegen.constant_splat(bias) == 0.0:
         bias = None
 
     # [G][KH][KW][Cg][OCp] from OHWI = [G, OCg, KH, KW, Cg] or IOHW = [G, Cg, OCg, KH, KW].
@@ -226,7 +230,7 @@ def lower_conv2d_transpose(lowering: OpLowering, op: nn.Conv2DTransposeOp) -> Lo
     else:
         grouped, perm = (groups, cg, ocg, kh, kw), (0, 3, 4, 1, 2)
     exact_float = integer and _exact_in_float(
-        lowering.codegen.constant_array(op.filter), source, zero_point or 0
+        ctx.codegen.constant_array(op.filter), source, zero_point or 0
     )
     weight_type = "int32_t" if integer and not exact_float else "float"
     out_type = "int32_t" if integer else "float"

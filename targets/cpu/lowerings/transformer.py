@@ -3,8 +3,8 @@
 `i64` / `i1` tensors.
 
 `handles(op)` says whether this module lowers an op, `check_op(op)` whether it can (the CPU
-target's `supports()` asks it through `support.check_op`), `lower(lowering, op)` gives the
-`Lowered` that `codegen.OpLowering` emits:
+target's `supports()` asks it through `support.check_op`); the lowerings are registered
+per op type (`registry.lowering`; the casts through `casts.py`, which orders them):
 
 * **layer_norm, silu, gelu, attention** call the snippet "transformer"
   (kernels/common/transformer.c): rows on the ISA's float vectors (`irc_vf`) with a
@@ -23,8 +23,6 @@ target's `supports()` asks it through `support.check_op`), `lower(lowering, op)`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import ModuleType
-from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import Float32Type, TensorType
@@ -34,12 +32,24 @@ from irc.dialects import nn
 from irc.dtypes import numpy_dtype
 from irc.targets.base import Support
 from irc.targets.cpu import csrc
-from irc.targets.cpu.support import C_TYPES
+from irc.targets.cpu.c_types import C_TYPES
+from irc.targets.cpu.lowerings.helpers import (
+    block,
+    broadcast_strides,
+    c_call,
+    c_float,
+    collapse,
+    contiguous_strides,
+    ctype,
+    describe,
+    loop_nest,
+    numel,
+    parallel,
+    shape,
+)
+from irc.targets.cpu.lowerings.registry import Emitter, Lowered, LoweringContext, lowering
 
-if TYPE_CHECKING:
-    from irc.targets.cpu.codegen import Emitter, Lowered, OpLowering
-
-__all__ = ["OPS", "check_op", "handles", "lower"]
+__all__ = ["OPS", "check_op", "handles", "lower_cast"]
 
 csrc.define_snippet("transformer_types", "#include <stdint.h>\n", ("common",))
 csrc.define_snippet("transformer", csrc.kernel_file("common/transformer.c"), ("common",))
@@ -127,78 +137,53 @@ def check_op(op: Operation) -> Support:
 # ---- Lowering ------------------------------------------------------------------------------------
 
 
-def lower(lowering: OpLowering, op: Operation) -> Lowered:
-    """The `Lowered` of an op `handles` accepts and `check_op` allowed."""
-    match op:
-        case nn.LayerNormOp():
-            return _layer_norm(op)
-        case nn.SiluOp():
-            return _silu(op)
-        case nn.GeluOp():
-            return _gelu(op)
-        case nn.AttentionOp():
-            return _attention(op)
-        case nn.GatherOp():
-            return _gather(op)
-        case nn.CastOp():
-            return _cast(op)
-        case nn.LogicalNotOp():
-            return _elementwise(lowering, op, "!a")
-        case nn.CompareOp():
-            return _elementwise(lowering, op, f"a {COMPARISONS[op.kind.data]} b")
-        case nn.SelectOp():
-            return _elementwise(lowering, op, "a ? b : c")
-    return _elementwise(lowering, op, LOGICAL_OPS[type(op)])
-
-
-def _codegen() -> ModuleType:
-    """The codegen module, imported late (it imports this module)."""
-    from irc.targets.cpu import codegen
-
-    return codegen
-
-
-def _layer_norm(op: nn.LayerNormOp) -> Lowered:
-    cg = _codegen()
-    dims = cg.shape(op.input)
+@lowering(nn.LayerNormOp)
+def layer_norm(op: nn.LayerNormOp, ctx: LoweringContext) -> Lowered:
+    """`irc_layer_norm` over the rows of the trailing axes."""
+    dims = shape(op.input)
     axis = op.axis.value.data % len(dims)
-    rows, n = cg.numel(dims[:axis]), cg.numel(dims[axis:])
-    epsilon = cg.c_float(op.epsilon.value.data)
+    rows, n = numel(dims[:axis]), numel(dims[axis:])
+    epsilon = c_float(op.epsilon.value.data)
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
         bias = "NULL" if op.bias is None else em.ptr(op.bias)
         args = (em.ptr(op.input), em.ptr(op.scale), bias, res[0], rows, n, epsilon)
-        return cg.block(cg.describe(op), [], [cg.c_call("irc_layer_norm", *args)])
+        return block(describe(op), [], [c_call("irc_layer_norm", *args)])
 
-    return cg.Lowered(emit, snippets=("transformer",))
+    return Lowered(emit, snippets=("transformer",))
 
 
-def _silu(op: nn.SiluOp) -> Lowered:
-    cg = _codegen()
-    count = cg.numel(cg.shape(op.input))
+@lowering(nn.SiluOp)
+def silu(op: nn.SiluOp, ctx: LoweringContext) -> Lowered:
+    """`irc_silu` over the elements."""
+    count = numel(shape(op.input))
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
-        call = cg.c_call("irc_silu", em.ptr(op.input), res[0], count)
-        return cg.block(cg.describe(op), [], [call])
+        call = c_call("irc_silu", em.ptr(op.input), res[0], count)
+        return block(describe(op), [], [call])
 
-    return cg.Lowered(emit, snippets=("transformer",))
+    return Lowered(emit, snippets=("transformer",))
 
 
-def _gelu(op: nn.GeluOp) -> Lowered:
-    cg = _codegen()
-    count = cg.numel(cg.shape(op.input))
+@lowering(nn.GeluOp)
+def gelu(op: nn.GeluOp, ctx: LoweringContext) -> Lowered | None:
+    """`irc_gelu` (erf or tanh form) on float32 tensors (a quantized gelu: a table)."""
+    if not handles(op):
+        return None
+    count = numel(shape(op.input))
     tanh_form = int(op.approximate.data == "tanh")
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
-        call = cg.c_call("irc_gelu", em.ptr(op.input), res[0], count, tanh_form)
-        return cg.block(cg.describe(op), [], [call])
+        call = c_call("irc_gelu", em.ptr(op.input), res[0], count, tanh_form)
+        return block(describe(op), [], [call])
 
-    return cg.Lowered(emit, snippets=("transformer",))
+    return Lowered(emit, snippets=("transformer",))
 
 
-def _attention(op: nn.AttentionOp) -> Lowered:
-    cg = _codegen()
-    q, v = cg.shape(op.query), cg.shape(op.value)
+@lowering(nn.AttentionOp)
+def attention(op: nn.AttentionOp, ctx: LoweringContext) -> Lowered:
+    """`irc_attention`: scores, mask, softmax and the value product per batch."""
+    q, v = shape(op.query), shape(op.value)
     batch = q[:-2]
     m, d = q[-2], q[-1]
     n, e = v[-2], v[-1]
@@ -206,36 +191,37 @@ def _attention(op: nn.AttentionOp) -> Lowered:
     scores = (*batch, m, n)
     offsets, msm, msn = [0], 0, 0
     if op.mask is not None:
-        strides = cg.broadcast_strides(cg.shape(op.mask), scores)
+        strides = broadcast_strides(shape(op.mask), scores)
         msm, msn = strides[-2], strides[-1]
         for size, stride in zip(batch, strides[:-2], strict=True):
             offsets = [o + i * stride for o in offsets for i in range(size)]
-    count = cg.numel(batch)
+    count = numel(batch)
     if op.mask is None:
         offsets = [0]
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
-        if not cg.numel(cg.shape(op.output)):
-            return cg.block(cg.describe(op), [], [])
+        if not numel(shape(op.output)):
+            return block(describe(op), [], [])
         mask = "NULL" if op.mask is None else em.ptr(op.mask)
         decls = [f"static const long mo[] = {{{', '.join(map(str, offsets))}}};"]
-        call = cg.c_call(
+        call = c_call(
             "irc_attention",
             *(em.ptr(op.query), em.ptr(op.key), em.ptr(op.value), mask, res[0]),
-            *(count, m, n, d, e, key_t, cg.c_float(op.scale.value.data), "mo", msm, msn),
+            *(count, m, n, d, e, key_t, c_float(op.scale.value.data), "mo", msm, msn),
         )
-        return cg.block(cg.describe(op), decls, [call])
+        return block(describe(op), decls, [call])
 
-    return cg.Lowered(emit, snippets=("transformer",))
+    return Lowered(emit, snippets=("transformer",))
 
 
-def _gather(op: nn.GatherOp) -> Lowered:
-    cg = _codegen()
-    dims = cg.shape(op.input)
+@lowering(nn.GatherOp)
+def gather(op: nn.GatherOp, ctx: LoweringContext) -> Lowered:
+    """Contiguous slice copies, indices clamped into the dimension."""
+    dims = shape(op.input)
     axis = op.axis.value.data % len(dims)
-    outer, size, inner = cg.numel(dims[:axis]), dims[axis], cg.numel(dims[axis + 1 :])
-    count = cg.numel(cg.shape(op.indices))
-    ct, it = cg.ctype(op.input), cg.ctype(op.indices)
+    outer, size, inner = numel(dims[:axis]), dims[axis], numel(dims[axis + 1 :])
+    count = numel(shape(op.indices))
+    ct, it = ctype(op.input), ctype(op.indices)
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
         decls = [
@@ -255,9 +241,9 @@ def _gather(op: nn.GatherOp) -> Lowered:
         ]
         if not (outer and count and inner):
             body = []
-        return cg.block(cg.describe(op), decls, body)
+        return block(describe(op), decls, body)
 
-    return cg.Lowered(emit, snippets=("transformer_types",))
+    return Lowered(emit, snippets=("transformer_types",))
 
 
 _INT_RANGES = {
@@ -277,48 +263,47 @@ def _cast_expr(source: str, target: str) -> str:
     return f"({target})a"
 
 
-def _cast(op: nn.CastOp) -> Lowered:
-    cg = _codegen()
-    source, target = cg.ctype(op.input), cg.ctype(op.output)
+def lower_cast(op: nn.CastOp) -> Lowered:
+    """A cast with an `i64` or `i1` side (`handles`; registered by `casts.py`)."""
+    source, target = ctype(op.input), ctype(op.output)
     expr = _cast_expr(source, target)
     if source == "float" and target not in (*_INT_RANGES, "_Bool", "float"):
         expr = f"({target})(a != a ? 0.0f : a)"  # narrow integers: C's conversion
-    count = cg.numel(cg.shape(op.output))
+    count = numel(shape(op.output))
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
         decls = [
             f"const {source} *restrict pa = {em.ptr(op.input)};",
             f"{target} *restrict po = {res[0]};",
         ]
-        body = cg.loop_nest(
+        body = loop_nest(
             [count],
             [(0, [1])],
             lambda ix: [f"const {source} a = pa[{ix[0]}];", f"po[{ix[0]}] = {expr};"],
         )
-        return cg.block(cg.describe(op), decls, body)
+        return block(describe(op), decls, body)
 
-    return cg.Lowered(emit, snippets=("transformer_types",))
+    return Lowered(emit, snippets=("transformer_types",))
 
 
-def _elementwise(lowering: OpLowering, op: Operation, expr: str) -> Lowered:
+def _elementwise(ctx: LoweringContext, op: Operation, expr: str) -> Lowered:
     """`po[i] = expr` of operands `a`, `b`, `c` read with numpy broadcasting; a splat
     constant operand is a literal of its C type."""
-    cg = _codegen()
-    out = cg.shape(op.results[0])
+    out = shape(op.results[0])
     operands: Sequence[SSAValue] = op.operands
-    splats = [_splat_literal(lowering, v) for v in operands]
-    strides = [cg.contiguous_strides(out)] + [
-        cg.broadcast_strides(() if s is not None else cg.shape(v), out)
+    splats = [_splat_literal(ctx, v) for v in operands]
+    strides = [contiguous_strides(out)] + [
+        broadcast_strides(() if s is not None else shape(v), out)
         for v, s in zip(operands, splats, strict=True)
     ]
-    dims, collapsed = cg.collapse(out, strides)
+    dims, collapsed = collapse(out, strides)
     names = "abc"
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
-        decls = [f"{cg.ctype(op.results[0])} *restrict po = {res[0]};"]
+        decls = [f"{ctype(op.results[0])} *restrict po = {res[0]};"]
         loads = []
         for k, (value, splat) in enumerate(zip(operands, splats, strict=True)):
-            ct = cg.ctype(value)
+            ct = ctype(value)
             if splat is not None:
                 decls.insert(0, f"const {ct} {names[k]} = {splat};")
             else:
@@ -329,15 +314,15 @@ def _elementwise(lowering: OpLowering, op: Operation, expr: str) -> Lowered:
             lines = [f"const {ct} {names[k]} = p{names[k]}[{ix[k + 1]}];" for k, ct in loads]
             return [*lines, f"po[{ix[0]}] = {expr};"]
 
-        body = cg.loop_nest(dims, [(0, s) for s in collapsed], body_of)
-        return cg.block(cg.describe(op), decls, cg.parallel(dims, body))
+        body = loop_nest(dims, [(0, s) for s in collapsed], body_of)
+        return block(describe(op), decls, parallel(dims, body))
 
-    return cg.Lowered(emit, snippets=("transformer_types",))
+    return Lowered(emit, snippets=("transformer_types",))
 
 
-def _splat_literal(lowering: OpLowering, value: SSAValue) -> str | None:
+def _splat_literal(ctx: LoweringContext, value: SSAValue) -> str | None:
     """A C literal of a constant operand whose elements are all equal, else None."""
-    array = lowering.codegen.constant_array(lowering.codegen.base(value))
+    array = ctx.codegen.constant_array(ctx.codegen.base(value))
     if array is None or array.size == 0:
         return None
     first = array.reshape(-1)[0]
@@ -346,7 +331,33 @@ def _splat_literal(lowering: OpLowering, value: SSAValue) -> str | None:
     if array.dtype == np.bool_:
         return "1" if first else "0"
     if array.dtype.kind == "f":
-        return _codegen().c_float(float(first))
+        return c_float(float(first))
     if array.dtype == np.int64:
         return f"{int(first)}LL"
     return str(int(first))
+
+
+@lowering(nn.LogicalNotOp)
+def logical_not(op: nn.LogicalNotOp, ctx: LoweringContext) -> Lowered:
+    """`!a` on `i1`."""
+    return _elementwise(ctx, op, "!a")
+
+
+@lowering(nn.CompareOp)
+def compare(op: nn.CompareOp, ctx: LoweringContext) -> Lowered:
+    """`a <op> b` with numpy broadcasting, an `i1` result."""
+    return _elementwise(ctx, op, f"a {COMPARISONS[op.kind.data]} b")
+
+
+@lowering(nn.SelectOp)
+def select(op: nn.SelectOp, ctx: LoweringContext) -> Lowered:
+    """`a ? b : c` with numpy broadcasting."""
+    return _elementwise(ctx, op, "a ? b : c")
+
+
+@lowering(*LOGICAL_OPS)
+def logical(
+    op: nn.LogicalAndOp | nn.LogicalOrOp | nn.LogicalXorOp, ctx: LoweringContext
+) -> Lowered:
+    """and / or / xor on `i1` (`LOGICAL_OPS`)."""
+    return _elementwise(ctx, op, LOGICAL_OPS[type(op)])

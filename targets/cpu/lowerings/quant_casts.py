@@ -24,8 +24,6 @@ keep their IEEE meaning.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType, f32
 from xdsl.ir import Operation
@@ -34,9 +32,15 @@ from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType, quantized_element
 from irc.dtypes import numpy_dtype
 from irc.targets.base import Support
-
-if TYPE_CHECKING:
-    from irc.targets.cpu.codegen import Lowered, OpLowering
+from irc.targets.cpu.lowerings.helpers import block, describe
+from irc.targets.cpu.lowerings.registry import (
+    Emitter,
+    Lines,
+    Lowered,
+    LoweringContext,
+    LoweringError,
+    lowering,
+)
 
 CAST_OPS: frozenset[type[Operation]] = frozenset({quant.QCastOp, quant.DCastOp})
 """The casts this module lowers."""
@@ -47,8 +51,6 @@ _STORAGE_C_TYPES = {
     np.dtype(np.int16): "int16_t",
     np.dtype(np.int32): "int32_t",
 }
-
-Lines = list[str]
 
 
 def is_integer_to_float(op: Operation) -> bool:
@@ -163,14 +165,16 @@ def _dcast_body() -> Lines:
     ]
 
 
-def lower_cast(lowering: OpLowering, op: Operation) -> Lowered:
-    """The kernel of a `quant.qcast`, a `quant.dcast` or an integer-to-float `nn.cast`."""
-    from irc.targets.cpu.codegen import Emitter, Lowered, block, describe
+@lowering(quant.QCastOp, quant.DCastOp)
+def quant_cast(op: quant.QCastOp | quant.DCastOp, ctx: LoweringContext) -> Lowered:
+    """A `quant.qcast` or a `quant.dcast` (`lower_cast`)."""
+    return lower_cast(op)
 
+
+def lower_cast(op: Operation) -> Lowered:
+    """The kernel of a `quant.qcast`, a `quant.dcast` or an integer-to-float `nn.cast`."""
     support = check_cast(op)
     if not support:
-        from irc.targets.cpu.codegen import LoweringError
-
         raise LoweringError(op, support.reason.removeprefix("cpu: "))
     _, stored = _sides(op)
     qtype = _quantized_side(op)

@@ -1,0 +1,60 @@
+"""`nn.cast` and `quant.scast`, the variants in the order they are tried.
+
+`nn.cast`: a cast with an `i64` or `i1` side (`transformer.lower_cast`); from integers to
+float32 (`quant_casts.lower_cast`, a dcast of scale 1); a widening cast to int32 whose only
+use is an integer binary op, which reads the narrow input directly (an alias); otherwise
+the integer form's conversion (`elementwise.integer_unary`). `quant.scast` is free (an alias
+of its operand's storage).
+"""
+
+from __future__ import annotations
+
+from irc.dialects import nn, quant
+from irc.targets.cpu.lowerings import quant_casts, transformer
+from irc.targets.cpu.lowerings.elementwise import INTEGER_BINARY_OPS, integer_unary
+from irc.targets.cpu.lowerings.helpers import ctype, integer_result
+from irc.targets.cpu.lowerings.registry import Lowered, LoweringContext, alias, lowering
+
+_WIDENING_SOURCES = ("int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t")
+
+
+def widening_cast_into_binary(op: nn.CastOp) -> bool:
+    """An integer `nn.cast` to int32 from a type it holds exactly, whose only use is an
+    integer binary op: that op reads the cast's input directly (the cast is an alias)."""
+    result = op.results[0]
+    if ctype(result) != "int32_t" or ctype(op.operands[0]) not in _WIDENING_SOURCES:
+        return False
+    if not result.has_one_use():
+        return False
+    user = result.get_user_of_unique_use()
+    return user is not None and type(user) in INTEGER_BINARY_OPS
+
+
+@lowering(nn.CastOp)
+def wide_cast(op: nn.CastOp, ctx: LoweringContext) -> Lowered | None:
+    """A cast with an `i64` or `i1` side."""
+    return transformer.lower_cast(op) if transformer.handles(op) else None
+
+
+@lowering(nn.CastOp)
+def integer_to_float(op: nn.CastOp, ctx: LoweringContext) -> Lowered | None:
+    """From integers to float32: a dcast of scale 1."""
+    return quant_casts.lower_cast(op) if quant_casts.handles(op) else None
+
+
+@lowering(nn.CastOp)
+def widening_alias(op: nn.CastOp, ctx: LoweringContext) -> Lowered | None:
+    """A widening cast read through by its integer binary user (nothing runs)."""
+    return alias() if widening_cast_into_binary(op) else None
+
+
+@lowering(nn.CastOp)
+def integer_cast(op: nn.CastOp, ctx: LoweringContext) -> Lowered | None:
+    """Integer to integer, converted as C converts."""
+    return integer_unary(op) if integer_result(op) else None
+
+
+@lowering(quant.SCastOp)
+def storage_cast(op: quant.SCastOp, ctx: LoweringContext) -> Lowered:
+    """`quant.scast`: the same storage integers under another type (nothing runs)."""
+    return alias()
