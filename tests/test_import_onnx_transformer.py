@@ -1,4 +1,4 @@
-"""The converters of irc.importers.onnx.transformer (Range, Trilu, CumSum, Mod, LRN) against
+"""The converters of irc.importers.onnx.transformer (Range, Trilu, CumSum, Mod, LRN, Einsum) against
 onnxruntime, and BERT-like / GPT-2-like graphs with the exporters' dynamic-axis patterns
 (tests/transformer_graphs.py) compiled without shapes and run at sequence lengths 16, 32
 and 128 on the reference, cpu and opencl targets."""
@@ -266,6 +266,86 @@ def test_lrn_needs_a_size(tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
     with pytest.raises(ModelImportError, match="LRN needs a positive size, got 0"):
+        import_model(path)
+
+
+# ---- Einsum ------------------------------------------------------------------------------------
+
+EINSUM_CASES = {
+    "bhqd,bhkd->bhqk": [(2, 3, 5, 4), (2, 3, 6, 4)],  # attention scores
+    "bhqk,bhkd->bhqd": [(2, 3, 5, 6), (2, 3, 6, 4)],  # probabilities times values
+    "bij,bjk->bik": [(2, 3, 4), (2, 4, 5)],
+    "bij,jk->bki": [(2, 3, 4), (4, 5)],  # weights without the batch, permuted output
+    "i,j->ij": [(3,), (4,)],  # outer product (rotary frequencies)
+    "bi,bi->b": [(3, 7), (3, 7)],  # row dot products
+    "...ij,...jk->...ik": [(2, 3, 4, 5), (2, 3, 5, 2)],  # ellipsis
+    "bij,bkj": [(2, 3, 4), (2, 5, 4)],  # implicit output: bik
+    "abc,cd->ad": [(2, 3, 4), (4, 5)],  # b summed on one side first
+    "bxj,xjk->bk": [(1, 3, 4), (3, 4, 2)],  # two contracted indices
+    "bij,bjk->bik ": [(1, 3, 4), (5, 4, 2)],  # the batch broadcasts (1 against 5)
+    "ij->ji": [(3, 4)],
+    "bij->bj": [(2, 3, 4)],
+    "ijk": [(2, 3, 4)],  # implicit: identity
+}
+
+
+@pytest.mark.parametrize("equation", list(EINSUM_CASES))
+def test_einsum(tmp_path: Path, equation: str) -> None:
+    rng = np.random.default_rng(len(equation))
+    shapes = EINSUM_CASES[equation]
+    feeds = {f"x{i}": rng.standard_normal(s).astype(np.float32) for i, s in enumerate(shapes)}
+    node = helper.make_node("Einsum", list(feeds), ["y"], equation=equation)
+    text = check(tmp_path, [node], feeds, ["y"])
+    assert "nn.batch_matmul" in text or len(shapes) == 1
+
+
+@needs_compiler
+def test_einsum_on_cpu(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    feeds = {
+        "q": rng.standard_normal((1, 2, 8, 16)).astype(np.float32),
+        "k": rng.standard_normal((1, 2, 8, 16)).astype(np.float32),
+    }
+    node = helper.make_node("Einsum", ["q", "k"], ["y"], equation="bhqd,bhkd->bhqk")
+    check(tmp_path, [node], feeds, ["y"], targets="cpu")
+
+
+def test_einsum_folds_constants(tmp_path: Path) -> None:
+    """`torch.einsum("i,j->ij", positions, inv_freq)` of constants: folded at import."""
+    positions = np.arange(6, dtype=np.float32)
+    inverse = (1.0 / 10000 ** (np.arange(0, 8, 2) / 8)).astype(np.float32)
+    nodes = [
+        helper.make_node("Einsum", ["p", "f"], ["freqs"], equation="i,j->ij"),
+        helper.make_node("Add", ["freqs", "x"], ["y"]),
+    ]
+    x = np.zeros((6, 4), np.float32)
+    text = check(tmp_path, nodes, {"x": x}, ["y"], {"p": positions, "f": inverse})
+    assert "nn.batch_matmul" not in text
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes", "message"),
+    [
+        ("ii->i", [(3, 3)], "an index repeated in one term"),
+        ("ij,jk,kl->il", [(2, 2), (2, 2), (2, 2)], "Einsum of 3 operands"),
+        ("ij,jk->ik", [(2, 3), (4, 5)], "index 'j' has sizes 3 and 4"),
+        ("ijk,jk->ik", [(2, 3), (3, 4)], "term 'ijk' does not fit an input of rank 2"),
+        ("ij,jk->iz", [(2, 3), (3, 4)], "has an index no input has"),
+    ],
+)
+def test_einsum_refusals(
+    tmp_path: Path, equation: str, shapes: list[tuple[int, ...]], message: str
+) -> None:
+    feeds = {f"x{i}": np.zeros(s, np.float32) for i, s in enumerate(shapes)}
+    model = make_model(
+        [helper.make_node("Einsum", list(feeds), ["y"], equation=equation)],
+        feeds,
+        ["y"],
+        typed=[np.zeros((2, 2), np.float32)],
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    with pytest.raises(ModelImportError, match=message):
         import_model(path)
 
 

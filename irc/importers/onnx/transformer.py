@@ -1,5 +1,5 @@
 """ONNX converters for ops that transformer and older CNN exports contain: `Range`, `Trilu`,
-`CumSum`, `Mod` and `LRN`.
+`CumSum`, `Mod`, `LRN` and `Einsum`.
 
 `torch.onnx.export` of a Hugging Face model with dynamic batch and sequence axes computes
 position ids and attention masks from the input shapes (Shape -> Gather -> Unsqueeze ->
@@ -7,7 +7,9 @@ Concat -> Range / Expand / ConstantOfShape / Trilu / Where). With static input s
 those chains are compile-time constants and fold here in numpy, as in `shape`; on run-time
 tensors `Trilu` and `CumSum` become a select / a product with a constant mask, and
 `LRN` (AlexNet, Inception-v1) becomes square, a channel-window sum of slices, and a
-power. Converters register into `irc.importers.onnx.registry.CONVERTERS`.
+power; `Einsum` (`torch.einsum` in attention and rotary-embedding code) becomes transposes,
+reshapes, sums and one `nn.batch_matmul`. Converters register into
+`irc.importers.onnx.registry.CONVERTERS`.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
 from irc.dialects import nn
-from irc.dialects.nn.base import is_float
-from irc.importers.onnx.helpers import normalize_axis, static_shape
+from irc.dialects.nn.base import is_float, shape_of
+from irc.importers.onnx.helpers import normalize_axis, reshape, static_shape
 from irc.importers.onnx.registry import ConversionContext, Results, Unsupported, converter
 
 __all__ = [
     "convert_cumsum",
+    "convert_einsum",
     "convert_lrn",
     "convert_mod",
     "convert_range",
@@ -212,3 +215,139 @@ def convert_lrn(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     shifted = ctx.result(nn.AddOp.make(scaled, ctx.constant(np.array(bias, dtype))))
     denominator = ctx.result(nn.PowOp.make(shifted, ctx.constant(np.array(beta, dtype))))
     return [ctx.result(nn.DivOp.make(x, denominator))]
+
+
+# ---- Einsum ------------------------------------------------------------------------------------
+
+
+def _einsum_terms(
+    ctx: ConversionContext, node: onnx.NodeProto, ranks: list[int]
+) -> tuple[list[list[str]], list[str]]:
+    """The equation's input terms and output term as lists of index symbols: letters, and
+    ``...N`` for the N-th (right-aligned) dimension an ellipsis stands for. Without ``->``
+    the output is the ellipsis dimensions then the letters used once, in alphabetical order
+    (the ONNX and numpy rule)."""
+    equation = str(ctx.attrs(node).get("equation", "")).replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    texts = lhs.split(",")
+    if len(texts) != len(ranks):
+        raise ctx.error(
+            node, f"equation '{equation}' has {len(texts)} inputs, the node {len(ranks)}"
+        )
+    width = 0
+    for text, rank in zip(texts, ranks, strict=True):
+        body = text.replace("...", "")
+        if text.count("...") > 1 or (body and not body.isalpha()):
+            raise ctx.error(node, f"bad term '{text}' in equation '{equation}'")
+        letters = len(body)
+        if ("..." in text and letters > rank) or ("..." not in text and letters != rank):
+            raise ctx.error(node, f"term '{text}' does not fit an input of rank {rank}")
+        if "..." in text:
+            width = max(width, rank - letters)
+
+    def symbols(text: str, count: int) -> list[str]:
+        head, dots, tail = text.partition("...")
+        middle = [f"...{width - count + i}" for i in range(count)] if dots else []
+        return [*head, *middle, *tail]
+
+    terms = [
+        symbols(text, rank - len(text.replace("...", "")))
+        for text, rank in zip(texts, ranks, strict=True)
+    ]
+    if arrow:
+        if rhs.count("...") > 1 or (
+            rhs.replace("...", "") and not rhs.replace("...", "").isalpha()
+        ):
+            raise ctx.error(node, f"bad output term '{rhs}' in equation '{equation}'")
+        output = symbols(rhs, width)
+    else:
+        counts: dict[str, int] = {}
+        for term in terms:
+            for symbol in term:
+                counts[symbol] = counts.get(symbol, 0) + 1
+        once = sorted(s for s, n in counts.items() if n == 1 and not s.startswith("..."))
+        output = [f"...{i}" for i in range(width)] + once
+    if len(set(output)) != len(output):
+        raise ctx.error(node, f"output term of '{equation}' repeats an index")
+    used = {symbol for term in terms for symbol in term}
+    if any(symbol not in used for symbol in output):
+        raise ctx.error(node, f"output term of '{equation}' has an index no input has")
+    return terms, output
+
+
+def _sum_out(
+    ctx: ConversionContext, value: SSAValue, term: list[str], keep: set[str]
+) -> tuple[SSAValue, list[str]]:
+    """`value` summed over the dimensions of `term` whose symbols are not in `keep`."""
+    axes = [i for i, symbol in enumerate(term) if symbol not in keep]
+    if not axes:
+        return value, term
+    summed = ctx.result(nn.ReduceOp.make(value, kind="sum", axes=axes, keepdims=False))
+    return summed, [symbol for symbol in term if symbol in keep]
+
+
+def _permuted(
+    ctx: ConversionContext, value: SSAValue, term: list[str], order: list[str]
+) -> SSAValue:
+    perm = [term.index(symbol) for symbol in order]
+    if perm == list(range(len(perm))):
+        return value
+    return ctx.result(nn.TransposeOp.make(value, perm=perm))
+
+
+@converter("Einsum")
+def convert_einsum(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
+    """Einstein summation of one or two tensors; folded when every input is constant.
+
+    Two operands: indices only one side has and the output lacks are summed first; the
+    rest are batch indices (both sides and the output: they broadcast, size 1 against n),
+    contracted ones (both sides, not the output) and free ones (one side and the output).
+    Each side is transposed to ``[batch..., free..., contracted...]`` (the right one to
+    ``[batch..., contracted..., free...]``), reshaped to ``[batch..., M, K]`` / ``[batch...,
+    K, N]``, multiplied by `nn.batch_matmul`, and reshaped and transposed to the output
+    order. Repeated indices in one term (diagonals) are not supported."""
+    names = list(node.input)
+    if not 1 <= len(names) <= 2:
+        raise Unsupported(f"Einsum of {len(names)} operands (irc converts one or two)")
+    terms, output = _einsum_terms(ctx, node, [len(ctx.shape(n)) for n in names])
+    if any(len(set(term)) != len(term) for term in terms):
+        raise Unsupported("Einsum with an index repeated in one term (a diagonal)")
+    constants = [a for a in (ctx.const(n) for n in names) if a is not None]
+    if len(constants) == len(names):
+        equation = str(ctx.attrs(node)["equation"])
+        return [np.asarray(np.einsum(equation, *constants)).astype(constants[0].dtype)]
+    shapes = [static_shape(ctx, n) for n in names]
+    values = [_float_value(ctx, n) for n in names]
+    sizes: dict[str, int] = {}
+    for term, shape in zip(terms, shapes, strict=True):
+        for symbol, size in zip(term, shape, strict=True):
+            known = sizes.get(symbol)
+            if known is not None and size != known and 1 not in (size, known):
+                raise ctx.error(node, f"index '{symbol}' has sizes {known} and {size}")
+            sizes[symbol] = size if known is None else max(known, size)
+    if len(names) == 1:
+        value, term = _sum_out(ctx, values[0], terms[0], set(output))
+        return [_permuted(ctx, value, term, output)]
+    (a, ta), (b, tb) = (
+        _sum_out(ctx, v, t, set(output) | set(other))
+        for v, t, other in ((values[0], terms[0], terms[1]), (values[1], terms[1], terms[0]))
+    )
+    batch = [s for s in output if s in ta and s in tb]
+    contracted = [s for s in ta if s in tb and s not in output]
+    left = [s for s in output if s in ta and s not in tb]
+    right = [s for s in output if s in tb and s not in ta]
+    a_shape = dict(zip(ta, shape_of(a), strict=True))
+    b_shape = dict(zip(tb, shape_of(b), strict=True))
+    if any(a_shape[s] != b_shape[s] for s in contracted):
+        raise Unsupported("Einsum contracting an index that broadcasts")
+    m = int(np.prod([sizes[s] for s in left], dtype=np.int64))
+    k = int(np.prod([a_shape[s] for s in contracted], dtype=np.int64))
+    n = int(np.prod([sizes[s] for s in right], dtype=np.int64))
+    lhs = _permuted(ctx, a, ta, batch + left + contracted)
+    lhs = reshape(ctx, lhs, [a_shape[s] for s in batch] + [m, k])
+    rhs = _permuted(ctx, b, tb, batch + contracted + right)
+    rhs = reshape(ctx, rhs, [b_shape[s] for s in batch] + [k, n])
+    product = ctx.result(nn.BatchMatmulOp.make(lhs, rhs))
+    product_term = batch + left + right
+    product = reshape(ctx, product, [sizes[s] for s in product_term])
+    return [_permuted(ctx, product, product_term, output)]
