@@ -7,7 +7,8 @@ refuses run on the reference target; input shapes from the manifest's `inputs`),
 onnxruntime (.onnx models only, "—" otherwise) and of the TFLite interpreter (`ai_edge_litert`,
 default XNNPACK delegate; .tflite only, "—" otherwise), each with 2 threads, and the ratios
 irc / runtime (below 1: irc is faster). The runs are interleaved (irc, then each peer, one
-call each, `--repeat` times) so that load from other processes falls on all of them alike.
+call each, `--repeat` times) so that load from other processes falls on all of them alike
+(onnxruntime's pool threads do not spin, or they would take the cores from PoCL's).
 Also the share of the model's ops that the OpenCL target runs (from the compile summary's
 `@main` line) and the compile time (program cache as found). Prints a table; asserts nothing.
 
@@ -66,6 +67,8 @@ def ort_runner(path: Path, threads: int) -> Callable[[], object] | str:
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # interleaved with irc: spinning pool threads would take the cores from PoCL's
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     inputs = load_inputs(path.parent)
     feed = {i.name: inputs[i.name] for i in session.get_inputs()}
