@@ -338,24 +338,56 @@ class GraphResult:
     """target -> what differs from the reference."""
 
 
+def _run_targets(
+    graphs: Sequence[Graph],
+    inputs: Sequence[Sequence[np.ndarray]],
+    targets: Sequence[str],
+    concurrent: bool,
+) -> dict[str, tuple[list[Outcome], float]]:
+    """target -> (outcomes, seconds) of `run_target`, one target after the other or each on
+    a thread of its own (`opencl-fp16` after the others: it sets the environment)."""
+
+    def one(t: str) -> tuple[list[Outcome], float]:
+        start = time.perf_counter()
+        out = run_target(graphs, inputs, t)
+        return out, time.perf_counter() - start
+
+    together = [t for t in targets if t != FP16_TARGET]
+    if not concurrent or len(together) < 2:
+        return {t: one(t) for t in targets}
+    from concurrent.futures import ThreadPoolExecutor
+
+    # stderr and the warning filters are the process's: redirected once around the threads
+    with warnings.catch_warnings(), _quiet(), ThreadPoolExecutor(len(together)) as pool:
+        warnings.simplefilter("ignore")
+        futures = {t: pool.submit(one, t) for t in together}
+        results = {t: f.result() for t, f in futures.items()}
+    if FP16_TARGET in targets:
+        results[FP16_TARGET] = one(FP16_TARGET)
+    return {t: results[t] for t in targets}
+
+
 def check_batch(
     graphs: Sequence[Graph],
     inputs: Sequence[list[np.ndarray]],
     edges: Sequence[bool],
     targets: Sequence[str],
     timings: dict[str, float] | None = None,
+    concurrent: bool = False,
 ) -> list[GraphResult]:
     """Run a batch on every target and compare each with the reference; `timings` adds up
-    the seconds spent per target (compile and run)."""
-    per_target = {}
-    for t in dict.fromkeys(["reference", *targets]):
-        start = time.perf_counter()
-        per_target[t] = run_target(graphs, inputs, t)
+    the seconds spent per target (compile and run). With `concurrent`, the targets compile
+    and run on threads of their own, so that one's C compiler (a process) and another's
+    OpenCL build overlap."""
+    per_target = _run_targets(
+        graphs, inputs, list(dict.fromkeys(["reference", *targets])), concurrent
+    )
+    for t, (_, seconds) in per_target.items():
         if timings is not None:
-            timings[t] = timings.get(t, 0.0) + time.perf_counter() - start
+            timings[t] = timings.get(t, 0.0) + seconds
     results = []
     for k, graph in enumerate(graphs):
-        outcomes = {t: per_target[t][k] for t in per_target}
+        outcomes = {t: per_target[t][0][k] for t in per_target}
         ref = outcomes["reference"]
         mismatches: dict[str, str] = {}
         if ref.outputs is not None:
@@ -617,6 +649,7 @@ def check_seeds(
     max_ops: int,
     quantized_share: float,
     onnx: bool,
+    concurrent: bool = True,
 ) -> tuple[list[SeedReport], dict[str, float]]:
     """Generate the graphs of `seeds`, run them as one batch on the reference and `targets`
     (and their ONNX forms with `onnx`); the reports and the seconds per target. What a
@@ -624,7 +657,12 @@ def check_seeds(
     made = [graph_inputs(s, max_ops, quantized_share) for s in seeds]
     timings: dict[str, float] = {}
     results = check_batch(
-        [g for g, _, _ in made], [i for _, i, _ in made], [e for _, _, e in made], targets, timings
+        [g for g, _, _ in made],
+        [i for _, i, _ in made],
+        [e for _, _, e in made],
+        targets,
+        timings,
+        concurrent,
     )
     reports = []
     for s, res in zip(seeds, results, strict=True):
@@ -750,6 +788,7 @@ def run(
     quantized_share: float = 0.2,
     time_limit: float | None = None,
     jobs: int = 1,
+    concurrent: bool = True,
 ) -> Summary:
     """Generate `count` graphs from `seed` on, run them on `targets` in batches of `batch`
     (one module per batch and target; on `jobs` worker processes), compare with the
@@ -793,7 +832,7 @@ def run(
         list(range(first, min(first + batch, seed + count)))
         for first in range(seed, seed + count, batch)
     ]
-    args = (all_targets, max_ops, quantized_share, onnx)
+    args = (all_targets, max_ops, quantized_share, onnx, concurrent)
 
     def stop() -> bool:
         return time_limit is not None and time.perf_counter() - start > time_limit
@@ -865,6 +904,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--onnx", action="store_true", help="also compare ONNX forms with onnxruntime"
     )
+    parser.add_argument(
+        "--one-target-at-a-time",
+        action="store_true",
+        help="compile a batch for one target after the other (default: each on a thread)",
+    )
     parser.add_argument("--replay", type=Path, help="run a saved finding (.mlir) again")
     parser.add_argument(
         "--time-limit", type=float, help="start no new batch after this many seconds"
@@ -887,6 +931,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress=True,
         time_limit=args.time_limit,
         jobs=args.jobs,
+        concurrent=not args.one_target_at_a_time,
     )
     shown = ["reference", *[t for t in targets if t != "reference"]]
     if args.onnx:

@@ -4,8 +4,10 @@ inputs) in one module per target, on the reference, cpu and opencl targets, comp
 docs/semantics.md's rule.
 
 Cost: programs are cached by source (the irc cache, PoCL's own kernel cache), so a warm run
-takes ~15 s; a cold one builds ~180 kernels per target: 26 s of gcc and 54 s of PoCL on the
-2-core Xeon while other jobs ran. The long run is `python -m fuzz.differential`.
+takes ~3 s; a cold one builds ~180 kernels per target (~30 s of CPU: ~10 s of gcc, ~17 s of
+PoCL). The cpu and opencl targets compile on threads of their own (`run(concurrent=True)`),
+so gcc and PoCL overlap: cold on the 2-core Xeon at load 15-19 from other jobs, 96-152 s
+(one target after the other: 156-177 s). The long run is `python -m fuzz.differential`.
 """
 
 from __future__ import annotations

@@ -248,3 +248,11 @@ def test_worker_processes_report_as_one_process() -> None:
     assert [(t, s, why) for t, s, why, _ in two.findings] == [
         (t, s, why) for t, s, why, _ in one.findings
     ]
+
+
+def test_targets_on_threads_report_as_one_after_the_other() -> None:
+    args = (4, 11, ["no-such-target"])
+    apart = run(*args, batch=2, max_ops=8, minimise=False, concurrent=False)
+    together = run(*args, batch=2, max_ops=8, minimise=False, concurrent=True)
+    assert together.crashes == apart.crashes == {"no-such-target": 4}
+    assert together.findings == apart.findings
