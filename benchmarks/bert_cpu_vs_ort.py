@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
-"""A BERT-base-sized layer stack on irc's CPU target beside onnxruntime, 2 threads, one process.
+"""A BERT-base-sized layer stack on irc's CPU and OpenCL targets beside onnxruntime, one process.
 
 Builds the BERT-like graph of tests/transformer_graphs.py (torch.onnx.export's patterns:
 decomposed LayerNorm, scaled dot-product attention with an additive mask, erf GELU, the
 mask's Equal/Where and Cast arithmetic, embedding Gathers) at BERT-base size (hidden 768,
 12 heads, FFN 3072, sequence 128, batch 1; `--layers` encoder layers, seeded weights),
-compiles it for `--targets` (canonicalize folds LayerNorm, attention and GELU into single
-ops, `passes/transformer_patterns.py`), and runs it and onnxruntime (intra-op threads =
-`--threads`, all graph optimisations) alternately in this process. Prints the share of ops
-in target regions, the median latency of each, and irc / onnxruntime (below 1: irc is
-faster), and the largest output difference relative to the output's scale.
+compiles it once per `--targets` entry (e.g. `cpu opencl`: one model on the CPU target,
+one on the OpenCL target; canonicalize folds LayerNorm, attention and GELU into single ops,
+`passes/transformer_patterns.py`), and runs them and onnxruntime (intra-op threads =
+`--threads`, all graph optimisations) in turn in this process. Prints per model the share
+of ops in target regions, the median latency, irc / onnxruntime (below 1: irc is faster)
+and the largest output difference relative to the output's scale.
 
-irc's thread count: OMP_NUM_THREADS and IRC_CPU_THREADS are set before irc loads libgomp.
-The machine is shared and noisy: only the ratio measured in one run means much (PERF_NOTES.md).
+Thread counts: OMP_NUM_THREADS and IRC_CPU_THREADS (the CPU target), and PoCL's
+POCL_MAX_PTHREAD_COUNT / POCL_CPU_MAX_CU_COUNT (the OpenCL target on PoCL's CPU device),
+are set before irc loads libgomp or PoCL. The machine is shared and noisy: only the ratios
+measured in one run mean much (PERF_NOTES.md).
 
 usage: python benchmarks/bert_cpu_vs_ort.py [--layers 2] [--seq 128] [--threads 2]
-                                            [--runs 20] [--targets cpu]
+                                            [--runs 20] [--targets cpu opencl]
 """
 
 from __future__ import annotations
@@ -38,9 +41,16 @@ def main() -> None:
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--targets", default="cpu")
+    parser.add_argument(
+        "--targets",
+        nargs="+",
+        default=["cpu"],
+        help="one compiled model per entry, each a comma-separated target list",
+    )
     args = parser.parse_args()
-    os.environ["OMP_NUM_THREADS"] = os.environ["IRC_CPU_THREADS"] = str(args.threads)
+    for name in ("OMP_NUM_THREADS", "IRC_CPU_THREADS", "POCL_MAX_PTHREAD_COUNT"):
+        os.environ[name] = str(args.threads)
+    os.environ["POCL_CPU_MAX_CU_COUNT"] = str(args.threads)
 
     import numpy as np
     import onnx
@@ -56,25 +66,31 @@ def main() -> None:
         hidden=args.hidden, heads=args.heads, layers=args.layers, vocab=vocab, max_len=args.seq
     )
     feeds = bert_inputs(1, args.seq, vocab=vocab)
+    shapes = {k: v.shape for k, v in feeds.items()}
+    compiled: dict[str, irc.CompiledModel] = {}
+    compile_s: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bert.onnx"
         onnx.save(model, path)
-        start = time.perf_counter()
-        compiled = irc.compile(
-            path, args.targets.split(","), input_shapes={k: v.shape for k, v in feeds.items()}
-        )
-        compile_s = time.perf_counter() - start
+        for targets in args.targets:
+            start = time.perf_counter()
+            compiled[targets] = irc.compile(path, targets.split(","), input_shapes=shapes)
+            compile_s[targets] = time.perf_counter() - start
         options = ort.SessionOptions()
         options.intra_op_num_threads = args.threads
         options.inter_op_num_threads = 1
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
-    runners = {"irc": lambda: compiled.run(feeds), "onnxruntime": lambda: session.run(None, feeds)}
-    got, want = runners["irc"](), runners["onnxruntime"]()
-    error = max(
-        float(np.max(np.abs(got[name] - w)) / np.max(np.abs(w)))
-        for name, w in zip(compiled.output_names, want, strict=True)
-    )
+    runners = {f"irc [{t}]": (lambda m=m: m.run(feeds)) for t, m in compiled.items()}
+    runners["onnxruntime"] = lambda: session.run(None, feeds)
+    want = runners["onnxruntime"]()
+    errors = {}
+    for targets, m in compiled.items():
+        got = m.run(feeds)
+        errors[targets] = max(
+            float(np.max(np.abs(got[name] - w)) / np.max(np.abs(w)))
+            for name, w in zip(m.output_names, want, strict=True)
+        )
     times: dict[str, list[float]] = {label: [] for label in runners}
     labels = list(runners)
     for round_ in range(args.runs):
@@ -82,21 +98,25 @@ def main() -> None:
             start = time.perf_counter()
             runners[label]()
             times[label].append((time.perf_counter() - start) * 1e3)
-    irc_ms, ort_ms = (statistics.median(times[label]) for label in labels)
+    ort_ms = statistics.median(times["onnxruntime"])
 
-    summary = next(line for line in compiled.summary.splitlines() if line.startswith("@"))
-    counts = re.search(r"(\d+) of (\d+) ops", summary)
-    share = f"{100 * int(counts[1]) / int(counts[2]):.0f} %" if counts else "?"
-    cpu = _cpu_name()
     print(
         f"BERT-like hidden={args.hidden} heads={args.heads} layers={args.layers} "
-        f"seq={args.seq} batch=1, {args.threads} threads, {cpu}"
+        f"seq={args.seq} batch=1, {args.threads} threads, {_cpu_name()}"
     )
-    print(f"  {summary}  ({share} of ops in target regions); irc compile {compile_s:.1f} s")
-    print(
-        f"  irc [{args.targets}] {irc_ms:.2f} ms, onnxruntime {ort_ms:.2f} ms, "
-        f"irc/onnxruntime {irc_ms / ort_ms:.2f}x; max |diff| / output scale {error:.1e}"
-    )
+    for targets, m in compiled.items():
+        summary = next(line for line in m.summary.splitlines() if line.startswith("@"))
+        counts = re.search(r"(\d+) of (\d+) ops", summary)
+        share = f"{100 * int(counts[1]) / int(counts[2]):.0f} %" if counts else "?"
+        irc_ms = statistics.median(times[f"irc [{targets}]"])
+        print(
+            f"  {summary}  ({share} of ops in target regions); compile {compile_s[targets]:.1f} s"
+        )
+        print(
+            f"  irc [{targets}] {irc_ms:.2f} ms, onnxruntime {ort_ms:.2f} ms, "
+            f"irc/onnxruntime {irc_ms / ort_ms:.2f}x; max |diff| / output scale "
+            f"{errors[targets]:.1e}"
+        )
 
 
 def _cpu_name() -> str:

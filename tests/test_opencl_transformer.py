@@ -19,13 +19,13 @@ import numpy as np
 import onnx
 import pytest
 from cpu_support import Case, build_executable, op_case, reference_outputs
-from opencl_support import needs_device
+from opencl_support import needs_device, opencl_c_errors, wide_vector_calls
 from transformer_graphs import bert_inputs, bert_like, gpt2_inputs, gpt2_like
 from xdsl.dialects.builtin import StringAttr, TensorType, f16
 from xdsl.ir import Block
 
 from irc.context import make_context
-from irc.dialects import nn
+from irc.dialects import nn, ocl
 from irc.dtypes import element_type
 from irc.targets.opencl.lower import LowerOpenCLPass
 from irc.targets.opencl.runtime import OpenCLRuntime, OpenCLValue
@@ -100,15 +100,20 @@ def _layer_norm_cases() -> list[Case]:
 
 
 def _activation_cases() -> list[Case]:
+    """float8 blocks (sizes that are multiples of 8) and one element per work-item."""
     edges = np.float32([-np.inf, -100, -87, -1e-30, 0, 1e-30, 60, 90, np.inf, np.nan])
     x = np.concatenate([normal(1003, scale=5.0), edges])
-    gelu_x = np.concatenate([normal(1001, scale=4.0), np.float32([-30, -9, 0, 9, 30, 1e-30])])
-    return [
+    gelu_edges = np.float32([-np.inf, -30, -13.5, -9, -3.5, 0, 1e-30, 9, 13.5, 30, np.inf, np.nan])
+    gelu_x = np.concatenate([normal(1004, scale=4.0), gelu_edges])  # 1016 = 127 x 8
+    cases = [
         op_case("silu", nn.SiluOp, [x]),
+        op_case("silu_x8", nn.SiluOp, [np.concatenate([x, x[:3]])]),
         op_case("silu_2d", nn.SiluOp, [normal(3, 7, seed=4)]),
-        op_case("gelu_erf", nn.GeluOp, [gelu_x]),
-        op_case("gelu_tanh", nn.GeluOp, [gelu_x], approximate="tanh"),
     ]
+    for data, tag in ((gelu_x, "x8"), (gelu_x[:1013], "x1")):
+        cases.append(op_case(f"gelu_erf_{tag}", nn.GeluOp, [data]))
+        cases.append(op_case(f"gelu_tanh_{tag}", nn.GeluOp, [data], approximate="tanh"))
+    return cases
 
 
 @needs_device
@@ -223,6 +228,24 @@ def test_rows_masked_everywhere() -> None:
     assert np.isnan(host[0, :, 2]).all()
     assert np.isnan(host[0, :, 4:6]).all()
     assert np.isfinite(host[0, 0, 0]).all()
+
+
+@pytest.mark.parametrize("kernels", STYLES)
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_kernels_type_check_in_every_precision(kernels: str, precision: str) -> None:
+    """The OpenCL C of every case (half buffers in fp16, which PoCL here cannot run) passes
+    libclang's OpenCL C 1.2 check; in fp32 it passes no 512-bit vector to a builtin (PoCL's
+    ABI note on AVX2 CPUs; fp16 converts float16 vectors as the tiled convs do)."""
+    cases = _layer_norm_cases() + _activation_cases() + _attention_cases() + _exact_cases()
+    module, executable, _ = build_executable(cases, "typed_opencl_0")
+    executable.properties["target"] = StringAttr("opencl")
+    with np.errstate(over="ignore"):  # finfo.min constants become -inf halves
+        LowerOpenCLPass(kernels=kernels, precision=precision).apply(make_context(), module)
+    (program,) = [op for op in module.walk() if isinstance(op, ocl.ProgramOp)]
+    source = program.source.data
+    assert opencl_c_errors(source, fp16=precision == "fp16") == []
+    if precision == "fp32":
+        assert wide_vector_calls(source) == []
 
 
 # ---- casts, comparisons, logic, select, gather, movement on i1 / i32 / i64 -----------------------

@@ -2,13 +2,13 @@
 
 // Kernels of targets/opencl/lowerings/ (once kernels_extra.py): a transposed convolution gathers the input
 // pixels whose scatter lands on the output pixel (stride divides the offset), reflect
-// padding mirrors indices, gelu's tanh form, and an i1 mask travels as uchar from the
+// padding mirrors indices, gelu's tanh form (8 elements: one float8 work-item), and an i1 mask travels as uchar from the
 // comparison (NaN tested on the bits: the build is -cl-fast-relaxed-math) to the select. Shapes are literals; buffers as for every other kernel.
 // CHECK-LABEL: delegate.executable private @main_opencl_0
 // CHECK:       "ocl.program"() <{sym_name = "kernels", source = "{{.*}}/* nn.conv2d_transpose 1x3x4x2, 2x3x3x2 -> 1x7x9x2 */{{.*}}if (th < 0 || th % 2 != 0) continue;{{.*}}const int ih = th / 2;{{.*}}if (i1 < 0) i1 = -i1;\0A    if (i1 >= 3) i1 = 4 - i1;{{.*}}v / (1.0f + exp(-1.5957692f * (v + 0.044715f * v * v * v))){{.*}}__global uchar* restrict y){{.*}}y[gid] = (uchar)(!(((as_uint(a) & 0x7fffffffu) > 0x7f800000u || {{.*}})) && a < b);{{.*}}(__global const uchar* restrict x0, __global const float* restrict x1, __global const float* restrict x2, __global float* restrict y){{.*}}y[gid] = (float)(a != 0 ? b : c);{{.*}}"}> ({
 // CHECK:         "ocl.launch"() <{kernel = "k0", args = ["in0", "c0", "out0"], global = [126 : i64]
 // CHECK-NEXT:    "ocl.launch"() <{kernel = "k1", args = ["in0", "out1"], global = [60 : i64]
-// CHECK-NEXT:    "ocl.launch"() <{kernel = "k2", args = ["in1", "b0"], global = [8 : i64]
+// CHECK-NEXT:    "ocl.launch"() <{kernel = "k2", args = ["in1", "b0"], global = [1 : i64]
 // CHECK-NEXT:    "ocl.launch"() <{kernel = "k3", args = ["in1", "b0", "b1"], global = [8 : i64]
 // CHECK-NEXT:    "ocl.launch"() <{kernel = "k4", args = ["b1", "in1", "b0", "out2"], global = [8 : i64]
 delegate.executable private @main_opencl_0 target("opencl") {

@@ -2,17 +2,17 @@
 // RUN: irc-opt %s --split-input-file --verify-diagnostics -p 'lower-opencl{kernels=gpu}' | filecheck %s --check-prefix=GPU
 
 // A BERT block's pieces (targets/opencl/lowerings/transformer.py, casts.py, typed.py):
-// layer_norm one row per work-item on float16 lanes, silu from exp, the i64 attention mask
-// reshaped (a long copy) and compared with an i64 zero uploaded as its 8 bytes (`c0`), the
-// i1 result selecting finfo.min, attention with an online softmax over blocks of 8 keys
-// (float8 scores, the 3 keys of a short row in the tail lanes at -inf) and an i64 -> f32
-// cast. i64 buffers take 8 bytes per element (b1: 6 x 8).
+// layer_norm one row per work-item on float16 lanes, silu from exp on float8 blocks, the
+// i64 attention mask reshaped (a long copy) and compared with an i64 zero uploaded as its
+// 8 bytes (`c0`), the i1 result selecting finfo.min, attention with an online softmax over
+// blocks of 8 keys (float8 scores, the 3 keys of a short row in the tail lanes at -inf)
+// and an i64 -> f32 cast. i64 buffers take 8 bytes per element (b1: 6 x 8).
 // CHECK-LABEL: delegate.executable private @bert_opencl_0
 // CHECK:       "ocl.program"() <{sym_name = "kernels", source = "{{.*}}/* nn.layer_norm 2x3x16, 16, 16 -> 2x3x16 [x16 lanes] */
 // CHECK-SAME:  __global const float16* xr = (__global const float16*)(x0 + gid * 16);
 // CHECK-SAME:  const float inv = 1.0f / sqrt({{.*}} / 16.0f + 1e-12f);
-// CHECK-SAME:  /* nn.silu 2x3x16 -> 2x3x16 */
-// CHECK-SAME:  y[gid] = v / (1.0f + exp(-v));
+// CHECK-SAME:  /* nn.silu 2x3x16 -> 2x3x16 [x8 per item] */
+// CHECK-SAME:  ((__global float8*)y)[gid] = v / (1.0f + exp(-v));
 // CHECK-SAME:  /* copy long */
 // CHECK-SAME:  __kernel void k3(__global const long* restrict x0, __global const long* restrict x1, __global uchar* restrict y)
 // CHECK-SAME:  y[gid] = (uchar)(a == b);
@@ -27,7 +27,7 @@
 // CHECK:       "ocl.upload"() <{index = 0 : i64, value = dense<0> : tensor<8xui8>}>
 // CHECK:       "ocl.alloc"() <{id = 1 : i64, bytes = 48 : i64}>
 // CHECK:       "ocl.launch"() <{kernel = "k0", args = ["in0", "in1", "in1", "out0"], global = [6 : i64]
-// CHECK-NEXT:  "ocl.launch"() <{kernel = "k1", args = ["out0", "b0"], global = [96 : i64]
+// CHECK-NEXT:  "ocl.launch"() <{kernel = "k1", args = ["out0", "b0"], global = [12 : i64]
 // CHECK-NEXT:  "ocl.launch"() <{kernel = "k2", args = ["in2", "b1"], global = [6 : i64]
 // CHECK-NEXT:  "ocl.launch"() <{kernel = "k3", args = ["b1", "c0", "b2"], global = [6 : i64]
 // CHECK-NEXT:  "ocl.launch"() <{kernel = "k4", args = ["b2", "c1", "c2", "b1"], global = [6 : i64]

@@ -7,6 +7,8 @@ package imports every family module, which registers its lowerings in priority o
 epilogues).
 """
 
+# first: its float8 gelu is tried before elementwise.py's one-element gelu
+import irc.targets.opencl.lowerings.transformer  # noqa: F401
 from irc.targets.opencl.lowerings import (  # noqa: F401  (registers the lowerings)
     casts,
     conv,
@@ -21,7 +23,6 @@ from irc.targets.opencl.lowerings import (  # noqa: F401  (registers the lowerin
     reduce,
     resize,
     softmax,
-    transformer,
 )
 from irc.targets.opencl.lowerings.registry import (
     LoweringError,
