@@ -12,7 +12,8 @@ fused, tanh in scalar code). One executable holds all cases; it runs with 1 and 
 threads, both checked against the reference kernels (rtol 1e-4 / atol 1e-5), and the two
 runs must agree bit for bit (a split never changes the order of a sum); built for every
 other ISA profile this host runs (`IRC_CPU_ISA`: AVX2's 6 x 16 tiles on 8-lane vectors, the
-generic profile's portable C) it is checked once more on 2 threads.
+generic profile's portable C) it is checked once more on 2 threads, and so is the library
+built without OpenMP (the kernels split over the library's own pool either way).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from cpu_support import (
     reference_outputs,
 )
 
-from irc.dialects import cpu, nn
-from irc.targets.cpu.runtime import CpuRuntime
+from irc.dialects import cpu, delegate, nn
+from irc.targets.cpu import toolchain
+from irc.targets.cpu.runtime import CpuRuntime, LoadedCpuExecutable
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -138,11 +140,25 @@ SPLIT_CASES = [
 CASES = TAIL_CASES + SPLIT_CASES
 
 Results = dict[str, list[tuple[np.ndarray, ...]]]
-"""case id -> (1-thread output, 2-thread output, then each other runnable ISA's output on 2
-threads (`OTHER_ISAS`), reference) per output."""
+"""case id -> (1-thread output, 2-thread output, the output of the library built without
+OpenMP on 2 threads, then each other runnable ISA's output on 2 threads (`OTHER_ISAS`),
+reference) per output."""
 
 OTHER_ISAS = tuple(name for name in ("avx2", "generic") if name in RUNNABLE_ISAS[1:])
 """The float kernels differ in vector width only (AVX-512 with or without VNNI: the same)."""
+
+
+def load_without_openmp(executable: delegate.ExecutableOp) -> LoadedCpuExecutable:
+    """The executable built without `-fopenmp` (a compiler without OpenMP): its kernels
+    still split over the library's own pool."""
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    plain = toolchain.Toolchain(
+        chain.compiler, chain.version, tuple(f for f in chain.flags if f != "-fopenmp")
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(toolchain, "probe", lambda: toolchain.ProbeResult(plain))
+        return CpuRuntime().load(executable)
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +173,9 @@ def results() -> Results:
         loaded.set_threads(threads)
         assert loaded.threads == threads
         runs.append(list(loaded.execute("entry", args)))
+    plain = load_without_openmp(executable)
+    plain.set_threads(2)
+    runs.append(list(plain.execute("entry", args)))
     for name in OTHER_ISAS:
         other = load_with_isa(executable, name)
         other.set_threads(2)
@@ -173,11 +192,12 @@ def results() -> Results:
 
 @pytest.mark.parametrize("case_id", [c.id for c in CASES])
 def test_conv_against_reference_on_1_and_2_threads(results: Results, case_id: str) -> None:
-    for one, two, *others, expected in results[case_id]:
+    for one, two, plain, *others, expected in results[case_id]:
         assert one.shape == expected.shape
         assert one.dtype == np.float32
         np.testing.assert_allclose(one, expected, rtol=RTOL, atol=ATOL)
         np.testing.assert_array_equal(one, two)
+        np.testing.assert_array_equal(one, plain)
         for name, other in zip(OTHER_ISAS, others, strict=True):
             np.testing.assert_allclose(other, expected, rtol=RTOL, atol=ATOL, err_msg=name)
 
@@ -191,3 +211,20 @@ def test_relu_after_a_residual_add_runs_in_the_conv_epilogue() -> None:
     assert "/* nn.relu" not in source
     call = source[source.rindex("irc_conv2d(") :].split(";")[0]  # the generated call
     assert not call.endswith(", NULL, 0)")  # the conv carries the residual
+
+
+def test_without_openmp_the_default_thread_count_follows_omp_num_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A library built without OpenMP reads OMP_NUM_THREADS itself (`irc-run --threads`
+    sets it) for its default thread count; set_threads overrides it."""
+    case = next(c for c in SPLIT_CASES if c.id == "split_3x3_oc40")
+    module, executable, _ = build_executable([case], name="test_cpu_threads_no_openmp")
+    lower(module)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.delenv("IRC_CPU_THREADS", raising=False)
+    plain = load_without_openmp(executable)
+    plain.set_threads(0)  # the default
+    assert plain.threads == 3
+    plain.set_threads(2)
+    assert plain.threads == 2

@@ -112,14 +112,20 @@ static void *irc_pool_worker(void *arg) {
 #endif
 
 /* The library's default thread count: OpenMP's where it is linked (OMP_NUM_THREADS, else the
-   CPUs), else the CPUs this process may run on (its affinity mask), computed once. */
+   CPUs), else the same without it: the leading number of OMP_NUM_THREADS (irc-run --threads
+   sets it), else the CPUs this process may run on (its affinity mask); computed once. */
+extern char *getenv(const char *name);
 static int irc_default_threads(void) {
 #if defined(_OPENMP)
   return omp_get_max_threads();
 #else
   static int count = 0;
   if (count > 0) return count;
-  int n = 1;
+  int n = 0;
+  for (const char *env = getenv("OMP_NUM_THREADS"); env && *env >= '0' && *env <= '9'; ++env)
+    n = n < 100000 ? n * 10 + (*env - '0') : n;
+  if (n > 0) return count = n;
+  n = 1;
 #if IRC_POOL_THREADS
   unsigned long mask[16] = {0};
   const long bytes = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
