@@ -134,8 +134,11 @@ def _emit(e: _Emitter) -> None:
         elif k == "relu6":
             e.node("Clip", [ins[0], e.const(f32(0)), e.const(f32(6))], out)
         elif k == "clip":
-            lo = e.const(f32(p["min"])) if p.get("min") is not None else ""
-            hi = e.const(f32(p["max"])) if p.get("max") is not None else ""
+            # an absent nn.clip bound is unbounded; an absent ONNX Clip bound is the float
+            # maximum (the spec's numeric_limits default: onnxruntime clamps inf to
+            # 3.4e38), so the bound is stated as ±inf (docs/semantics.md, seed 2000783)
+            lo = e.const(f32(p["min"] if p.get("min") is not None else -np.inf))
+            hi = e.const(f32(p["max"] if p.get("max") is not None else np.inf))
             e.node("Clip", [ins[0], lo, hi], out)
         elif k == "leaky_relu":
             e.node("LeakyRelu", ins, out, alpha=float(p.get("alpha", 0.01)))
