@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
     from xdsl.ir import Operation
 
+    from irc.compile_cache import CachedCompile
     from irc.dialects.delegate import ExecutableOp
     from irc.passes.partition import PartitionReport
     from irc.pipelines import LoweringError
@@ -216,6 +217,10 @@ class CompiledModel:
         self.refusals = tuple(refusals)
         self._check = check
         self._source = source
+        self._artifact: _Artifact | None = None
+        """The artifact as printed for the compile cache (`save` writes it again)."""
+        self._report: Any = None
+        """The partition report (`PartitionReport.to_json()`), for the compile cache."""
         self._options = dict(options or {})
         self._lock = threading.Lock()
         self._compile_lock = threading.Lock()
@@ -442,7 +447,12 @@ class CompiledModel:
         self-contained text instead (as `to_text`); `embed_binaries` adds the OpenCL program
         binaries built for this machine's device."""
         from irc.artifact import save_artifact
+        from irc.fileio import is_special_file
 
+        reuse = not (embed_binaries or inline_weights or is_special_file(path))
+        if self._artifact is not None and reuse:
+            self._artifact.save(os.fspath(path))
+            return
         module = self._artifact_module(embed_binaries)
         save_artifact(path, module, inline_weights=inline_weights)
 
@@ -677,6 +687,24 @@ def compile(
     _check_available(names, strict)
     if strict:
         options["strict"] = True
+    cache_key = None
+    if shape_buckets is None and isinstance(model, str | os.PathLike) and _no_graph_capture():
+        from irc import compile_cache
+
+        with step("compile-cache"):
+            cache_key = compile_cache.compile_key(
+                model,
+                names,
+                entry=entry,
+                input_shapes=input_shapes,
+                bind=bind,
+                check=check,
+                strict=strict,
+                options=options,
+            )
+            hit = None if cache_key is None else compile_cache.load(cache_key)
+            if hit is not None:
+                return _from_cache(hit, names, entry, check, options)
     with step("import"):
         source = _model_source(model, bind, entry)
     keep = source if source.is_dynamic else None
@@ -697,7 +725,91 @@ def compile(
     if keep is not None:
         compiled._source, compiled._options = keep, dict(options)
         compiled._remember_current()
+    elif cache_key is not None:
+        with step("compile-cache"):
+            _store_in_cache(cache_key, compiled)
     return compiled
+
+
+def _no_graph_capture() -> bool:
+    """Whether no installed instrumentation watches the passes (`irc-compile --graph`'s
+    capture): the compile cache skips them."""
+    from irc.graph.model import GraphCapture
+    from irc.timing import active_instrumentations
+
+    return not any(isinstance(i, GraphCapture) for i in active_instrumentations())
+
+
+def _from_cache(
+    hit: CachedCompile,
+    names: list[str],
+    entry: str,
+    check: bool,
+    options: Mapping[str, Any],
+) -> CompiledModel:
+    """The `CompiledModel` of a compile-cache entry (`irc.compile_cache`): its artifact
+    parsed and prepared as `load` does, the partition report written where asked."""
+    import json
+
+    from irc.fileio import write_atomically
+
+    report_path = options.get("report")
+    if report_path and hit.report is not None:
+        write_atomically(report_path, json.dumps(hit.report, indent=2) + "\n")
+    from irc import parse_module
+
+    module = parse_module(hit.text, filename=str(hit.path))
+    refusals = [LoweringRefusal(**r) for r in hit.refusals]
+    compiled = CompiledModel(
+        module, entry=entry, targets=names, summary=hit.summary, refusals=refusals, check=check
+    )
+    weights = None if hit.weights is None else hit.weights.read_bytes()
+    compiled._artifact = _Artifact(hit.text, weights, hit.weights_name)
+    return compiled
+
+
+def _store_in_cache(key: str, compiled: CompiledModel) -> None:
+    """Put a fresh compilation into the compile cache (its artifact printed once: `save`
+    reuses the text)."""
+    from dataclasses import asdict
+
+    from irc import compile_cache
+    from irc.artifact import artifact_text
+
+    name = compile_cache.weights_file_name(key)
+    text, blob = artifact_text(compiled._artifact_module(False), name)
+    compile_cache.store(
+        key,
+        text,
+        blob,
+        summary=compiled.summary,
+        refusals=[asdict(r) for r in compiled.refusals],
+        report=compiled._report,
+    )
+    compiled._artifact = _Artifact(text, blob, None if blob is None else name)
+
+
+@dataclass(frozen=True)
+class _Artifact:
+    """A compiled model's artifact as printed once (`CompiledModel.save` writes it again
+    under another name without printing the module)."""
+
+    text: str
+    weights: bytes | None
+    weights_name: str | None
+
+    def save(self, path: str) -> None:
+        from irc.artifact import weights_path
+        from irc.compile_cache import renamed_weights
+        from irc.fileio import write_atomically
+
+        if self.weights is None or self.weights_name is None:
+            write_atomically(path, self.text)
+            return
+        weights_file = weights_path(path)
+        text = renamed_weights(self.text, self.weights_name, os.path.basename(weights_file))
+        write_atomically(weights_file, self.weights)
+        write_atomically(path, text)
 
 
 def _check_available(names: Sequence[str], strict: bool) -> None:
@@ -935,7 +1047,7 @@ def _compile_module(
             raise
         _untag(module)
         _mark_artifact(module)
-        return CompiledModel(
+        compiled = CompiledModel(
             module,
             entry=entry,
             targets=names,
@@ -944,6 +1056,8 @@ def _compile_module(
             program=program,
             check=check,
         )
+        compiled._report = None if report is None else report.to_json()
+        return compiled
     raise CompileError(f"gave up after {_MAX_ROUNDS} partitioning rounds: targets keep failing")
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "Progress",
     "Step",
     "StepSequence",
+    "active_instrumentations",
     "instrumented",
     "step",
     "tool_instrumentation",
@@ -101,6 +102,11 @@ def instrumented(*instrumentations: Instrumentation) -> Iterator[None]:
             close = getattr(instrumentation, "close", None)
             if close is not None:
                 close()
+
+
+def active_instrumentations() -> tuple[Instrumentation, ...]:
+    """The instrumentations installed here and now (`instrumented`)."""
+    return _ACTIVE.get()
 
 
 @contextmanager

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,6 +72,9 @@ SLOW_TESTS: tuple[str, ...] = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Tests patch irc's internals, which the compile cache's key cannot see: compilations
+    # run the pipeline (tests of the cache itself turn it on: test_compile_time_caching.py).
+    os.environ["IRC_COMPILE_CACHE"] = "0"
     config.addinivalue_line(
         "markers",
         "slow: among the costliest tests (CI runs them; `-m 'not slow'` skips them while editing)",

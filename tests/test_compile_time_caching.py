@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -189,3 +190,157 @@ def test_vectorised_channel_multipliers_equal_quantize_multiplier() -> None:
     assert _channel_multipliers(None, s_in, scales, s_out) == expected  # type: ignore[arg-type]
     tiny = [1e-30, 0.0]  # below 2^-31 after scaling: QuantizeMultiplier's (0, 0)
     assert _channel_multipliers(None, 1.0, tiny, 1.0) == [(0, 0), (0, 0)]  # type: ignore[arg-type]
+
+
+# ---- The compile cache (irc/compile_cache.py) ----------------------------------------------------
+
+
+def _tiny_onnx(path: Path, bias: float = 1.0) -> Path:
+    """x[1, 256] -> relu -> + b (a constant, not a splat: kept in the weights file) -> y."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    b = numpy_helper.from_array(bias + np.arange(256, dtype=np.float32) / 8, "b")
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "b"], ["y"])],
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256])],
+        [b],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+@pytest.fixture
+def compile_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The compile cache on, in an empty `IRC_CACHE_DIR`."""
+    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("IRC_COMPILE_CACHE", "1")
+    return tmp_path
+
+
+def _key(model: Path, **changes: object) -> str | None:
+    from irc import compile_cache
+
+    arguments: dict[str, Any] = {
+        "entry": "main",
+        "input_shapes": None,
+        "bind": None,
+        "check": False,
+        "strict": False,
+        "options": {},
+    }
+    arguments.update(changes)
+    targets = arguments.pop("targets", ["cpu"])
+    return compile_cache.compile_key(str(model), targets, **arguments)
+
+
+def test_a_second_compile_is_read_from_the_compile_cache(
+    compile_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import irc
+    import irc.compiler
+
+    if not toolchain.probe().toolchain:
+        pytest.skip("no working C compiler for the cpu target")
+    model = _tiny_onnx(compile_cache / "tiny.onnx")
+    x = {"x": np.linspace(-1, 1, 256, dtype=np.float32).reshape(1, 256)}
+    first = irc.compile(model, "cpu", report=str(compile_cache / "first.json"))
+    first.save(compile_cache / "first.mlir")
+
+    def no_pipeline(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the pipeline ran on a compile-cache hit")
+
+    monkeypatch.setattr(irc.compiler, "_compile_module", no_pipeline)
+    again = irc.compile(model, "cpu", report=str(compile_cache / "again.json"))
+    again.save(compile_cache / "again.mlir")
+    np.testing.assert_array_equal(again.run(x)["y"], first.run(x)["y"])
+    assert again.summary == first.summary
+    assert (compile_cache / "again.json").read_text() == (compile_cache / "first.json").read_text()
+    text = (compile_cache / "again.mlir").read_text().replace("again.weights", "first.weights")
+    assert text == (compile_cache / "first.mlir").read_text()
+    assert (compile_cache / "again.weights").read_bytes() == (
+        compile_cache / "first.weights"
+    ).read_bytes()
+    assert irc.load(compile_cache / "again.mlir").run(x)["y"].tolist() == first.run(x)["y"].tolist()
+
+
+def test_the_key_follows_model_arguments_environment_and_code(
+    compile_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from irc import compile_cache as cc
+
+    model = _tiny_onnx(compile_cache / "tiny.onnx")
+    key = _key(model)
+    assert key is not None
+    assert _key(model) == key
+    assert _key(model, options={"report": "elsewhere.json"}) == key  # an output path only
+    other = _tiny_onnx(compile_cache / "other.onnx", bias=2.0)
+    assert _key(other) != key
+    assert _key(model, options={"min_ops": 3}) != key
+    assert _key(model, input_shapes={"x": [1, 256]}) != key
+    assert _key(model, check=True) != key
+    assert _key(model, targets=["cpu", "reference"]) != key
+    monkeypatch.setenv("IRC_CPU_PROFILE", "1")
+    assert _key(model) != key
+    monkeypatch.delenv("IRC_CPU_PROFILE")
+    monkeypatch.setattr(cc, "code_fingerprint", lambda: "another irc")
+    assert _key(model) != key
+
+
+def test_the_compile_cache_stays_out_of_what_it_cannot_key(
+    compile_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _tiny_onnx(compile_cache / "tiny.onnx")
+    assert _key(model, targets=["opencl"]) is None  # kernels depend on the device
+    assert _key(model, options={"place": object()}) is None  # not plain data
+    monkeypatch.setenv("IRC_COMPILE_CACHE", "0")
+    assert _key(model) is None
+    monkeypatch.setenv("IRC_COMPILE_CACHE", "1")
+    monkeypatch.setenv("IRC_PLUGINS", "some.module:Target")
+    assert _key(model) is None
+
+
+def test_a_tampered_entry_is_a_miss(compile_cache: Path) -> None:
+    from irc import compile_cache as cc
+    from irc.cache import private_dir
+
+    key = "a" * 64
+    assert cc.store(key, "text", b"weights", summary="s", refusals=[], report=None) is not None
+    hit = cc.load(key)
+    assert hit is not None
+    assert hit.text == "text"
+    assert hit.weights is not None
+    assert hit.weights.read_bytes() == b"weights"
+    (private_dir(cc.NAMESPACE) / f"{key}-w.weights").write_bytes(b"WEIGHTS")
+    assert cc.load(key) is None
+    assert cc.load("b" * 64) is None
+
+
+def test_a_graph_capture_sees_the_passes_on_a_warm_cache(compile_cache: Path) -> None:
+    import irc
+    from irc.graph import GraphCapture
+    from irc.timing import instrumented
+
+    if not toolchain.probe().toolchain:
+        pytest.skip("no working C compiler for the cpu target")
+    model = _tiny_onnx(compile_cache / "tiny.onnx")
+    irc.compile(model, "cpu")
+    capture = GraphCapture()
+    with instrumented(capture):
+        compiled = irc.compile(model, "cpu")
+    assert capture.graph(compiled.refusals, compiled.summary) is not None
+
+
+def test_renamed_weights_changes_the_section_header_only() -> None:
+    from irc.compile_cache import renamed_weights
+
+    text = '{-# external_resources: {w: {\n    file: "a.weights"\n}} #-}\nfile: "a.weights"\n'
+    assert renamed_weights(text, "a.weights", "b.weights") == text.replace(
+        'file: "a.weights"\n}', 'file: "b.weights"\n}'
+    )
+    with pytest.raises(ValueError, match="does not name"):
+        renamed_weights(text, "c.weights", "b.weights")

@@ -134,7 +134,7 @@ def _compile(args: argparse.Namespace) -> int:
     from irc.importers.onnx.driver import MissingShapesError
     from irc.runtime import ExecutorError
     from irc.targets import TargetError
-    from irc.timing import PassTiming, Progress, instrumented, step
+    from irc.timing import Instrumentation, PassTiming, Progress, instrumented, step
 
     timing = PassTiming()
     targets = parse_targets(args.targets)
@@ -143,9 +143,11 @@ def _compile(args: argparse.Namespace) -> int:
     if args.graph is not None and not args.graph.lower().endswith(GRAPH_SUFFIXES):
         raise ToolError(f"bad --graph '{args.graph}': expected a .svg, .html or .dot file name")
     capture = GraphCapture()
-    instrumentations = [capture, Progress.for_tool(_TOOL)]
+    progress: list[Instrumentation] = [Progress.for_tool(_TOOL)]
     if args.timing:
-        instrumentations.append(timing)
+        progress.append(timing)
+    # the capture watches the passes only for --graph (a compile-cache hit runs none)
+    instrumentations = [capture, *progress] if args.graph is not None else progress
     source = ""
     data: bytes | None = None  # the IR's bytes (a model file is imported from its path)
     if is_model_file(filename):
@@ -199,7 +201,7 @@ def _compile(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a bad option value
         raise ToolError(str(exc)) from None
 
-    with instrumented(*instrumentations[1:]):
+    with instrumented(*progress):
         if args.graph is not None:
             with step("graph"):
                 try:
