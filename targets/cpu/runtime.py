@@ -14,12 +14,13 @@ are fresh arrays, so one loaded executable can serve several threads at once wit
 share one library in the process (dlopen returns the loaded one): their constants and
 workspaces are still their own, only the thread count below is per library.
 
-OpenMP threads are bound to cores (`toolchain.prepare_openmp`) before the first library
-using OpenMP loads. The thread count of a library's parallel loops is OpenMP's default
-(`OMP_NUM_THREADS`, read once per process) unless `IRC_CPU_THREADS` is set when it loads, or
-`set_threads(n)` is called on the loaded executable (any time, per library). The fused int8
-kernels use the same count on the library's own pool (csrc `irc_parallel`): its workers are
-started on the first parallel kernel, unbound, and sleep 20 us after their last job.
+A library's kernels split over its own pool (csrc `irc_parallel`, kernels/common/pool.h):
+its workers are started on the first parallel kernel, unbound, and sleep 20 us after their
+last job. The thread count is the default (OpenMP's, `OMP_NUM_THREADS`, where the library
+links OpenMP; else `OMP_NUM_THREADS` or the CPU affinity) unless `IRC_CPU_THREADS` is set
+when it loads, or `set_threads(n)` is called on the loaded executable (any time, per
+library). The loops still generated as OpenMP loops use the same count; OpenMP threads are
+bound to cores (`toolchain.prepare_openmp`) before the first library using OpenMP loads.
 """
 
 from __future__ import annotations
@@ -111,11 +112,11 @@ class LoadedCpuExecutable(LoadedExecutable):
 
     @property
     def threads(self) -> int:
-        """Threads the library's parallel loops use (1 without OpenMP)."""
+        """Threads the library's parallel kernels use."""
         return int(self._handle.irc_get_threads())
 
     def set_threads(self, count: int) -> None:
-        """Run the library's parallel loops on `count` threads (<= 0: OpenMP's default)."""
+        """Run the library's parallel kernels on `count` threads (<= 0: the default)."""
         self._handle.irc_set_threads(int(count))
 
     def _workspace(self, nbytes: int) -> int:
