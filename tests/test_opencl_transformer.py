@@ -122,6 +122,24 @@ def test_layer_norm_silu_gelu_match_reference(kernels: str) -> None:
     run_cases(_layer_norm_cases() + _activation_cases(), kernels)
 
 
+def _fully_connected_cases() -> list[Case]:
+    """The tiled GEMM with more output channels than rows (a transformer's FC) takes row tiles
+    first (conv_kernels.py); ragged last tiles (13 and 38 rows) included."""
+    cases = []
+    for i, (rows, k, n) in enumerate([(13, 32, 96), (38, 64, 144), (2, 16, 768)]):
+        x = normal(1, rows, k, seed=40 + i)
+        w = normal(n, k, seed=50 + i, scale=0.2)
+        b = normal(n, seed=60 + i)
+        cases.append(op_case(f"fc{i}", nn.FullyConnectedOp, [x, w, b], constants=[1, 2]))
+    return cases
+
+
+@needs_device
+@pytest.mark.parametrize("kernels", STYLES)
+def test_fully_connected_rows_first_matches_reference(kernels: str) -> None:
+    run_cases(_fully_connected_cases(), kernels)
+
+
 # ---- attention -----------------------------------------------------------------------------------
 
 
