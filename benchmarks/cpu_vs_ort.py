@@ -7,10 +7,11 @@ process: the median latency of `CompiledModel.run` compiled with `targets=["cpu"
 "reference"]` (ops the CPU target refuses run on the reference target), of onnxruntime
 (.onnx models only; it cannot read .tflite: "—") and of the TFLite interpreter
 (`ai_edge_litert`, XNNPACK by default; .tflite only), with 1 and 2 threads, interleaved
-run by run (irc, then each peer, at one thread count, then the next count, over
-`--repeat` rounds), and the ratios irc / runtime (below 1: irc is faster) and irc / the
-best peer. Then irc's cold compile time (empty build cache: every C library compiled) and
-cached compile time (same cache, a new compilation). Then, per model and thread count,
+(irc, then each peer, at one thread count, then the next count, over `--repeat` rounds;
+each turn one untimed run, then RUNS_PER_TURN timed ones), and the ratios irc / runtime
+(below 1: irc is faster) and irc / the best peer. Then irc's cold compile time (empty
+build cache: every C library compiled) and cached compile time (same cache, a new
+compilation). Then, per model and thread count,
 where irc's time goes: the model compiled once more with `IRC_CPU_PROFILE=1` (every kernel
 of the generated C timed, targets/cpu/profiling.py), the median per kernel over the runs,
 grouped by kind (1x1 conv, kxk conv, depthwise, fully connected, requantization,
@@ -147,6 +148,11 @@ def peer_runner(path: Path, kind: str, threads: int) -> Callable[[], object] | s
     return run
 
 
+RUNS_PER_TURN = 2
+"""Timed runs of one runtime per turn, after one untimed run: a peer's threads may still spin
+(onnxruntime's do by default) when the next runtime's turn starts."""
+
+
 def interleaved(
     path: Path, thread_counts: Sequence[int], repeat: int, warmup: int
 ) -> dict[int, dict[str, float | str]]:
@@ -166,10 +172,12 @@ def interleaved(
                 for (count, kind), run in runners.items():
                     if count != threads or isinstance(run, str):
                         continue
-                    start = time.perf_counter()
-                    run()
-                    if round_ >= warmup:
-                        samples[count, kind].append(time.perf_counter() - start)
+                    run()  # untimed: the previous runtime's spinning threads settle
+                    for _ in range(RUNS_PER_TURN):
+                        start = time.perf_counter()
+                        run()
+                        if round_ >= warmup:
+                            samples[count, kind].append(time.perf_counter() - start)
     result: dict[int, dict[str, float | str]] = {}
     for (threads, kind), run in runners.items():
         value = run if isinstance(run, str) else statistics.median(samples[threads, kind]) * 1e3
@@ -373,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--detection", action="store_true", help="add the 640x640 text-detection network"
     )
     parser.add_argument("--threads", type=int, nargs="*", default=[1, 2])
-    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--top", type=int, default=8, help="slowest kernels listed per run")
     parser.add_argument("--no-kernels", action="store_true", help="skip the kernel profiles")
