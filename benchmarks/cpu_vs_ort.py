@@ -126,6 +126,9 @@ def peer_runner(path: Path, kind: str, threads: int) -> Callable[[], object] | s
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # its pool threads do not spin after a run: interleaved, they would take the cores of
+        # irc's next run (as in opencl_vs_ort.py)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         feed = {i.name: inputs[i.name] for i in session.get_inputs()}
