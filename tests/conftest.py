@@ -85,6 +85,26 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+MAX_WORKERS = 8
+"""`pytest -n auto` starts at most this many workers: each one imports and builds on its own."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (pytest-xdist): one worker per CPU this process may run on (a container's
+    CPU set, not the host's count; logical CPUs, as a 2-vCPU machine may report one core),
+    at most `MAX_WORKERS`."""
+    return auto_num_workers()
+
+
+def auto_num_workers() -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_WORKERS))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the tests named by `SLOW_TESTS` as `slow`."""
     for item in items:

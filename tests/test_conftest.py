@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
-from conftest import SLOW_TESTS, _matches
+from conftest import MAX_WORKERS, SLOW_TESTS, _matches, auto_num_workers
 from test_dynamic_shapes import write_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,3 +43,17 @@ def test_compile_once_returns_one_model_per_argument_list(compile_once, tmp_path
     other = compile_once(path, ["reference"], input_shapes={"x": (3, 4)})
     assert other is not first
     assert other.inputs[0].shape == (3, 4)
+
+
+def test_auto_workers_are_the_usable_cpus_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    assert auto_num_workers() == 2
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(64)), raising=False)
+    assert auto_num_workers() == MAX_WORKERS
+
+
+def test_auto_workers_hook_is_what_xdist_calls(request: pytest.FixtureRequest) -> None:
+    if not request.config.pluginmanager.hasplugin("xdist"):
+        pytest.skip("pytest-xdist is not installed")
+    counts = request.config.hook.pytest_xdist_auto_num_workers(config=request.config)
+    assert auto_num_workers() in (counts if isinstance(counts, list) else [counts])
