@@ -427,3 +427,15 @@ def test_core_and_passes_import_no_tool_and_no_target_internals() -> None:
         "core modules and passes must reach targets through the Target protocol "
         "(irc.targets / irc.targets.base) and never import irc.tools:\n" + "\n".join(violations)
     )
+
+
+def test_every_package_is_listed_for_setuptools() -> None:
+    """A wheel holds only the packages pyproject.toml names: every package folder is there."""
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    listed = set(tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["packages"])
+    packages = {name for name, path in irc_modules().items() if path.name == "__init__.py"}
+    missing = sorted(packages - listed)
+    assert not missing, f"packages not in pyproject.toml's [tool.setuptools] list: {missing}"
+    assert "irc.targets.cpu.lowerings" in packages  # the walk sees subpackages
