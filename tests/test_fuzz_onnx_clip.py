@@ -4,7 +4,7 @@ minimum, then a conv, fed +inf: the reference gave inf, onnxruntime 4.09e37).
 The ONNX spec's default bounds are numeric_limits<float>::lowest() and max(), so onnxruntime
 clamps ±inf to ∓3.4e38 where a bound is absent; `nn.clip` without a bound is unbounded. The
 fuzzer's ONNX form now states the absent bound as ±inf (what the `nn` op means); irc's
-importer still reads an absent ONNX bound as unbounded (open, docs/semantics.md).
+importer reads an absent ONNX bound of a float tensor as the spec's limit (fixed).
 """
 
 from __future__ import annotations
@@ -58,11 +58,6 @@ def test_onnxruntime_clamps_inf_where_a_bound_is_absent() -> None:
     assert y[0, 1] == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: irc's ONNX importer reads an absent Clip bound as unbounded, not as the "
-    "spec's numeric_limits default (irc/importers/onnx/ops.py convert_clip)",
-)
 def test_irc_imports_an_absent_clip_bound_as_the_float_maximum(tmp_path: Path) -> None:
     import irc
 

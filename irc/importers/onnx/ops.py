@@ -211,18 +211,36 @@ def convert_softplus(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
     return [ctx.result(nn.AddOp.make(ctx.result(nn.ReluOp.make(x)), tail))]
 
 
+def _clip_defaults(dtype: np.dtype) -> dict[str, float]:
+    """The bounds ONNX gives an absent Clip bound of a float tensor (none for integers: their
+    limits clamp nothing)."""
+    if not np.issubdtype(dtype, np.floating):
+        return {}
+    limits = np.finfo(dtype)
+    return {"min": float(limits.min), "max": float(limits.max)}
+
+
 @converter("Clip")
 def convert_clip(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
-    """Clip: bounds as inputs (opset >= 11) or attributes; an absent bound is unbounded."""
+    """Clip: bounds as inputs (opset >= 11) or attributes. An absent bound of a float input is
+    the spec's `numeric_limits<T>::lowest()` / `max()`, so ±inf clamp to ∓FLT_MAX as in
+    onnxruntime (`nn.clip` without a bound would be unbounded)."""
     x = node.input[0]
+    defaults = _clip_defaults(ctx.dtype(x))
     if ctx.opset < 11:  # bounds as attributes (a model read without the upgrade)
         attrs = ctx.attrs(node)
-        bound_props: dict[str, Any] = {k: attrs[k] for k in ("min", "max") if k in attrs}
+        bound_props: dict[str, Any] = {
+            k: attrs.get(k, defaults.get(k)) for k in ("min", "max") if k in attrs or k in defaults
+        }
         return [ctx.result(nn.ClipOp.make(ctx.value(x), **bound_props))]
     bounds = [ctx.input(node, 1), ctx.input(node, 2)]
     array = ctx.const(x)
     if array is not None and all(not b or ctx.const(b) is not None for b in bounds):
-        low, high = (ctx.const(b) for b in bounds)
+        low, high = (ctx.const(b) if b else None for b in bounds)
+        if low is None and "min" in defaults:
+            low = np.asarray(defaults["min"])
+        if high is None and "max" in defaults:
+            high = np.asarray(defaults["max"])
         if low is not None:
             array = np.maximum(array, low.astype(array.dtype))
         if high is not None:
@@ -235,6 +253,8 @@ def convert_clip(ctx: ConversionContext, node: onnx.NodeProto) -> Results:
         (bounds[1], "max", nn.MinimumOp),
     ):
         if not name:
+            if key in defaults:
+                props[key] = defaults[key]
             continue
         bound = ctx.const(name)
         if bound is not None:
