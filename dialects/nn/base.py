@@ -208,8 +208,11 @@ def bool_attr(value: bool) -> IntegerAttr:
     return BoolAttr.from_bool(bool(value))
 
 
-def ints_of(attr: DenseArrayBase) -> tuple[int, ...]:
-    """The values of an integer array property."""
+def ints_of(attr: Attribute) -> tuple[int, ...]:
+    """The values of an integer array property (a `TypeError` for any other attribute: the
+    verifier guarantees the kind of a declared property, so this is a programming error)."""
+    if not isinstance(attr, DenseArrayBase):
+        raise TypeError(f"expected an integer array property, got {attr}")
     return tuple(int(v) for v in cast(DenseArrayBase[IntegerType], attr).get_values())
 
 

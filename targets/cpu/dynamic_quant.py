@@ -193,7 +193,7 @@ def _bound(value: SSAValue, kind: str, binary: type[Operation]) -> tuple[SSAValu
     rank = len(_shape(x))
     if reduce.properties["kind"].data != kind or _shape(reduce.results[0]) != ():  # type: ignore[attr-defined]
         return None
-    axes = sorted(a % rank for a in ints_of(reduce.properties["axes"]))  # type: ignore[arg-type]
+    axes = sorted(a % rank for a in ints_of(reduce.properties["axes"]))
     if axes != list(range(rank)) or not _is_f32(x):
         return None
     return x, [reduce, op]

@@ -298,12 +298,10 @@ def _block_order(rows: np.ndarray, padded: int) -> np.ndarray:
     return np.ascontiguousarray(out).reshape(-1)
 
 
-def conv_geometry(op: nn.Conv2DOp) -> dict[str, list[int]]:
+def conv_geometry(op: nn.Conv2DOp) -> dict[str, tuple[int, ...]]:
+    """The strides, dilations and pads of a conv, by property name."""
     props = op.all_properties()
-    return {
-        name: ints_of(props[name])  # type: ignore[arg-type]
-        for name in ("strides", "dilations", "pads")
-    }
+    return {name: ints_of(props[name]) for name in ("strides", "dilations", "pads")}
 
 
 # ---- Quantized add (TFLite's general 8-bit add) ------------------------------------------------

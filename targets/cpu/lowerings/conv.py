@@ -80,9 +80,9 @@ def integer_conv2d(op: nn.Conv2DOp, ctx: LoweringContext) -> Lowered | None:
         return None
     props = op.all_properties()
     groups = op.groups.value.data
-    sh, sw = ints_of(props["strides"])  # type: ignore[arg-type]
-    dh, dw = ints_of(props["dilations"])  # type: ignore[arg-type]
-    pads = ints_of(props["pads"])  # type: ignore[arg-type]
+    sh, sw = ints_of(props["strides"])
+    dh, dw = ints_of(props["dilations"])
+    pads = ints_of(props["pads"])
     pt, pl, pb, pr = pads
     (n, h, w, c), (oc, kh, kw, cg) = shape(op.input), shape(op.filter)
     _, oh, ow, _ = shape(op.output)
@@ -176,9 +176,9 @@ def conv2d(
     props = op.all_properties()
     layout = op.layout.data
     groups = op.groups.value.data
-    strides = ints_of(props["strides"])  # type: ignore[arg-type]
-    dilations = ints_of(props["dilations"])  # type: ignore[arg-type]
-    pt, pl, pb, pr = ints_of(props["pads"])  # type: ignore[arg-type]
+    strides = ints_of(props["strides"])
+    dilations = ints_of(props["dilations"])
+    pt, pl, pb, pr = ints_of(props["pads"])
     act = activation_code(op)
     x_shape, w_shape, y_shape = shape(op.input), shape(op.filter), shape(op.output)
     if layout == "NCHW":

@@ -193,9 +193,9 @@ def conv2d_transpose(op: nn.Conv2DTransposeOp, ctx: LoweringContext) -> Lowered:
     props = op.all_properties()
     layout = op.layout.data
     groups = op.groups.value.data
-    sh, sw = ints_of(props["strides"])  # type: ignore[arg-type]
-    dh, dw = ints_of(props["dilations"])  # type: ignore[arg-type]
-    pt, pl, _, _ = ints_of(props["pads"])  # type: ignore[arg-type]
+    sh, sw = ints_of(props["strides"])
+    dh, dw = ints_of(props["dilations"])
+    pt, pl, _, _ = ints_of(props["pads"])
     x_shape, w_shape, y_shape = shape(op.input), shape(op.filter), shape(op.output)
     if layout == "NCHW":
         n, c, h, w = x_shape

@@ -35,10 +35,10 @@ def integer_pool(op: nn.MaxPool2DOp | nn.AvgPool2DOp, ctx: LoweringContext) -> L
         return None
     props = op.all_properties()
     is_max = isinstance(op, nn.MaxPool2DOp)
-    kh, kw = ints_of(props["kernel"])  # type: ignore[arg-type]
-    sh, sw = ints_of(props["strides"])  # type: ignore[arg-type]
-    dh, dw = ints_of(props["dilations"])  # type: ignore[arg-type]
-    pt, pl, _, _ = ints_of(props["pads"])  # type: ignore[arg-type]
+    kh, kw = ints_of(props["kernel"])
+    sh, sw = ints_of(props["strides"])
+    dh, dw = ints_of(props["dilations"])
+    pt, pl, _, _ = ints_of(props["pads"])
     include_pad = 0 if is_max else int(bool(op.count_include_pad.value.data))
     (n, h, w, c), (_, oh, ow, _) = shape(op.input), shape(op.output)
     ct = ctype(op.input)
@@ -60,10 +60,10 @@ def pool(op: nn.MaxPool2DOp | nn.AvgPool2DOp, ctx: LoweringContext) -> Lowered |
     is_max = isinstance(op, nn.MaxPool2DOp)
     props = op.all_properties()
     layout = op.layout.data
-    kh, kw = ints_of(props["kernel"])  # type: ignore[arg-type]
-    sh, sw = ints_of(props["strides"])  # type: ignore[arg-type]
-    dh, dw = ints_of(props["dilations"])  # type: ignore[arg-type]
-    pt, pl, _, _ = ints_of(props["pads"])  # type: ignore[arg-type]
+    kh, kw = ints_of(props["kernel"])
+    sh, sw = ints_of(props["strides"])
+    dh, dw = ints_of(props["dilations"])
+    pt, pl, _, _ = ints_of(props["pads"])
     include_pad = 0 if is_max else int(bool(op.count_include_pad.value.data))
     act = activation_code(op)
     x_shape, y_shape = shape(op.input), shape(op.output)
