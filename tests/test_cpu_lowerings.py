@@ -9,6 +9,7 @@ that answers is a `LoweringError`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from irc.targets.cpu import lowerings, support
 from irc.targets.cpu.lowerings import registry
 from irc.targets.cpu.lowerings.registry import Emitter, LoweringContext
 from irc.targets.cpu.support import SUPPORTED_OPS, check_op
+from irc.targets.op_registry import OpRegistry
 
 F32 = Float32Type()
 I32 = IntegerType(32)
@@ -124,7 +126,7 @@ def test_lower_skips_lowerings_answering_none(monkeypatch: pytest.MonkeyPatch) -
         calls.append("accept")
         return accepted
 
-    monkeypatch.setattr(registry, "_LOWERINGS", {nn.ReluOp: [refuse, accept, refuse]})
+    monkeypatch.setattr(registry, "_LOWERINGS", _registry_of(nn.ReluOp, refuse, accept, refuse))
     assert registry.lower(_unary(nn.ReluOp, F32), LoweringContext(_Function())) is accepted
     assert calls == ["refuse", "accept"]
 
@@ -132,7 +134,7 @@ def test_lower_skips_lowerings_answering_none(monkeypatch: pytest.MonkeyPatch) -
 def test_an_op_whose_lowerings_all_decline_is_a_lowering_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(registry, "_LOWERINGS", {nn.ReluOp: [lambda op, ctx: None]})
+    monkeypatch.setattr(registry, "_LOWERINGS", _registry_of(nn.ReluOp, lambda op, ctx: None))
     with pytest.raises(registry.LoweringError, match=r"no kernel for 'nn\.relu'"):
         registry.lower(_unary(nn.ReluOp, F32), LoweringContext(_Function()))
     assert registry.registered_ops() == frozenset({nn.ReluOp})
@@ -162,3 +164,11 @@ def test_a_float_kernel_declines_integer_tensors() -> None:
     assert "po[i0] = (a / b);" in _emitted(_binary(nn.DivOp, F32))
     with pytest.raises(registry.LoweringError, match=r"no kernel for 'nn\.div'"):
         _emitted(_binary(nn.DivOp, I32))
+
+
+def _registry_of(op_type: type[Operation], *functions: Callable[..., Any]) -> OpRegistry[Any]:
+    """A registry holding `functions` for `op_type`, in that order."""
+    found: OpRegistry[Any] = OpRegistry()
+    for function in functions:
+        found.register(op_type)(function)
+    return found

@@ -7,11 +7,15 @@ order, skipping those that answer None; an op with no lowering is a `LoweringErr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation
 
 from irc.dialects import nn, quant
+from irc.targets.op_registry import OpRegistry
 from irc.targets.opencl import lowerings
 from irc.targets.opencl.lowerings import registry
 from irc.targets.opencl.program import Program
@@ -69,13 +73,13 @@ def test_emit_skips_lowerings_answering_none(monkeypatch: pytest.MonkeyPatch) ->
         calls.append("accept")
         return [("k0", [], [1])]
 
-    monkeypatch.setattr(registry, "_LOWERINGS", {nn.ReluOp: [refuse, accept, refuse]})
+    monkeypatch.setattr(registry, "_LOWERINGS", _registry_of(nn.ReluOp, refuse, accept, refuse))
     assert registry.emit(_relu(), [], Program()) == [("k0", [], [1])]
     assert calls == ["refuse", "accept"]
 
 
 def test_an_op_without_lowering_is_a_lowering_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "_LOWERINGS", {nn.ReluOp: [lambda op, e, p: None]})
+    monkeypatch.setattr(registry, "_LOWERINGS", _registry_of(nn.ReluOp, lambda op, e, p: None))
     with pytest.raises(registry.LoweringError, match=r"no OpenCL kernel for 'nn\.relu'"):
         registry.emit(_relu(), [], Program())
     assert registry.registered_ops() == frozenset({nn.ReluOp})
@@ -105,3 +109,11 @@ def test_relu_lowers_to_one_kernel() -> None:
     assert size == [6]
     assert program.comments[name] == "nn.relu 2x3 -> 2x3"
     assert "(v < 0.0f ? 0.0f : v)" in next(iter(program.kernels))
+
+
+def _registry_of(op_type: type[Operation], *functions: Callable[..., Any]) -> OpRegistry[Any]:
+    """A registry holding `functions` for `op_type`, in that order."""
+    found: OpRegistry[Any] = OpRegistry()
+    for function in functions:
+        found.register(op_type)(function)
+    return found

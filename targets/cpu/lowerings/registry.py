@@ -21,6 +21,8 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
+from irc.targets.op_registry import OpRegistry
+
 Lines = list[str]
 """C statements, one per line (indented by the caller)."""
 
@@ -116,38 +118,30 @@ def alias() -> Lowered:
 Lowering = Callable[[Any, LoweringContext], Lowered | None]
 """`(op, ctx)`: how the op runs, or None (try the next lowering)."""
 
-_LOWERINGS: dict[type[Operation], list[Lowering]] = {}
+_LOWERINGS: OpRegistry[Lowering] = OpRegistry()
 
 F = TypeVar("F", bound=Lowering)
 
 
 def lowering(*op_types: type[Operation]) -> Callable[[F], F]:
     """Register the decorated function as the next lowering of each of `op_types`."""
-    if not op_types:
-        raise ValueError("@lowering needs at least one op type")
-
-    def register(function: F) -> F:
-        for op_type in op_types:
-            _LOWERINGS.setdefault(op_type, []).append(function)
-        return function
-
-    return register
+    return _LOWERINGS.register(*op_types)
 
 
 def lowerings_of(op_type: type[Operation]) -> tuple[Lowering, ...]:
     """The lowerings registered for `op_type`, in the order `lower` tries them."""
-    return tuple(_LOWERINGS.get(op_type, ()))
+    return _LOWERINGS.functions_of(op_type)
 
 
 def registered_ops() -> frozenset[type[Operation]]:
     """Every op type with at least one lowering."""
-    return frozenset(t for t, found in _LOWERINGS.items() if found)
+    return _LOWERINGS.op_types()
 
 
 def lower(op: Operation, ctx: LoweringContext) -> Lowered:
     """How `op` runs, from the first of its lowerings that gives it; `LoweringError` when
     none does."""
-    for function in _LOWERINGS.get(type(op), ()):
+    for function in _LOWERINGS.functions_of(type(op)):
         lowered = function(op, ctx)
         if lowered is not None:
             return lowered

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from xdsl.ir import Operation, SSAValue
 
+from irc.targets.op_registry import OpRegistry
+
 if TYPE_CHECKING:
     from irc.targets.opencl.program import Program
 
@@ -25,7 +27,7 @@ Emitted = list[KernelRun]
 Lowering = Callable[[Any, list[Operation], "Program"], Emitted | None]
 """`(op, epilogue, program)`: the op's launches, or None (try the next lowering)."""
 
-_LOWERINGS: dict[type[Operation], list[Lowering]] = {}
+_LOWERINGS: OpRegistry[Lowering] = OpRegistry()
 
 F = TypeVar("F", bound=Lowering)
 
@@ -41,31 +43,23 @@ class LoweringError(Exception):
 
 def lowering(*op_types: type[Operation]) -> Callable[[F], F]:
     """Register the decorated function as the next lowering of each of `op_types`."""
-    if not op_types:
-        raise ValueError("@lowering needs at least one op type")
-
-    def register(function: F) -> F:
-        for op_type in op_types:
-            _LOWERINGS.setdefault(op_type, []).append(function)
-        return function
-
-    return register
+    return _LOWERINGS.register(*op_types)
 
 
 def lowerings_of(op_type: type[Operation]) -> tuple[Lowering, ...]:
     """The lowerings registered for `op_type`, in the order `emit` tries them."""
-    return tuple(_LOWERINGS.get(op_type, ()))
+    return _LOWERINGS.functions_of(op_type)
 
 
 def registered_ops() -> frozenset[type[Operation]]:
     """Every op type with at least one lowering."""
-    return frozenset(t for t, found in _LOWERINGS.items() if found)
+    return _LOWERINGS.op_types()
 
 
 def emit(op: Operation, epilogue: list[Operation], program: Program) -> Emitted:
     """The launches of `op` (with its fused `epilogue`) from the first of its lowerings that
     gives some; `LoweringError` when none does."""
-    for function in _LOWERINGS.get(type(op), ()):
+    for function in _LOWERINGS.functions_of(type(op)):
         emitted = function(op, epilogue, program)
         if emitted is not None:
             return emitted
