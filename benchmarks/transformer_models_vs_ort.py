@@ -75,6 +75,9 @@ def main() -> None:
         compile_s = time.perf_counter() - start
         options = ort.SessionOptions()
         options.intra_op_num_threads = args.threads
+        # interleaved with irc in one process: spinning pool threads would take the cores of
+        # whichever runtime runs next (as in cpu_vs_ort.py / opencl_vs_ort.py)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.inter_op_num_threads = 1
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
