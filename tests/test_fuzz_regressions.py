@@ -288,3 +288,43 @@ def test_pow_of_negative_infinity(target: str) -> None:
     assert np.isnan(ref.flat[36])
     assert np.isnan(ref.flat[7])
     assert compare(ref, np.asarray(got["result0"])) is None
+
+
+# seed 1001745 (both native targets): avg_pool2d of a window holding only -0.0 is -0.0 on the
+# reference (its sum starts from the first tap) and was +0.0 on cpu and opencl (sums started
+# at +0.0); `1 / avg` showed it as -inf against +inf. Sums now start at -0.0, the exact
+# additive identity, and a window with taps in the padding adds +0.0 as the reference's sum
+# over the zero-padded input does. C = 4 takes OpenCL's vector kernel, C = 3 the scalar one.
+def _avg_pool_of_negative_zero(channels: int) -> str:
+    t_in = f"tensor<1x4x4x{channels}xf32>"
+    return f"""
+func.func @main(%x: {t_in}) -> ({t_in}, {t_in}, tensor<1x2x2x{channels}xf32>) {{
+  %a = nn.avg_pool2d %x kernel = [3, 3] pads = [1, 1, 1, 1] layout = "NHWC" : {t_in} -> {t_in}
+  %b = nn.avg_pool2d %x kernel = [3, 3] pads = [1, 1, 1, 1] count_include_pad = true
+      layout = "NHWC" : {t_in} -> {t_in}
+  %c = nn.avg_pool2d %x kernel = [2, 2] strides = [2, 2] layout = "NHWC"
+      : {t_in} -> tensor<1x2x2x{channels}xf32>
+  func.return %a, %b, %c : {t_in}, {t_in}, tensor<1x2x2x{channels}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+@pytest.mark.parametrize(
+    "target",
+    [pytest.param("cpu", marks=needs_compiler), pytest.param("opencl", marks=needs_device)],
+)
+def test_avg_pool_of_negative_zero_keeps_its_sign(target: str, channels: int) -> None:
+    x = np.full((1, 4, 4, channels), -0.0, np.float32)
+    x[0, 3, 3, 0] = 2.0  # one window of each pool that is not all -0.0
+    text = _avg_pool_of_negative_zero(channels)
+    _, expected = _run(text, "reference", {"arg0": x})
+    compiled, got = _run(text, target, {"arg0": x})
+    assert "host: 0 ops" in compiled.summary, compiled.summary
+    want_a = np.asarray(expected["result0"])
+    assert np.signbit(want_a[0, 1, 1]).all()  # an interior window: -0.0 on the reference
+    assert not np.signbit(want_a[0, 0, 0]).any()  # a window with padding: +0.0
+    for name in ("result0", "result1", "result2"):
+        want, have = np.asarray(expected[name]), np.asarray(got[name])
+        np.testing.assert_array_equal(have, want, err_msg=name)
+        np.testing.assert_array_equal(np.signbit(have), np.signbit(want), err_msg=name)

@@ -54,11 +54,13 @@ def _pool_vector(
             "acc",
         )
     else:
-        init, update = f"({vec})(0.0f)", "acc += xv;"
+        # -0.0: the exact additive identity; padded taps add +0.0 (see `pool` below)
+        init, update = f"({vec})(-0.0f)", "acc += xv;"
+        padded = f"(cnt < {kh * kw} ? acc + ({vec})(0.0f) : acc)"
         if get_bool(props, "count_include_pad"):
-            result = f"acc / {_f(kh * kw)}"
+            result = f"{padded} / {_f(kh * kw)}"
         else:
-            result = "acc / (float)cnt"
+            result = f"{padded} / (float)cnt"
     body = (
         _decompose((n, oh, ow, blocks), ["n", "oh", "ow", "cb"])
         + f"    __global const {real}* xp = (__global const {real}*)x0;\n"
@@ -109,14 +111,16 @@ def pool(
     pt, pl = get_ints(props, "pads")[:2]
     is_max = isinstance(op, nn.MaxPool2DOp)
     include_pad = not is_max and get_bool(props, "count_include_pad")
-    init = "float acc = -INFINITY; int cnt = 0;" if is_max else "float acc = 0.0f; int cnt = 0;"
+    # A sum starts at -0.0, the exact additive identity (+0.0 would turn a window of -0.0 into
+    # +0.0); taps in the padding add +0.0, as the reference's sum over the padded input does.
+    init = "float acc = -INFINITY; int cnt = 0;" if is_max else "float acc = -0.0f; int cnt = 0;"
     update = f"acc = {nan_max_update()};" if is_max else "acc += xv;"
     if is_max:
         result = "acc"
     elif include_pad:
-        result = f"acc / {_f(kh * kw)}"
+        result = f"(cnt < {kh * kw} ? acc + 0.0f : acc) / {_f(kh * kw)}"
     else:
-        result = "acc / (float)cnt"
+        result = f"(cnt < {kh * kw} ? acc + 0.0f : acc) / (float)cnt"
     body = (
         _decompose((n, oh, ow, c), ["n", "oh", "ow", "ch"]) + f"    {init}\n"
         f"    for (int kh = 0; kh < {kh}; ++kh) {{\n"

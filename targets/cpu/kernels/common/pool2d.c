@@ -20,7 +20,9 @@ static void irc_pool2d_rows(const irc_pool2d_args *restrict a, long r0, long r1)
     const int n = (int)(r / OH), oh = (int)(r % OH);
     for (int ow = 0; ow < OW; ++ow) {
       float *restrict o = y + (r * OW + ow) * C;
-      const float init = is_max ? -INFINITY : 0.0f;
+      /* A sum starts at -0.0, the exact additive identity (+0.0 would turn a window of -0.0
+         into +0.0); taps in the padding add +0.0 as the reference's padded sum does. */
+      const float init = is_max ? -INFINITY : -0.0f;
       int count = 0;
       for (int c = 0; c < C; ++c) o[c] = init;
       for (int kh = 0; kh < KH; ++kh) {
@@ -38,6 +40,8 @@ static void irc_pool2d_rows(const irc_pool2d_args *restrict a, long r0, long r1)
         }
       }
       if (!is_max) {
+        if (count < KH * KW)
+          for (int c = 0; c < C; ++c) o[c] += 0.0f;
         const float d = (float)(count_include_pad ? KH * KW : count);
         for (int c = 0; c < C; ++c) o[c] = o[c] / d;
       }
