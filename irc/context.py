@@ -131,6 +131,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FuseQDQPass
 
+    def get_fuse_activations() -> type[ModulePass]:
+        from irc.passes.fuse_activations import FuseActivationsPass
+
+        return FuseActivationsPass
+
     def get_partition() -> type[ModulePass]:
         from irc.passes.partition import PartitionPass
 
@@ -150,6 +155,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "insert-qdq": get_insert_qdq,
         "fold-qdq": get_fold_qdq,
         "fuse-qdq": get_fuse_qdq,
+        "fuse-activations": get_fuse_activations,
         "partition": get_partition,
         "outline-delegates": get_outline_delegates,
     }

@@ -15,7 +15,8 @@ Presets only string registered passes together (by their DESIGN.md §6 names, th
 
   ```
   canonicalize,partition{targets=a,b ...},convert-layout{targets=<preferring X> to=X} (one per
-  preferred layout),insert-qdq{targets=<float-only targets>},outline-delegates
+  preferred layout),insert-qdq{targets=<float-only targets>},
+  fuse-activations{targets=<targets other than the host's>},outline-delegates
   ```
 
   followed by `lower_executables(module)` and `lower_host(module)` (`compile_pipeline` runs the
@@ -173,7 +174,8 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
     (`min_ops`, `max_regions`, `deny_ops`, `place`, `strict`, `report`, ...: Python names,
     passed on with dashes), one `convert-layout{targets=... to=X}` per distinct
     `preferred_layout` X (targets without a preference get none), `insert-qdq{targets=...}`
-    for the targets that do not run quantized ops (with `emulate_rounding`), and
+    for the targets that do not run quantized ops (with `emulate_rounding`),
+    `fuse-activations{targets=...}` for the targets other than the host's, and
     `outline-delegates`. Steps whose target list would be empty are left out: without
     `targets` those passes would convert the whole graph. Raises `TargetError` for an
     unknown target.
@@ -200,6 +202,9 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
     float_only = [target.name for target in resolved if not target.runs_quantized]
     if float_only:
         steps.append(pass_spec("insert-qdq", {"targets": float_only, **qdq_options}))
+    delegated = [name for name in names if name != HOST_TARGET]
+    if delegated:
+        steps.append(pass_spec("fuse-activations", {"targets": delegated}))
     steps.append("outline-delegates")
     return ",".join(steps)
 

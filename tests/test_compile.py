@@ -129,7 +129,7 @@ def test_default_pipeline_for_testplugin_and_reference(registry: None) -> None:
     assert default_pipeline(TARGETS) == (
         "canonicalize,partition{targets=testplugin,reference},"
         "convert-layout{targets=testplugin to=NCHW},insert-qdq{targets=testplugin},"
-        "outline-delegates"
+        "fuse-activations{targets=testplugin},outline-delegates"
     )
     assert irc.pipelines.default is default_pipeline
 
@@ -148,7 +148,8 @@ def test_default_pipeline_options(registry: None) -> None:
         'canonicalize,partition{targets=testplugin,reference min-ops=3 deny-ops="nn.softmax",exp'
         ' place="conv 1:host","#4:reference" report="out dir/report.json" strict=false},'
         "convert-layout{targets=testplugin to=NCHW},"
-        "insert-qdq{targets=testplugin emulate-rounding=false},outline-delegates"
+        "insert-qdq{targets=testplugin emulate-rounding=false},"
+        "fuse-activations{targets=testplugin},outline-delegates"
     )
     passes = parse_pipeline(spec)
     assert [p.name for p in passes] == [
@@ -156,6 +157,7 @@ def test_default_pipeline_options(registry: None) -> None:
         "partition",
         "convert-layout",
         "insert-qdq",
+        "fuse-activations",
         "outline-delegates",
     ]
     assert passes[1].place == ("conv 1:host", "#4:reference")  # type: ignore[attr-defined]
