@@ -6,6 +6,11 @@ An inference batch norm with constant parameters is the per-channel affine map
 the conv before it (`FoldBatchNormIntoConv`, in canonicalize.py); where that is impossible
 these patterns, in this order:
 
+* `FoldBatchNormIntoConvTranspose`: ``batch_norm(conv2d_transpose(x, w, bias))`` with the
+  conv as the batch norm's only input user and no fused activation -> ``conv2d_transpose(x,
+  w * a, bias * a + b)``, `a` along the filter's output-channel axis (IOHW: axis 1 within
+  each group; OHWI: axis 0) — DBNet's head, whose ConvTranspose -> BatchNormalization ->
+  Relu then becomes one op (`fuse-activations` takes the relu);
 * `FoldBatchNormIntoNextConv`: ``conv2d(batch_norm(x))`` with an unpadded conv (a padded
   border would read zeros, not the shifted ``b``) and the batch norm as its input's only
   producer and user -> ``conv2d(x, w * a, bias + sum(w * b))``;
@@ -139,6 +144,47 @@ class FoldBatchNormIntoNextConv(RewritePattern):
 # ---- Decompose ---------------------------------------------------------------------------------
 
 
+class FoldBatchNormIntoConvTranspose(RewritePattern):
+    """batch_norm(conv2d_transpose(x, w, bias)) -> conv2d_transpose(x, w * a, bias * a + b)
+    for constant float parameters, the conv's only user being the batch norm."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.BatchNormOp, rewriter: PatternRewriter) -> None:
+        conv = op.input.owner
+        if not isinstance(conv, nn.Conv2DTransposeOp) or not conv.output.has_one_use():
+            return
+        if conv.activation.data != "none" or conv.layout.data != op.layout.data:
+            return
+        affine = batch_norm_affine(op)
+        w = _constant_array(conv.filter)
+        bias = None if conv.bias is None else _constant_array(conv.bias)
+        dtype = _exact_float(conv.filter)
+        if affine is None or w is None or dtype is None or (conv.bias is not None and bias is None):
+            return
+        a, b = affine
+        groups = conv.groups.value.data
+        if conv.layout.data == "NCHW":  # IOHW, O = C_out / groups
+            cin, o, kh, kw = w.shape
+            k = a.reshape(groups, 1, o, 1, 1)
+            scaled = (w.astype(np.float64).reshape(groups, cin // groups, o, kh, kw) * k).reshape(
+                w.shape
+            )
+        else:  # OHWI, O = C_out
+            scaled = w.astype(np.float64) * a.reshape(-1, 1, 1, 1)
+        new_bias = (np.zeros_like(a) if bias is None else bias.astype(np.float64)) * a + b
+        new_filter = nn.ConstantOp.from_array(np.ascontiguousarray(scaled.astype(dtype)))
+        new_bias_op = nn.ConstantOp.from_array(np.ascontiguousarray(new_bias.astype(dtype)))
+        fused = nn.Conv2DTransposeOp.build(
+            operands=[conv.input, new_filter.output, new_bias_op.output],
+            result_types=[op.output.type],
+            properties=dict(conv.properties),
+            attributes=dict(conv.attributes),
+        )
+        for new_op in (new_filter, new_bias_op, fused):
+            new_op.location = conv.location
+        rewriter.replace(op, [new_filter, new_bias_op, fused])
+
+
 class DecomposeBatchNorm(RewritePattern):
     """batch_norm(x) -> add(mul(x, A), B), A and B constant per-channel, broadcast along the
     channel dimension of the batch norm's layout."""
@@ -168,4 +214,4 @@ class DecomposeBatchNorm(RewritePattern):
 def batch_norm_patterns() -> list[RewritePattern]:
     """The patterns of this module, in the order `canonicalize` tries them (after
     `FoldBatchNormIntoConv`)."""
-    return [FoldBatchNormIntoNextConv(), DecomposeBatchNorm()]
+    return [FoldBatchNormIntoConvTranspose(), FoldBatchNormIntoNextConv(), DecomposeBatchNorm()]

@@ -154,6 +154,71 @@ def test_batch_norm_folded_into_the_next_conv_keeps_the_numbers(
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
+# ---- Folding into the conv2d_transpose before it ----------------------------------------------
+
+FOLD_TRANSPOSE_CASES = {
+    "nchw_bias": ("NCHW", 1, True),
+    "nchw_grouped": ("NCHW", 2, False),
+    "nhwc_bias": ("NHWC", 1, True),
+    "nhwc_grouped": ("NHWC", 2, True),
+}
+
+
+@pytest.mark.parametrize(
+    ("layout", "groups", "bias"), FOLD_TRANSPOSE_CASES.values(), ids=FOLD_TRANSPOSE_CASES.keys()
+)
+@pytest.mark.parametrize(
+    "target",
+    [
+        "reference",
+        pytest.param("cpu", marks=needs_compiler),
+        pytest.param("opencl", marks=needs_device),
+    ],
+)
+def test_batch_norm_folded_into_conv_transpose_keeps_the_numbers(
+    layout: str, groups: int, bias: bool, target: str
+) -> None:
+    # DBNet's head: conv2d_transpose -> batch_norm -> relu becomes one conv2d_transpose with
+    # the relu fused (fuse-activations) on the native targets.
+    rng = np.random.default_rng(2)
+    channels, out_channels = 4, 6
+    shape = (1, channels, 5, 5) if layout == "NCHW" else (1, 5, 5, channels)
+    x = rng.standard_normal(shape).astype(np.float32)
+    params = _params(rng, out_channels)
+    if layout == "NCHW":  # IOHW, O per group
+        w_shape = (channels, out_channels // groups, 2, 2)
+    else:  # OHWI, I per group
+        w_shape = (out_channels, 2, 2, channels // groups)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(out_channels).astype(np.float32)
+
+    def build(args: Sequence[SSAValue]) -> list[Operation]:
+        weights = [nn.ConstantOp.from_array(w)] + ([nn.ConstantOp.from_array(b)] if bias else [])
+        conv = nn.Conv2DTransposeOp.make(
+            args[0],
+            weights[0].output,
+            weights[1].output if bias else None,
+            strides=[2, 2],
+            groups=groups,
+            layout=layout,
+        )
+        ops = _batch_norm(conv.output, params, layout)
+        relu = nn.ReluOp.make(ops[-1].results[0])
+        return [*weights, conv, *ops, relu]
+
+    module = _module([x], build)
+    names = _canonicalized(module)
+    assert "nn.batch_norm" not in names
+    assert "nn.mul" not in names
+    assert names.count("nn.conv2d_transpose") == 1
+    conv, bn = (op for op in module.walk() if isinstance(op, nn.BatchNormOp | nn.Conv2DTransposeOp))
+    (transposed,) = evaluate(conv, x, w, *([b] if bias else []))
+    (normalised,) = evaluate(bn, transposed, *params)
+    expected = np.maximum(normalised, 0)
+    got = _run(module, [target], {"arg0": x})
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
 # ---- Targets take the decomposed form ----------------------------------------------------------
 
 

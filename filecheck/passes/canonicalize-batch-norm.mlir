@@ -103,3 +103,43 @@ func.func @keep_float16(%x: tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf16> {
   %y = nn.batch_norm %x, %s, %s, %s, %s layout = "NCHW" : tensor<1x2x4x4xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16> -> tensor<1x2x4x4xf16>
   func.return %y : tensor<1x2x4x4xf16>
 }
+
+// -----
+
+// A batch norm after a conv2d_transpose (DBNet's head) folds into it: the IOHW filter is
+// scaled along its output-channel axis (a = [2, 0.5]) and the bias becomes bias * a + b.
+// CHECK-LABEL: func.func @fold_into_conv_transpose
+// CHECK:         %[[W:.*]] = nn.constant dense<{{\[\[\[\[}}2.000000e+00, 2.000000e+00], [2.000000e+00, 2.000000e+00]], {{\[\[}}5.000000e-01, 5.000000e-01], [5.000000e-01, 5.000000e-01]]]]> : tensor<1x2x2x2xf32>
+// CHECK-NEXT:    %[[B:.*]] = nn.constant dense<[5.000000e+00, -5.000000e-01]> : tensor<2xf32>
+// CHECK-NEXT:    %[[Y:.*]] = nn.conv2d_transpose %{{.*}}, %[[W]], %[[B]] strides = [2, 2] layout = "NCHW" : tensor<1x1x2x2xf32>, tensor<1x2x2x2xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32>
+// CHECK-NOT:     nn.batch_norm
+// CHECK:         func.return %[[Y]]
+func.func @fold_into_conv_transpose(%x: tensor<1x1x2x2xf32>) -> tensor<1x2x4x4xf32> {
+  %w = nn.constant dense<1.0> : tensor<1x2x2x2xf32>
+  %bias = nn.constant dense<[3.0, 1.0]> : tensor<2xf32>
+  %scale = nn.constant dense<[2.0, 1.0]> : tensor<2xf32>
+  %offset = nn.constant dense<[1.0, -1.0]> : tensor<2xf32>
+  %mean = nn.constant dense<[1.0, 0.0]> : tensor<2xf32>
+  %var = nn.constant dense<[1.0, 4.0]> : tensor<2xf32>
+  %t = nn.conv2d_transpose %x, %w, %bias strides = [2, 2] layout = "NCHW" : tensor<1x1x2x2xf32>, tensor<1x2x2x2xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32>
+  %y = nn.batch_norm %t, %scale, %offset, %mean, %var epsilon = 0.0 layout = "NCHW" : tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Not when the conv2d_transpose has another user (it would be computed twice).
+// CHECK-LABEL: func.func @conv_transpose_with_two_users
+// CHECK:         nn.conv2d_transpose
+// CHECK:         nn.mul
+// CHECK:         nn.add
+func.func @conv_transpose_with_two_users(%x: tensor<1x1x2x2xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
+  %w = nn.constant dense<1.0> : tensor<1x2x2x2xf32>
+  %scale = nn.constant dense<[2.0, 1.0]> : tensor<2xf32>
+  %offset = nn.constant dense<[1.0, -1.0]> : tensor<2xf32>
+  %mean = nn.constant dense<[1.0, 0.0]> : tensor<2xf32>
+  %var = nn.constant dense<[1.0, 4.0]> : tensor<2xf32>
+  %t = nn.conv2d_transpose %x, %w strides = [2, 2] layout = "NCHW" : tensor<1x1x2x2xf32>, tensor<1x2x2x2xf32> -> tensor<1x2x4x4xf32>
+  %y = nn.batch_norm %t, %scale, %offset, %mean, %var epsilon = 0.0 layout = "NCHW" : tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32>
+  func.return %y, %t : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}
