@@ -20,6 +20,7 @@ from irc.targets.cpu.lowerings.helpers import (
     describe,
     loop_nest,
     numel,
+    parallel,
     shape,
     transpose_lines,
 )
@@ -101,15 +102,31 @@ def concat(op: nn.ConcatOp, ctx: LoweringContext) -> Lowered:
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
         body: Lines = []
+        pieces: list[tuple[str, int, int]] = []  # (source, offset in a result row, count)
         offset = 0
         for value in op.inputs:
             inner = numel(shape(value)[axis:])
-            src = em.ptr(value)
             if inner:
-                body += copy_rows(
-                    res[0], offset, out_inner, src, 0, inner, outer, inner, ctype(op.output)
-                )
+                pieces.append((em.ptr(value), offset, inner))
             offset += inner
+        if outer > 1 and len(pieces) > 1:
+            # Row by row, every piece of a result row in turn: the result is written once,
+            # in order (piece by piece over all rows, each pass would fetch every cache line
+            # of the result again for a part of it), and rows split across the threads.
+            ct = ctype(op.output)
+            copies = [
+                f"  memcpy({res[0]} + r * {out_inner} + {at}, {src} + r * {count}, "
+                f"sizeof({ct}) * {count});"
+                for src, at, count in pieces
+            ]
+            body += parallel(
+                [outer, out_inner], [f"for (long r = 0; r < {outer}; ++r) {{", *copies, "}"]
+            )
+        else:
+            for src, at, count in pieces:
+                body += copy_rows(
+                    res[0], at, out_inner, src, 0, count, outer, count, ctype(op.output)
+                )
         if act:
             body += loop_nest(
                 [numel(out)],
