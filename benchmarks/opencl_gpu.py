@@ -21,6 +21,11 @@ asserts nothing. Needs an OpenCL device (any: on PoCL it shows the CPU-device pi
 
 usage: python benchmarks/opencl_gpu.py [--model NAME] [--configs gpu,cpu] [--repeat 200]
                                        [--warmup 20] [--kernels 10] [--geometry] [--torch]
+                                       [--compute-units N]
+
+`--compute-units N` shapes the `gpu` kernels for N compute units instead of the device's
+(`IRC_OPENCL_COMPUTE_UNITS`): on PoCL, `--geometry --compute-units 132` prints the launch
+geometry an H100 would get, with the error of those kernels run on the CPU device.
 """
 
 from __future__ import annotations
@@ -221,8 +226,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--kernels", type=int, default=10)
     parser.add_argument("--geometry", action="store_true")
     parser.add_argument("--torch", action="store_true")
+    parser.add_argument(
+        "--compute-units",
+        type=int,
+        default=0,
+        help="shape gpu kernels for this many compute units instead of the device's "
+        "(IRC_OPENCL_COMPUTE_UNITS; 132 on PoCL shows an H100's launch geometry)",
+    )
     args = parser.parse_args(argv)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    if args.compute_units > 0:
+        os.environ["IRC_OPENCL_COMPUTE_UNITS"] = str(args.compute_units)
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         parser.error(f"unknown configs {unknown}: choose from {', '.join(CONFIGS)}")

@@ -145,6 +145,26 @@ def test_target_asks_for_gpu_kernels_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     assert choice.kernels == ("gpu" if "gpu device" in choice.reason else "cpu")
 
 
+def test_compute_units_override_shapes_gpu_launches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`IRC_OPENCL_COMPUTE_UNITS` replaces the device's compute units in the lowering options
+    (an H100's 132 on PoCL, for its launch geometry); a bad value is ignored and said."""
+    monkeypatch.setenv(opencl_target.KERNELS_ENV, "gpu")
+    monkeypatch.delenv(opencl_target.COMPUTE_UNITS_ENV, raising=False)
+    device = opencl_target.kernels_choice()
+    if device.compute_units == 0:
+        pytest.skip(f"no OpenCL device: {device.reason}")
+    monkeypatch.setenv(opencl_target.COMPUTE_UNITS_ENV, "132")
+    choice = opencl_target.kernels_choice()
+    assert choice.compute_units == 132
+    assert "IRC_OPENCL_COMPUTE_UNITS=132" in choice.reason
+    assert "compute-units=132" in opencl_target.OpenCLTarget().lowering_passes()
+    for bad in ("0", "-4", "many"):
+        monkeypatch.setenv(opencl_target.COMPUTE_UNITS_ENV, bad)
+        choice = opencl_target.kernels_choice()
+        assert choice.compute_units == device.compute_units
+        assert "not a positive integer" in choice.reason
+
+
 @pytest.mark.parametrize("units", [1, 512])
 def test_gpu_kernels_type_check_in_fp16(units: int, monkeypatch: pytest.MonkeyPatch) -> None:
     if units == 1:

@@ -39,6 +39,11 @@ KERNELS_ENV = "IRC_OPENCL_KERNELS"
 """`cpu`, `gpu` or `auto` (the default): the `kernels` style of `lower-opencl` — `auto` is
 `gpu` on a GPU device (with its compute units), else `cpu`."""
 
+COMPUTE_UNITS_ENV = "IRC_OPENCL_COMPUTE_UNITS"
+"""A positive integer: the compute units `gpu` kernels are shaped for instead of the device's
+(launch shapes only; the kernels stay correct on any device). On PoCL, `132` gives the launch
+geometry an H100 would get (benchmarks/opencl_gpu.py `--compute-units`)."""
+
 
 @dataclass(frozen=True)
 class KernelsChoice:
@@ -62,12 +67,23 @@ def kernels_choice() -> KernelsChoice:
         profile = get_device().profile
     except DeviceError as exc:
         return KernelsChoice(raw if raw in ("cpu", "gpu") else "cpu", 0, f"no device ({exc})")
-    units = profile.compute_units
+    units, units_note = _compute_units(profile.compute_units)
     if raw in ("cpu", "gpu"):
-        return KernelsChoice(raw, units, f"{KERNELS_ENV}={raw}")
+        return KernelsChoice(raw, units, f"{KERNELS_ENV}={raw}{units_note}")
     note = "" if raw == "auto" else f"{KERNELS_ENV}='{raw}' is not cpu/gpu/auto; "
     kind = "gpu" if profile.is_gpu else "cpu"
-    return KernelsChoice(kind, units, f"{note}{profile.kind} device '{profile.name}'")
+    return KernelsChoice(kind, units, f"{note}{profile.kind} device '{profile.name}'{units_note}")
+
+
+def _compute_units(device_units: int) -> tuple[int, str]:
+    """The compute units to shape `gpu` launches for (`COMPUTE_UNITS_ENV` or the device's),
+    and a note for the reason (empty when the device's are used)."""
+    raw = os.environ.get(COMPUTE_UNITS_ENV, "").strip()
+    if not raw:
+        return device_units, ""
+    if raw.isdecimal() and int(raw) > 0:
+        return int(raw), f", {COMPUTE_UNITS_ENV}={int(raw)}"
+    return device_units, f", {COMPUTE_UNITS_ENV}='{raw}' is not a positive integer (ignored)"
 
 
 @dataclass(frozen=True)
