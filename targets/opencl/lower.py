@@ -18,7 +18,8 @@ on the `ocl.program`. The target's `lowering_passes()` is `lower-opencl`, with `
 when the environment variable `IRC_OPENCL_TUNE` is `1`/`true`, and with a `precision` when
 `IRC_OPENCL_PRECISION` asks for one (fp16 only where the device has cl_khr_fp16, else fp32:
 `irc.targets.opencl.target.precision_choice` says why), and with `kernels=gpu
-compute-units=N` on a GPU device (`IRC_OPENCL_KERNELS=cpu|gpu|auto` overrides:
+compute-units=N` on a GPU device (`IRC_OPENCL_KERNELS=cpu|gpu|auto` overrides the style,
+`IRC_OPENCL_COMPUTE_UNITS=N` the units the launches are shaped for:
 `irc.targets.opencl.target.kernels_choice`) — the way to ask for them from `irc.compile`,
 `irc-compile` and `irc-run`. `kernels`/`compute-units` are `opencl-bufferize`'s.
 """
