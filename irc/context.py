@@ -136,6 +136,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FuseActivationsPass
 
+    def get_widen_fp16() -> type[ModulePass]:
+        from irc.passes.widen_fp16 import WidenFp16Pass
+
+        return WidenFp16Pass
+
     def get_partition() -> type[ModulePass]:
         from irc.passes.partition import PartitionPass
 
@@ -156,6 +161,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fold-qdq": get_fold_qdq,
         "fuse-qdq": get_fuse_qdq,
         "fuse-activations": get_fuse_activations,
+        "widen-fp16": get_widen_fp16,
         "partition": get_partition,
         "outline-delegates": get_outline_delegates,
     }

@@ -14,8 +14,9 @@ Presets only string registered passes together (by their DESIGN.md §6 names, th
   (DESIGN.md §3) as an irc-opt `-p` string, ending with `outline-delegates`:
 
   ```
-  canonicalize,partition{targets=a,b ...},convert-layout{targets=<preferring X> to=X} (one per
-  preferred layout),insert-qdq{targets=<float-only targets>},
+  canonicalize,widen-fp16,partition{targets=a,b ...},
+  convert-layout{targets=<preferring X> to=X} (one per preferred layout),
+  insert-qdq{targets=<float-only targets>},
   fuse-activations{targets=<targets other than the host's>},outline-delegates
   ```
 
@@ -175,8 +176,9 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
     passed on with dashes), one `convert-layout{targets=... to=X}` per distinct
     `preferred_layout` X (targets without a preference get none), `insert-qdq{targets=...}`
     for the targets that do not run quantized ops (with `emulate_rounding`),
-    `fuse-activations{targets=...}` for the targets other than the host's, and
-    `outline-delegates`. Steps whose target list would be empty are left out: without
+    `fuse-activations{targets=...}` for the targets other than the host's (and `widen-fp16`
+    after `canonicalize` when there are such targets), and `outline-delegates`. Steps
+    whose target list would be empty are left out: without
     `targets` those passes would convert the whole graph. Raises `TargetError` for an
     unknown target.
     """
@@ -204,6 +206,8 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
         steps.append(pass_spec("insert-qdq", {"targets": float_only, **qdq_options}))
     delegated = [name for name in names if name != HOST_TARGET]
     if delegated:
+        # float16 models run in float32 on the delegated targets (none computes in half).
+        steps.insert(steps.index("canonicalize") + 1, "widen-fp16")
         steps.append(pass_spec("fuse-activations", {"targets": delegated}))
     steps.append("outline-delegates")
     return ",".join(steps)

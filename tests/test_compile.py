@@ -127,7 +127,7 @@ def assert_close(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> flo
 
 def test_default_pipeline_for_testplugin_and_reference(registry: None) -> None:
     assert default_pipeline(TARGETS) == (
-        "canonicalize,partition{targets=testplugin,reference},"
+        "canonicalize,widen-fp16,partition{targets=testplugin,reference},"
         "convert-layout{targets=testplugin to=NCHW},insert-qdq{targets=testplugin},"
         "fuse-activations{targets=testplugin},outline-delegates"
     )
@@ -145,7 +145,8 @@ def test_default_pipeline_options(registry: None) -> None:
         emulate_rounding=False,
     )
     assert spec == (
-        'canonicalize,partition{targets=testplugin,reference min-ops=3 deny-ops="nn.softmax",exp'
+        "canonicalize,widen-fp16,"
+        'partition{targets=testplugin,reference min-ops=3 deny-ops="nn.softmax",exp'
         ' place="conv 1:host","#4:reference" report="out dir/report.json" strict=false},'
         "convert-layout{targets=testplugin to=NCHW},"
         "insert-qdq{targets=testplugin emulate-rounding=false},"
@@ -154,14 +155,15 @@ def test_default_pipeline_options(registry: None) -> None:
     passes = parse_pipeline(spec)
     assert [p.name for p in passes] == [
         "canonicalize",
+        "widen-fp16",
         "partition",
         "convert-layout",
         "insert-qdq",
         "fuse-activations",
         "outline-delegates",
     ]
-    assert passes[1].place == ("conv 1:host", "#4:reference")  # type: ignore[attr-defined]
-    assert passes[1].report == "out dir/report.json"  # type: ignore[attr-defined]
+    assert passes[2].place == ("conv 1:host", "#4:reference")  # type: ignore[attr-defined]
+    assert passes[2].report == "out dir/report.json"  # type: ignore[attr-defined]
 
 
 def test_default_pipeline_for_the_reference_alone(registry: None) -> None:

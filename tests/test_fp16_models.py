@@ -1,0 +1,114 @@
+"""float16 ONNX models (`convert_float_to_float16(keep_io_types=True)` of a
+MobileNetV3-small-like graph, `tests/fp16_graphs.py`, seeded) against onnxruntime.
+
+On cpu and opencl `widen-fp16` gives the model's float16 weights to float32 kernels: every op
+runs in a target region, the result is within 2e-3 of the output scale of onnxruntime's run
+of the float16 file, and no farther from the float32 model's result than onnxruntime's
+float16 run is. The reference target alone computes float16 op by op (numpy's half
+arithmetic) and stays within 2e-3 of onnxruntime too. Every ISA profile the host runs is
+tried on cpu (`IRC_CPU_ISA`). A float16 signature (no `keep_io_types`) keeps its float16
+inputs and outputs: the two casts at the entry and the return run on the host (the cpu
+target has no float16 buffers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from cpu_support import isa_params, needs_compiler
+from fp16_graphs import mobilenet_v3_small_like, to_float16
+from onnx import TensorProto
+from opencl_support import needs_device
+
+import irc
+
+IMAGE = 64
+FEEDS = {"input": np.random.default_rng(1).uniform(-1, 1, (1, 3, IMAGE, IMAGE)).astype(np.float32)}
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The float32 model and its float16 conversion."""
+    folder = tmp_path_factory.mktemp("fp16")
+    model = mobilenet_v3_small_like(image=IMAGE)
+    fp32, fp16 = folder / "mnv3.onnx", folder / "mnv3_fp16.onnx"
+    onnx.save(model, fp32)
+    onnx.save(to_float16(model), fp16)
+    return fp32, fp16
+
+
+def _ort(path: Path, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)[0]
+
+
+def _error(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+
+
+def _check(compiled: irc.CompiledModel, paths: tuple[Path, Path], widened: bool) -> None:
+    fp32, fp16 = paths
+    got = compiled.run(FEEDS)["output"]
+    want16, want32 = _ort(fp16, FEEDS), _ort(fp32, FEEDS)
+    assert got.dtype == np.float32
+    assert got.shape == want16.shape
+    assert _error(got, want16) <= 2e-3
+    if widened:  # float32 arithmetic on the float16 weights: no worse than onnxruntime's
+        assert _error(got, want32) <= _error(want16, want32) * 1.01 + 1e-6
+
+
+def test_conversion_holds_float16_weights(paths: tuple[Path, Path]) -> None:
+    model = onnx.load(paths[1])
+    assert {i.data_type for i in model.graph.initializer} == {TensorProto.FLOAT16}
+    casts = [n for n in model.graph.node if n.op_type == "Cast"]
+    assert [c.input[0] for c in casts] == ["input", "output_fp16"]
+    assert len(model.graph.node) == 124
+
+
+def test_reference(paths: tuple[Path, Path]) -> None:
+    _check(irc.compile(paths[1], "reference"), paths, widened=False)
+
+
+@needs_compiler
+@pytest.mark.parametrize("isa_name", isa_params(("avx512vnni", "avx512", "avx2", "generic")))
+def test_cpu(paths: tuple[Path, Path], isa_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IRC_CPU_ISA", isa_name)
+    monkeypatch.delenv("IRC_CPU_PORTABLE", raising=False)
+    compiled = irc.compile(paths[1], "cpu")
+    summary = next(line for line in compiled.summary.splitlines() if line.startswith("@"))
+    assert summary == "@main: cpu: 122 of 122 ops in 1 region; host: 0 ops", summary
+    _check(compiled, paths, widened=True)
+
+
+@needs_device
+def test_opencl(paths: tuple[Path, Path]) -> None:
+    compiled = irc.compile(paths[1], "opencl")
+    assert compiled.summary.splitlines()[-1].endswith("host: 0 ops"), compiled.summary
+    _check(compiled, paths, widened=True)
+
+
+@needs_compiler
+def test_float16_signature(tmp_path: Path, paths: tuple[Path, Path]) -> None:
+    """Without keep_io_types the model reads and writes float16; the body still runs on cpu."""
+    model = onnx.load(paths[1])
+    graph = model.graph
+    body = [n for n in graph.node if n.op_type != "Cast"]
+    body[0].input[0] = "input"
+    body[-1].output[0] = "output"
+    del graph.node[:]
+    graph.node.extend(body)
+    graph.input[0].type.tensor_type.elem_type = TensorProto.FLOAT16
+    graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT16
+    path = tmp_path / "half_io.onnx"
+    onnx.save(model, path)
+    feeds = {"input": FEEDS["input"].astype(np.float16)}
+    compiled = irc.compile(path, "cpu")
+    assert "cpu: 122 of 124 ops in 1 region; host: 2 ops" in compiled.summary, compiled.summary
+    got = compiled.run(feeds)["output"]
+    want = _ort(path, feeds)
+    assert got.dtype == np.float16
+    assert _error(got.astype(np.float32), want.astype(np.float32)) <= 2e-3
