@@ -305,6 +305,7 @@ FUSION_KINDS = {
     "qadd": ("nn.add",),
     "conv_add": ("nn.conv2d",),
     "dynamic_fc": ("nn.fully_connected",),
+    "qtable": ("quant.rescale",),
 }
 """Kinds of `cpu.fusion` and the op names of which the region holds exactly one (the
 producer the kernel is named after)."""

@@ -15,6 +15,7 @@ Families: `elementwise` (float and i32 binary / unary ops), `casts` (nn.cast, qu
 
 from irc.targets.cpu.lowerings import (  # noqa: F401  (registers the lowerings)
     casts,
+    chain_table,
     conv,
     conv_transpose,
     elementwise,

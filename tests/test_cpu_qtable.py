@@ -1,0 +1,159 @@
+"""The CPU target's table chains (targets/cpu/qtable.py, `cpu.fusion` kind "qtable").
+
+A quantized swish ``mul(x, sigmoid(x))`` (QDQ EfficientNets' SiLU) is, after
+`lower-quantized`, a sigmoid table and five int32 ops whose result depends on x's byte
+alone: `cpu-fuse` runs it as ONE 256-entry lookup computed by the reference kernels. Every
+case must be bit-exact with the reference target with every ISA profile the host runs; the
+cases cover int8 and uint8 storage, zero points, double (TFLite) and single (ONNX) rounding,
+a fused relu6 (clamp after the rescale), a left-shifting rescale, the element count split
+across threads. Kept apart (the ops run one by one, still exact): a sigmoid whose result has
+another use, and a mul of two different values (squeeze-excitation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+from cpu_support import (
+    assert_each_equal,
+    isa_params,
+    load_with_isa,
+    lower,
+    needs_compiler,
+    qtype,
+    random_storage,
+)
+from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from irc.dialects import cpu, delegate, nn
+from irc.dialects.quant import RESCALE_ROUNDING
+from irc.targets.reference.target import ReferenceRuntime
+
+pytestmark = [needs_compiler, pytest.mark.private_cache(unset=["IRC_CPU_FUSE_INT8"])]
+
+rng = np.random.default_rng(17)
+
+Add = Callable[[Operation], SSAValue]
+
+
+class SwishCase:
+    """``mul(x, sigmoid(x))`` on one entry argument (or, `other`, on two: x * sigmoid(y))."""
+
+    def __init__(
+        self,
+        id: str,
+        shape: tuple[int, ...],
+        *,
+        dtype: str = "int8",
+        zp_in: int = 0,
+        zp_out: int = 0,
+        scale_in: float = 0.05,
+        scale_out: float = 0.03,
+        act: str = "none",
+        single: bool = False,
+        sigmoid_used: bool = False,
+        other: bool = False,
+    ):
+        self.id = id
+        self.single = single
+        self.in_type = TensorType(qtype(dtype, scale_in, zp_in), list(shape))
+        low = -128 if dtype == "int8" else 0
+        self.sig_el = qtype(dtype, 1 / 256, low)
+        self.out_el = qtype(dtype, scale_out, zp_out)
+        self.act = act
+        self.sigmoid_used = sigmoid_used
+        self.other = other
+        count = 2 if other else 1
+        self.types = [self.in_type] * count
+        self.feeds = [random_storage(rng, shape, dtype) for _ in range(count)]
+        self.fused = not (sigmoid_used or other)
+
+    def _mark(self, op: Operation) -> Operation:
+        if self.single:
+            op.attributes[RESCALE_ROUNDING] = StringAttr("single_round")
+        return op
+
+    def build(self, add: Add, args: Sequence[SSAValue]) -> list[SSAValue]:
+        x = args[0]
+        s = add(self._mark(nn.SigmoidOp.make(args[-1], result_elements=self.sig_el)))
+        mul = nn.MulOp.make(x, s, activation=self.act, result_elements=self.out_el)
+        y = add(self._mark(mul))
+        return [y, s] if self.sigmoid_used else [y]
+
+
+CASES = [
+    SwishCase("int8", (1, 7, 9, 16), zp_in=-5, zp_out=-100),
+    SwishCase("int8_single", (1, 7, 9, 16), zp_in=3, zp_out=-90, single=True),
+    SwishCase("uint8", (2, 5, 33), dtype="uint8", zp_in=130, zp_out=20, single=True),
+    SwishCase("relu6", (3, 11), zp_in=-20, zp_out=-128, scale_out=0.02, act="relu6"),
+    SwishCase("left_shift", (5, 7), scale_in=0.5, scale_out=1e-3, zp_out=7),
+    SwishCase("threads", (1, 64, 64, 24), zp_in=-7, zp_out=-110, single=True),
+    SwishCase("sigmoid_used", (2, 3, 17), zp_in=-5, sigmoid_used=True),
+    SwishCase("two_values", (2, 3, 17), zp_in=4, other=True, single=True),
+]
+
+
+def _executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
+    types = [t for c in CASES for t in c.types]
+    block = Block(arg_types=types)
+    args = iter(block.args)
+    results: list[SSAValue] = []
+    for case in CASES:
+        ops: list[Operation] = []
+
+        def add(op: Operation, ops: list[Operation] = ops) -> SSAValue:
+            ops.append(op)
+            return op.results[0]
+
+        results += case.build(add, [next(args) for _ in case.types])
+        block.add_ops(ops)
+    block.add_op(ReturnOp(*results))
+    func = FuncOp("entry", FunctionType.from_lists(types, [r.type for r in results]), Region(block))
+    executable = delegate.ExecutableOp("test_cpu_qtable", "cpu", [func])
+    module = ModuleOp([executable])
+    module.verify()
+    return module, executable, [f for c in CASES for f in c.feeds]
+
+
+@pytest.fixture(scope="module")
+def lowered() -> tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray], int]:
+    module, executable, feed = _executable()
+    expected = ReferenceRuntime().load(executable).execute("entry", feed)
+    from irc.targets.cpu.fuse import fuse_executable
+
+    fuse_executable(executable)
+    tables = sum(
+        1 for op in executable.walk() if isinstance(op, cpu.FusionOp) and op.kind.data == "qtable"
+    )
+    lower(module)
+    return executable, feed, list(expected), tables
+
+
+def test_each_swish_is_one_table(
+    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray], int],
+) -> None:
+    assert lowered[3] == sum(c.fused for c in CASES)
+    (source,) = [op.source.data for op in lowered[0].walk() if hasattr(op, "source")]
+    assert source.count("/* table of ") == sum(c.fused for c in CASES)
+
+
+@pytest.mark.parametrize("name", isa_params(("avx512vnni", "avx512", "avx2", "generic")))
+def test_table_bit_exact(
+    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray], int], name: str
+) -> None:
+    executable, feed, expected, _ = lowered
+    actual = load_with_isa(executable, name).execute("entry", feed)
+    ids = [c for c in CASES for _ in range(2 if c.sigmoid_used else 1)]
+    assert_each_equal(ids, actual, expected)  # type: ignore[arg-type]  # ids: each has .id
+
+
+def test_table_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IRC_CPU_FUSE_INT8", "0")
+    module, executable, _ = _executable()
+    lower(module)
+    (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
+    assert "/* table of " not in source
