@@ -17,8 +17,18 @@ The key is the SHA-256 of everything the result depends on:
 Only targets whose lowering depends on nothing else take part (`cpu`, `reference`: the
 OpenCL target's kernels depend on the device), and only models of static shapes (a model
 with dynamic dimensions re-specialises, which needs the model). `IRC_COMPILE_CACHE=0`
-turns the cache off. The C libraries of the CPU target keep their own cache and key
-(`toolchain.build`); loading a cached artifact goes through it as any `irc.load` does.
+turns the cache off.
+
+**Size cap.** The namespace holds at most `IRC_COMPILE_CACHE_MAX_MB` MiB (default 1024; a
+DenseNet entry is about 32 MB). After each store, entries are evicted least recently used
+first (a hit marks its entry used) until the rest fits. Concurrent processes are safe: one
+prune runs at a time (an advisory lock), an entry is evicted meta record first (so a reader
+sees a miss, never half an entry), and an entry used or written in the last
+`EVICTION_GRACE_SECONDS` is never evicted (a process that has just read it may still be
+reading its weights, another may be writing it), so the cap can be exceeded for that long.
+
+The C libraries of the CPU target keep their own cache and key (`toolchain.build`);
+loading a cached artifact goes through it as any `irc.load` does.
 """
 
 from __future__ import annotations
@@ -28,24 +38,37 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from irc.cache import CacheError, read_verified, verified_path, write_entry
+from irc.cache import (
+    CacheError,
+    entry_lock,
+    private_dir,
+    read_verified,
+    verified_path,
+    write_entry,
+)
 
 NAMESPACE = "compile"
 ENABLE_ENV = "IRC_COMPILE_CACHE"
 """`0` turns the compile cache off."""
+MAX_MB_ENV = "IRC_COMPILE_CACHE_MAX_MB"
+"""The size cap of the compile cache in MiB (see the module docstring)."""
+DEFAULT_MAX_MB = 1024
+EVICTION_GRACE_SECONDS = 600.0
+"""An entry used or written this recently is never evicted."""
 FORMAT = "irc-compile-cache 1"
 """Changes whenever what an entry holds changes."""
 
 CACHED_TARGETS = frozenset({"cpu", "reference"})
 """Targets whose lowering depends only on the key's inputs."""
 
-_UNKEYED_ENV = frozenset({"IRC_CACHE_DIR", "IRC_PROGRESS_DELAY", ENABLE_ENV})
+_UNKEYED_ENV = frozenset({"IRC_CACHE_DIR", "IRC_PROGRESS_DELAY", ENABLE_ENV, MAX_MB_ENV})
 """`IRC_*` variables that do not change a compilation."""
 _SOURCE_SUFFIXES = (".py", ".c", ".h")
 _VERSIONED = ("xdsl", "numpy", "onnx", "tflite")
@@ -192,6 +215,7 @@ def weights_file_name(key: str) -> str:
 def load(key: str) -> CachedCompile | None:
     """The entry of `key` when all its parts verify, else None (a miss)."""
     meta_key, text_key, weights_key = _names(key)
+    _mark_used(meta_key)
     try:
         meta_bytes = read_verified(NAMESPACE, meta_key, ".meta")
         if meta_bytes is None:
@@ -245,7 +269,85 @@ def store(
         write_entry(NAMESPACE, meta_key, ".meta", json.dumps(meta).encode())
     except (OSError, CacheError):
         return None
+    try:
+        prune()
+    except OSError:
+        pass  # a cache that cannot be pruned now is pruned by the next store
     return path
+
+
+def max_bytes() -> int:
+    """The compile cache's size cap in bytes (`IRC_COMPILE_CACHE_MAX_MB`, default 1 GiB; a
+    value that is not a non-negative number means the default)."""
+    value = os.environ.get(MAX_MB_ENV, "").strip()
+    try:
+        megabytes = float(value) if value else DEFAULT_MAX_MB
+    except ValueError:
+        megabytes = DEFAULT_MAX_MB
+    if not megabytes >= 0:  # negative or NaN
+        megabytes = DEFAULT_MAX_MB
+    return int(megabytes * 1024 * 1024)
+
+
+def _mark_used(meta_key: str) -> None:
+    """Mark an entry used now (its meta record's mtime), before reading it, so that a
+    concurrent prune leaves it alone for `EVICTION_GRACE_SECONDS`."""
+    try:
+        path = private_dir(NAMESPACE) / f"{meta_key}.meta"
+        os.utime(path)
+    except OSError:
+        pass  # absent: a miss
+
+
+@dataclass
+class _Entry:
+    """One compilation's files in the cache directory (data, records, locks)."""
+
+    files: list[Path]
+    size: int = 0
+    last_used: float = 0.0
+
+
+def _entries(directory: Path) -> dict[str, _Entry]:
+    """The entries in the directory by key (a file `<key>-<part><suffix>`)."""
+    entries: dict[str, _Entry] = {}
+    for path in directory.iterdir():
+        key, dash, _ = path.name.partition("-")
+        if not dash or not key:
+            continue
+        try:
+            info = path.stat()
+        except OSError:
+            continue  # removed meanwhile
+        entry = entries.setdefault(key, _Entry([]))
+        entry.files.append(path)
+        entry.size += info.st_size
+        entry.last_used = max(entry.last_used, info.st_mtime)
+    return entries
+
+
+def prune(limit: int | None = None, *, now: float | None = None) -> list[str]:
+    """Evict least recently used entries until the compile cache holds at most `limit`
+    bytes (default `max_bytes()`), never one used within `EVICTION_GRACE_SECONDS` of
+    `now`; returns the evicted keys. One process prunes at a time."""
+    limit = max_bytes() if limit is None else limit
+    now = time.time() if now is None else now
+    directory = private_dir(NAMESPACE)
+    evicted: list[str] = []
+    with entry_lock(NAMESPACE, "prune"):
+        entries = _entries(directory)
+        total = sum(e.size for e in entries.values())
+        for key, entry in sorted(entries.items(), key=lambda item: item[1].last_used):
+            if total <= limit:
+                break
+            if now - entry.last_used < EVICTION_GRACE_SECONDS:
+                continue
+            # the meta entry first: from then on a reader sees a miss
+            for path in sorted(entry.files, key=lambda p: not p.name.startswith(f"{key}-m")):
+                path.unlink(missing_ok=True)
+            total -= entry.size
+            evicted.append(key)
+    return evicted
 
 
 def renamed_weights(text: str, old_name: str, new_name: str) -> str:

@@ -320,6 +320,98 @@ def test_a_tampered_entry_is_a_miss(compile_cache: Path) -> None:
     assert cc.load("b" * 64) is None
 
 
+def _age(key: str, seconds_ago: float) -> None:
+    """Make every file of a compile-cache entry look last used `seconds_ago`."""
+    import time
+
+    from irc import compile_cache as cc
+    from irc.cache import private_dir
+
+    when = time.time() - seconds_ago
+    for path in private_dir(cc.NAMESPACE).glob(f"{key}-*"):
+        os.utime(path, (when, when))
+
+
+def test_the_least_recently_used_entries_are_evicted_over_the_cap(
+    compile_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from irc import compile_cache as cc
+
+    monkeypatch.setenv(cc.MAX_MB_ENV, "10")  # far more than the entries: nothing is evicted
+    keys = [c * 64 for c in "abcd"]
+    for age, key in zip((4000, 3000, 2000), keys, strict=False):
+        assert cc.store(key, "text", b"w" * 100_000, summary="", refusals=[], report=None)
+        _age(key, age)
+    assert cc.load(keys[0]) is not None  # a hit: "a" is now the most recently used
+    _age(keys[0], 1000)
+    monkeypatch.setenv(cc.MAX_MB_ENV, str(0.25))  # room for two entries of ~100 kB
+    assert cc.store(keys[3], "text", b"w" * 100_000, summary="", refusals=[], report=None)
+    assert cc.load(keys[1]) is None  # least recently used: evicted
+    assert cc.load(keys[2]) is None
+    assert cc.load(keys[0]) is not None
+    assert cc.load(keys[3]) is not None  # just written
+    from irc.cache import private_dir
+
+    assert not list(private_dir(cc.NAMESPACE).glob(f"{keys[1]}-*"))
+
+
+def test_recently_used_entries_outlive_the_cap(compile_cache: Path) -> None:
+    import time
+
+    from irc import compile_cache as cc
+
+    keys = ["e" * 64, "f" * 64]
+    for key in keys:
+        assert cc.store(key, "text", b"w" * 1000, summary="", refusals=[], report=None)
+    assert cc.prune(0) == []  # both within the grace period: a reader may still hold them
+    _age(keys[0], cc.EVICTION_GRACE_SECONDS + 1)
+    assert cc.prune(0) == [keys[0]]
+    assert cc.prune(0, now=time.time() + cc.EVICTION_GRACE_SECONDS + 1) == [keys[1]]
+    assert cc.load(keys[1]) is None
+
+
+def test_the_cap_knob_and_its_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from irc import compile_cache as cc
+
+    monkeypatch.delenv(cc.MAX_MB_ENV, raising=False)
+    assert cc.max_bytes() == 1024 * 1024 * 1024
+    monkeypatch.setenv(cc.MAX_MB_ENV, "64")
+    assert cc.max_bytes() == 64 * 1024 * 1024
+    for bad in ("lots", "-1", "nan"):
+        monkeypatch.setenv(cc.MAX_MB_ENV, bad)
+        assert cc.max_bytes() == 1024 * 1024 * 1024
+
+
+def test_concurrent_stores_and_prunes_leave_whole_entries(compile_cache: Path) -> None:
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from irc import compile_cache as cc
+
+    keys = [f"{i:064x}" for i in range(12)]
+    later = time.time() + cc.EVICTION_GRACE_SECONDS + 1
+
+    def churn(i: int) -> None:
+        key = keys[i]
+        assert cc.store(key, f"text {i}", bytes([i]) * 5000, summary="", refusals=[], report=None)
+        cc.prune(30_000, now=later)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(churn, range(len(keys))))
+    cc.prune(30_000, now=later)
+    hits = [cc.load(key) for key in keys]
+    whole = [(i, h) for i, h in enumerate(hits) if h is not None]
+    from irc.cache import private_dir
+
+    held = sum(p.stat().st_size for p in private_dir(cc.NAMESPACE).iterdir())
+    assert held <= 30_000
+    assert 0 < len(whole) < len(keys)  # ~6 kB an entry with its records
+    for i, hit in whole:
+        assert hit.text == f"text {i}"
+        assert hit.weights is not None
+        assert hit.weights.read_bytes() == bytes([i]) * 5000
+
+
 def test_a_graph_capture_sees_the_passes_on_a_warm_cache(compile_cache: Path) -> None:
     import irc
     from irc.graph import GraphCapture
