@@ -300,7 +300,7 @@ def test_a_deep_graph_is_wrapped_into_columns() -> None:
             assert x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 or y2 + h2 <= y1
 
 
-def test_every_wrapped_edge_has_a_numbered_connector_pair() -> None:
+def test_every_wrapped_edge_has_a_numbered_connector() -> None:
     root = ET.fromstring(render_svg(_chain_graph(300)))
     connectors: dict[str, list[tuple[float, float]]] = {}
     for g in root.iter(f"{SVG}g"):
@@ -316,13 +316,64 @@ def test_every_wrapped_edge_has_a_numbered_connector_pair() -> None:
     columns = int(re.search(r"in (\d+) columns", heading or "").group(1))  # type: ignore[union-attr]
     # The chain crosses every column boundary, the skip edges some of them too.
     assert len(connectors) >= columns - 1
-    for exit_at, entry_at in connectors.values():  # one under a column, one atop the next
-        assert entry_at[0] > exit_at[0]
-        assert entry_at[1] < exit_at[1]
+    for exit_at, *entries in connectors.values():  # one under a column, entries atop the next
+        assert entries
+        for entry_at in entries:
+            assert entry_at[0] > exit_at[0]
+            assert entry_at[1] < exit_at[1]
     paths = [p for p in root.iter(f"{SVG}path") if p.get("class") == "edge"]
     assert len(paths) == len(_chain_graph(300).functions[0].edges)  # still one path per edge
     moves = sum(p.get("d", "").count("M ") - 1 for p in paths)
-    assert moves == len(connectors)  # each connector pair interrupts one edge once
+    # each entry circle interrupts one edge once
+    assert moves == sum(len(points) - 1 for points in connectors.values())
+
+
+def _connector_circles(root: ET.Element) -> list[tuple[str, float, float]]:
+    circles = []
+    for g in root.iter(f"{SVG}g"):
+        if g.get("class") == "connector":
+            circle = g.find(f"{SVG}circle")
+            assert circle is not None
+            cx, cy = float(circle.get("cx")), float(circle.get("cy"))  # type: ignore[arg-type]
+            circles.append((g.get("data-connector") or "", cx, cy))
+    return circles
+
+
+def _fan_graph(blocks: int) -> ModelGraph:
+    """Residual blocks as in MobileNet: each block's input feeds a conv and the block's add
+    (one value, two users), and the add takes the conv's result and the block's input (two
+    values, one user), so wrapped columns break between a value and both kinds of users."""
+    nodes = [GraphNode(0, "input", "x", ["1x8xf32"])]
+    edges = []
+    source = 0
+    for b in range(blocks):
+        conv = GraphNode(len(nodes), "nn.conv2d", f"c{b}", ["1x8xf32"], index=2 * b, target="cpu")
+        nodes.append(conv)
+        add = GraphNode(len(nodes), "nn.add", f"a{b}", ["1x8xf32"], index=2 * b + 1, target="cpu")
+        nodes.append(add)
+        edges += [GraphEdge(source, conv.id), GraphEdge(conv.id, add.id), GraphEdge(source, add.id)]
+        source = add.id
+    nodes.append(GraphNode(len(nodes), "output", "y", ["1x8xf32"]))
+    edges.append(GraphEdge(source, len(nodes) - 1))
+    return ModelGraph(["cpu"], [FunctionGraph("main", nodes, edges)])
+
+
+@pytest.mark.parametrize("graph", [_chain_graph(300), _fan_graph(150)], ids=["chain", "fan"])
+def test_connectors_never_hide_one_another(graph: ModelGraph) -> None:
+    """Two numbers on one spot hide one of them: a value leaving a column for two users is
+    one number (one exit, an entry at each user), and two values entering one op are two
+    numbers side by side."""
+    circles = _connector_circles(ET.fromstring(render_svg(graph)))
+    assert len({number for number, _x, _y in circles}) > 1
+    for i, (n1, x1, y1) in enumerate(circles):
+        for n2, x2, y2 in circles[i + 1 :]:
+            if (x1 - x2) ** 2 + (y1 - y2) ** 2 < 16**2:  # circles of radius 8 overlap
+                assert n1 == n2, (n1, n2, x1, y1, x2, y2)
+                assert (x1, y1) == (x2, y2), (n1, x1, y1, x2, y2)
+    exits: dict[str, int] = {}
+    for number, _x, y in circles:  # one exit (the lowest circle) per number
+        exits[number] = exits.get(number, 0) + (y == max(c[2] for c in circles if c[0] == number))
+    assert set(exits.values()) == {1}
 
 
 def test_a_short_graph_stays_one_column() -> None:

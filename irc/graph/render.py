@@ -189,20 +189,52 @@ def _node_svg(box: Box, colours: Mapping[str, str]) -> str:
 
 
 class _Connectors:
-    """The numbered circles where a wrapped edge leaves one column and enters the next."""
+    """The numbered circles where a wrapped edge leaves one column and enters the next.
+
+    A value that leaves a column for several users in the next is one number (one exit
+    circle, an entry circle at each user); values entering one op from the previous column
+    get entry circles side by side, never on one spot (the upper number would hide the
+    other)."""
+
+    SPACING = 20.0
+    """Centre distance of neighbouring circles (radius 8)."""
 
     def __init__(self) -> None:
         self.svg: list[str] = []
         self.count = 0
+        self._exits: dict[tuple[float, float], int] = {}
+        self._entries: dict[tuple[float, float], int] = {}
 
-    def add(self, exit_at: tuple[float, float], entry_at: tuple[float, float]) -> None:
-        self.count += 1
-        for x, y in (exit_at, entry_at):
-            self.svg.append(
-                f'<g class="connector" data-connector="{self.count}"><circle cx="{x:.1f}" '
-                f'cy="{y:.1f}" r="8"/><text x="{x:.1f}" y="{y + 3:.1f}" text-anchor="middle">'
-                f"{self.count}</text></g>"
-            )
+    def add(self, exit_at: tuple[float, float], entry_at: tuple[float, float]) -> float:
+        """Connect `exit_at` to `entry_at`; the x where the entry circle went (moved right
+        past circles of other numbers)."""
+        number = self._exits.get(exit_at)
+        if number is None:
+            self.count += 1
+            number = self._exits[exit_at] = self.count
+            self._circle(exit_at, number)
+        x, y = entry_at
+        while (taken := self._taken(x, y)) is not None and taken != number:
+            x += self.SPACING
+        if taken is None:
+            self._entries[(x, y)] = number
+            self._circle((x, y), number)
+        return x
+
+    def _taken(self, x: float, y: float) -> int | None:
+        """The number of an entry circle that a circle at (x, y) would touch, else None."""
+        for (ex, ey), number in self._entries.items():
+            if ey == y and abs(ex - x) < self.SPACING:
+                return number
+        return None
+
+    def _circle(self, at: tuple[float, float], number: int) -> None:
+        x, y = at
+        self.svg.append(
+            f'<g class="connector" data-connector="{number}"><circle cx="{x:.1f}" '
+            f'cy="{y:.1f}" r="8"/><text x="{x:.1f}" y="{y + 3:.1f}" text-anchor="middle">'
+            f"{number}</text></g>"
+        )
 
 
 def _edge_path(
@@ -220,9 +252,9 @@ def _edge_path(
         if c0 != c1:
             exit_y = columns.bottoms[c0] + 10
             entry_y = columns.tops[c1] - 14
-            connectors.add((x0, exit_y + 8), (x1, entry_y - 8))
-            d.append(f"L {x0:.1f} {exit_y:.1f} M {x1:.1f} {entry_y:.1f}")
-            x0, y0 = x1, entry_y
+            entry_x = connectors.add((x0, exit_y + 8), (x1, entry_y - 8))
+            d.append(f"L {x0:.1f} {exit_y:.1f} M {entry_x:.1f} {entry_y:.1f}")
+            x0, y0 = entry_x, entry_y
         mid = (y0 + y1) / 2
         d.append(f"C {x0:.1f} {mid:.1f} {x1:.1f} {mid:.1f} {x1:.1f} {y1:.1f}")
     return (
