@@ -71,8 +71,11 @@ _CUBIC = 0.044715
 # ---- Matching helpers --------------------------------------------------------------------------
 
 
-def _splat(value: SSAValue) -> float | None:
-    """The one value of a constant whose elements are all equal, else None."""
+def _splat(value: SSAValue | None) -> float | None:
+    """The one value of a constant whose elements are all equal, else None (also for no
+    value)."""
+    if value is None:
+        return None
     owner = value.owner
     if not isinstance(owner, nn.ConstantOp):
         return None
@@ -125,7 +128,7 @@ def _scaled_by_half_and(x: SSAValue, one_plus: SSAValue) -> Operation | None:
         return None
     if factor == x:  # (x * (1 + e)) * 0.5
         root = _only_user(user.results[0])
-        if isinstance(root, nn.MulOp) and _close(_splat(_other(root, user.results[0])), 0.5):  # type: ignore[arg-type]
+        if isinstance(root, nn.MulOp) and _close(_splat(_other(root, user.results[0])), 0.5):
             return root
         return None
     if _close(_splat(factor), 0.5):  # x * ((1 + e) * 0.5)
@@ -141,7 +144,7 @@ def _scaled_by_half_and(x: SSAValue, one_plus: SSAValue) -> Operation | None:
 def _plus_one(value: SSAValue) -> SSAValue | None:
     """The result of the only user of `value` when it is ``value + 1``."""
     add = _only_user(value)
-    if isinstance(add, nn.AddOp) and _close(_splat(_other(add, value)), 1.0):  # type: ignore[arg-type]
+    if isinstance(add, nn.AddOp) and _close(_splat(_other(add, value)), 1.0):
         return add.results[0]
     return None
 
@@ -290,7 +293,7 @@ class FuseLayerNorm(RewritePattern):
         plus = _only_user(variance.results[0])
         if not isinstance(plus, nn.AddOp):
             return
-        epsilon = _splat(_other(plus, variance.output))  # type: ignore[arg-type]
+        epsilon = _splat(_other(plus, variance.results[0]))
         root = _only_user(plus.results[0])
         if epsilon is None or epsilon < 0 or root is None:
             return
@@ -364,7 +367,7 @@ class FuseSilu(RewritePattern):
         rewriter.replace(mul, [silu])
 
 
-def _scale_of(value: SSAValue) -> tuple[SSAValue, float] | None:
+def _scale_of(value: SSAValue) -> tuple[SSAValue, float]:
     """(product, scale) when `value` is ``product * s``, ``s * product`` or
     ``product / d`` (s = 1 / d) of a splat, else (value, 1.0)."""
     op = value.owner
@@ -440,7 +443,7 @@ class FuseAttention(RewritePattern):
             mask = new_ops[-1].results[0]
         if not inner.has_one_use():
             return
-        product, scale = _scale_of(inner)  # type: ignore[misc]
+        product, scale = _scale_of(inner)
         qk = product.owner
         if (
             not isinstance(qk, nn.BatchMatmulOp)
@@ -476,7 +479,7 @@ class FuseAttention(RewritePattern):
         scores = select.on_true
         if low is None or low > -1e30 or not isinstance(scores.type, TensorType):
             return None
-        if not isinstance(_scale_of(scores)[0].owner, nn.BatchMatmulOp):  # type: ignore[index]
+        if not isinstance(_scale_of(scores)[0].owner, nn.BatchMatmulOp):
             return None
         element = scores.type.element_type
         dtype = numpy_dtype(element)
