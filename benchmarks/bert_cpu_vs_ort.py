@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -54,7 +53,7 @@ def main() -> None:
 
     import numpy as np
     import onnx
-    import onnxruntime as ort
+    from side_by_side import cpu_name, interleaved_ms, interleaved_ort_session, region_share
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from transformer_graphs import bert_inputs, bert_like
@@ -76,13 +75,7 @@ def main() -> None:
             start = time.perf_counter()
             compiled[targets] = irc.compile(path, targets.split(","), input_shapes=shapes)
             compile_s[targets] = time.perf_counter() - start
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = args.threads
-        # interleaved with irc in one process: spinning pool threads would take the cores of
-        # whichever runtime runs next (as in cpu_vs_ort.py / opencl_vs_ort.py)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.inter_op_num_threads = 1
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = interleaved_ort_session(path, args.threads)
 
     runners = {f"irc [{t}]": (lambda m=m: m.run(feeds)) for t, m in compiled.items()}
     runners["onnxruntime"] = lambda: session.run(None, feeds)
@@ -94,23 +87,15 @@ def main() -> None:
             float(np.max(np.abs(got[name] - w)) / np.max(np.abs(w)))
             for name, w in zip(m.output_names, want, strict=True)
         )
-    times: dict[str, list[float]] = {label: [] for label in runners}
-    labels = list(runners)
-    for round_ in range(args.runs):
-        for label in labels if round_ % 2 == 0 else reversed(labels):
-            start = time.perf_counter()
-            runners[label]()
-            times[label].append((time.perf_counter() - start) * 1e3)
+    times = interleaved_ms(runners, args.runs)
     ort_ms = statistics.median(times["onnxruntime"])
 
     print(
         f"BERT-like hidden={args.hidden} heads={args.heads} layers={args.layers} "
-        f"seq={args.seq} batch=1, {args.threads} threads, {_cpu_name()}"
+        f"seq={args.seq} batch=1, {args.threads} threads, {cpu_name()}"
     )
     for targets, m in compiled.items():
-        summary = next(line for line in m.summary.splitlines() if line.startswith("@"))
-        counts = re.search(r"(\d+) of (\d+) ops", summary)
-        share = f"{100 * int(counts[1]) / int(counts[2]):.0f} %" if counts else "?"
+        summary, share = region_share(m.summary)
         irc_ms = statistics.median(times[f"irc [{targets}]"])
         print(
             f"  {summary}  ({share} of ops in target regions); compile {compile_s[targets]:.1f} s"
@@ -120,16 +105,6 @@ def main() -> None:
             f"irc/onnxruntime {irc_ms / ort_ms:.2f}x; max |diff| / output scale "
             f"{errors[targets]:.1e}"
         )
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -26,14 +26,12 @@ for i, arg in enumerate(sys.argv):
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, _threads)
 
-import statistics  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
+from side_by_side import median_ms  # noqa: E402
 from xdsl.dialects.builtin import TensorType, f32  # noqa: E402
 from xdsl.ir import Block  # noqa: E402
 
@@ -72,16 +70,6 @@ CASES = [
     ConvCase("dw3x3 56x56x144", 10, 56, 144, 144, 3, 1, groups=144),
     ConvCase("dw3x3 56x56x144 s2", 10, 56, 144, 144, 3, 2, groups=144),
 ]
-
-
-def median_seconds(fn: Callable[[], object], repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def onnxruntime_op(op_type: str, inputs: dict[str, np.ndarray], threads: int, **attrs: object):
@@ -151,7 +139,7 @@ def pool_table(rng: np.random.Generator, repeat: int, threads: int) -> None:
         expected = ort_fn()[0]
         np.testing.assert_allclose(nchw_fn()[0], expected, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(nhwc_fn()[0].transpose(0, 3, 1, 2), expected, 1e-4, 1e-5)
-        t_ort, t_nchw, t_nhwc = (median_seconds(f, repeat) for f in (ort_fn, nchw_fn, nhwc_fn))
+        t_ort, t_nchw, t_nhwc = (median_ms(f, repeat, 1) / 1e3 for f in (ort_fn, nchw_fn, nhwc_fn))
         print(
             f"{name:<22} {t_ort * 1e3:8.3f} {t_nchw * 1e3:9.3f} {t_nchw / t_ort:5.1f}x "
             f"{t_nhwc * 1e3:9.3f} {t_nhwc / t_ort:5.1f}x"
@@ -189,9 +177,9 @@ def main() -> None:
         np.testing.assert_allclose(nchw_fn()[0], expected, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(nhwc_fn()[0].transpose(0, 3, 1, 2), expected, 1e-4, 1e-4)
 
-        t_ort = median_seconds(ort_fn, args.repeat)
-        t_nchw = median_seconds(nchw_fn, args.repeat)
-        t_nhwc = median_seconds(nhwc_fn, args.repeat)
+        t_ort = median_ms(ort_fn, args.repeat, 1) / 1e3
+        t_nchw = median_ms(nchw_fn, args.repeat, 1) / 1e3
+        t_nhwc = median_ms(nhwc_fn, args.repeat, 1) / 1e3
         r_nchw, r_nhwc = t_nchw / t_ort, t_nhwc / t_ort
         ok = max(r_nchw, r_nhwc) <= case.target
         misses += not ok

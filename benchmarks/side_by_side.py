@@ -1,13 +1,16 @@
 """What the side-by-side benchmarks share: timing, golden inputs, onnxruntime and the TFLite
-interpreter on a model file, and table cells. Imported by cpu_vs_ort.py and opencl_vs_ort.py
-(run as scripts from this folder)."""
+interpreter on a model file, interleaved runs, and table cells. Imported by the scripts of this
+folder (run as scripts: their folder is on `sys.path`); it imports numpy, so a script that sets
+thread-count variables for BLAS imports it after setting them."""
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +28,53 @@ def median_ms(fn: Callable[[], object], repeat: int, warmup: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
+
+
+def interleaved_ms(
+    runners: Mapping[str, Callable[[], object]], rounds: int
+) -> dict[str, list[float]]:
+    """Each runner's times in ms over `rounds` rounds of one run of each, the order reversed
+    every other round (so that no runner always follows the same one)."""
+    times: dict[str, list[float]] = {label: [] for label in runners}
+    labels = list(runners)
+    for round_ in range(rounds):
+        for label in labels if round_ % 2 == 0 else reversed(labels):
+            start = time.perf_counter()
+            runners[label]()
+            times[label].append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def interleaved_ort_session(path: Path, threads: int) -> Any:
+    """An onnxruntime CPU session to run interleaved with irc in one process: its pool threads
+    do not spin (they would take the cores of whichever runtime runs next)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def region_share(summary: str) -> tuple[str, str]:
+    """A compiled model's summary line of its entry function (`@...`) and the share of its
+    ops in target regions (`"97 %"`, `"?"` when the line does not say)."""
+    line = next(line for line in summary.splitlines() if line.startswith("@"))
+    counts = re.search(r"(\d+) of (\d+) ops", line)
+    share = f"{100 * int(counts[1]) / int(counts[2]):.0f} %" if counts else "?"
+    return line, share
+
+
+def cpu_name() -> str:
+    """The CPU's model name from /proc/cpuinfo, else "unknown CPU"."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 def load_inputs(folder: Path) -> dict[str, np.ndarray]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -44,7 +43,7 @@ def main() -> None:
 
     import numpy as np
     import onnx
-    import onnxruntime as ort
+    from side_by_side import cpu_name, interleaved_ms, interleaved_ort_session, region_share
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     import zoo_graphs
@@ -73,13 +72,7 @@ def main() -> None:
             path, args.targets.split(","), input_shapes={k: v.shape for k, v in feeds.items()}
         )
         compile_s = time.perf_counter() - start
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = args.threads
-        # interleaved with irc in one process: spinning pool threads would take the cores of
-        # whichever runtime runs next (as in cpu_vs_ort.py / opencl_vs_ort.py)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.inter_op_num_threads = 1
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = interleaved_ort_session(path, args.threads)
 
     runners = {"irc": lambda: compiled.run(feeds), "onnxruntime": lambda: session.run(None, feeds)}
     got, want = runners["irc"](), runners["onnxruntime"]()
@@ -87,34 +80,16 @@ def main() -> None:
         float(np.max(np.abs(got[name] - w)) / np.max(np.abs(w)))
         for name, w in zip(compiled.output_names, want, strict=True)
     )
-    times: dict[str, list[float]] = {label: [] for label in runners}
-    labels = list(runners)
-    for round_ in range(args.runs):
-        for label in labels if round_ % 2 == 0 else reversed(labels):
-            start = time.perf_counter()
-            runners[label]()
-            times[label].append((time.perf_counter() - start) * 1e3)
-    irc_ms, ort_ms = (statistics.median(times[label]) for label in labels)
+    times = interleaved_ms(runners, args.runs)
+    irc_ms, ort_ms = (statistics.median(times[label]) for label in runners)
 
-    summary = next(line for line in compiled.summary.splitlines() if line.startswith("@"))
-    counts = re.search(r"(\d+) of (\d+) ops", summary)
-    share = f"{100 * int(counts[1]) / int(counts[2]):.0f} %" if counts else "?"
-    print(f"{title}, batch 1, {args.threads} threads, {_cpu_name()}")
+    summary, share = region_share(compiled.summary)
+    print(f"{title}, batch 1, {args.threads} threads, {cpu_name()}")
     print(f"  {summary}  ({share} of ops in target regions); irc compile {compile_s:.1f} s")
     print(
         f"  irc [{args.targets}] {irc_ms:.2f} ms, onnxruntime {ort_ms:.2f} ms, "
         f"irc/onnxruntime {irc_ms / ort_ms:.2f}x; max |diff| / output scale {error:.1e}"
     )
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 if __name__ == "__main__":
