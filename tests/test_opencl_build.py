@@ -11,6 +11,7 @@ threads do not disturb each other.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import types
 import warnings
@@ -107,6 +108,19 @@ def test_a_build_that_warns_is_quiet_and_keeps_its_log(
     _no_compiler_warnings(record)
     assert "irc-test-warning" in built.log
     assert "irc-test-warning" not in capsys.readouterr().err
+
+
+@needs_device
+def test_the_drivers_own_stderr_summary_is_dropped(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """PoCL's clang prints `N warnings generated.` on descriptor 2 itself for a build with
+    warnings (issue 19, item 7): a build is silent, and descriptor 2 works afterwards."""
+    monkeypatch.delenv(BUILD_LOG_ENV, raising=False)
+    built = ocl_runtime.build_program(_device(), _unique(WARNING_SOURCE))
+    os.write(2, b"after the build\n")
+    assert "irc-test-warning" in built.log
+    assert capfd.readouterr().err == "after the build\n"
 
 
 @needs_device

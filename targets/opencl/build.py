@@ -17,14 +17,24 @@ driver's clBuildProgram, which pyopencl's `build` wraps; stable across pyopencl 
 and reads the log with `get_build_info(device, LOG)`: no warning is ever raised, nothing
 global is touched, and the log is exact. Where a pyopencl lacks `_build`, the public `build`
 runs under a lock with `CompilerWarning` filtered for that call only.
+
+The driver's compiler may also write to the process's stderr itself: PoCL's clang prints
+`N warnings generated.` on file descriptor 2 for every build whose log has warnings,
+bypassing the log. While builds run, descriptor 2 goes to a temporary file; afterwards that
+summary line is dropped (the warnings are in the log) and anything else written meanwhile
+(other threads' output) is written to the real stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import sys
+import tempfile
 import threading
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from irc.targets.opencl.device import Device
@@ -114,6 +124,48 @@ def show_log(device: Device, what: str, log: str) -> None:
 
 _public_build_lock = threading.Lock()
 
+_CLANG_SUMMARY = re.compile(
+    rb"^\d+ (warnings?|errors?)( and \d+ (warnings?|errors?))? generated\.\n?$"
+)
+_stderr_lock = threading.Lock()
+_stderr_users = 0
+_stderr_saved: tuple[int, Any] | None = None  # the real descriptor 2, the file it goes to now
+
+
+@contextlib.contextmanager
+def _driver_stderr_captured() -> Iterator[None]:
+    """Descriptor 2 to a temporary file while any build runs (see the module docstring)."""
+    global _stderr_users, _stderr_saved
+    with _stderr_lock:
+        if _stderr_users == 0:
+            try:
+                sys.stderr.flush()
+                saved, capture = os.dup(2), tempfile.TemporaryFile()
+                os.dup2(capture.fileno(), 2)
+                _stderr_saved = (saved, capture)
+            except (OSError, ValueError):
+                _stderr_saved = None  # no descriptor 2 to redirect: build as is
+        _stderr_users += 1
+    try:
+        yield
+    finally:
+        with _stderr_lock:
+            _stderr_users -= 1
+            if _stderr_users == 0 and _stderr_saved is not None:
+                saved, capture = _stderr_saved
+                _stderr_saved = None
+                with contextlib.suppress(OSError, ValueError):
+                    sys.stderr.flush()
+                os.dup2(saved, 2)
+                os.close(saved)
+                capture.seek(0)
+                lines = capture.read().splitlines(True)
+                kept = [line for line in lines if not _CLANG_SUMMARY.match(line)]
+                capture.close()
+                if kept:
+                    with contextlib.suppress(OSError):
+                        os.write(2, b"".join(kept))
+
 
 def _log(device: Device, program: Any) -> str:
     try:
@@ -154,7 +206,8 @@ def build(device: Device, *, source: str | None = None, binary: bytes | None = N
         else:
             program = low_level(device.context, [device.device], [binary])
         try:
-            program._build(options=options.encode(), devices=[device.device])
+            with _driver_stderr_captured():
+                program._build(options=options.encode(), devices=[device.device])
         except cl.Error as exc:
             raise BuildFailure(str(exc), _log(device, program)) from None
         return program, _log(device, program)
@@ -163,7 +216,7 @@ def build(device: Device, *, source: str | None = None, binary: bytes | None = N
         program = cl.Program(device.context, source)
     else:
         program = cl.Program(device.context, [device.device], [binary])
-    with _public_build_lock, warnings.catch_warnings():
+    with _public_build_lock, warnings.catch_warnings(), _driver_stderr_captured():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         try:
             program.build(options=options, devices=[device.device])
