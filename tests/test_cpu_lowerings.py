@@ -102,7 +102,10 @@ def test_supported_ops_are_the_registered_ones_and_constants() -> None:
 @pytest.mark.parametrize(
     ("op_type", "names"),
     [
-        (nn.CastOp, ["wide_cast", "integer_to_float", "widening_alias", "integer_cast"]),
+        (
+            nn.CastOp,
+            ["half_cast", "wide_cast", "integer_to_float", "widening_alias", "integer_cast"],
+        ),
         (nn.SubOp, ["zero_point_folded", "integer_binary", "binary"]),
         (nn.ReluOp, ["integer_unary_op", "unary"]),
         (nn.Conv2DOp, ["integer_conv2d", "float_conv2d"]),

@@ -7,8 +7,8 @@ of the float16 file, and no farther from the float32 model's result than onnxrun
 float16 run is. The reference target alone computes float16 op by op (numpy's half
 arithmetic) and stays within 2e-3 of onnxruntime too. Every ISA profile the host runs is
 tried on cpu (`IRC_CPU_ISA`). A float16 signature (no `keep_io_types`) keeps its float16
-inputs and outputs: the two casts at the entry and the return run on the host (the cpu
-target has no float16 buffers).
+inputs and outputs: the two casts at the entry and the return run on cpu too (F16C where
+present, numpy's rounding bit for bit, tested on edge values per ISA).
 """
 
 from __future__ import annotations
@@ -107,8 +107,59 @@ def test_float16_signature(tmp_path: Path, paths: tuple[Path, Path]) -> None:
     onnx.save(model, path)
     feeds = {"input": FEEDS["input"].astype(np.float16)}
     compiled = irc.compile(path, "cpu")
-    assert "cpu: 122 of 124 ops in 1 region; host: 2 ops" in compiled.summary, compiled.summary
+    assert "cpu: 124 of 124 ops in 1 region; host: 0 ops" in compiled.summary, compiled.summary
     got = compiled.run(feeds)["output"]
     want = _ort(path, feeds)
     assert got.dtype == np.float16
     assert _error(got.astype(np.float32), want.astype(np.float32)) <= 2e-3
+
+
+def _edge_values() -> np.ndarray:
+    """float32 values at and around float16 values, its rounding boundaries and special
+    values, and random ones over its range and beyond (blocks of 8 and a scalar tail)."""
+    half_bits = np.arange(0, 0x7C00, 97, dtype=np.uint16)  # finite halves
+    halves = half_bits.view(np.float16).astype(np.float32)
+    below = np.nextafter(halves, np.float32(-np.inf))
+    above = np.nextafter(halves, np.float32(np.inf))
+    edges = np.array(
+        [0.0, -0.0, 2.0**-25, 2.0**-25 * 1.0000001, 3 * 2.0**-26, 2.0**-24, 2.0**-14,
+         2.0**-14 - 2.0**-25, 65504.0, 65519.99, 65520.0, 1e9, np.inf, -np.inf, np.nan,
+         1 + 2.0**-11, 1 + 3 * 2.0**-11, 1e-30],
+        np.float32,
+    )  # fmt: skip
+    rng = np.random.default_rng(3)
+    spread = (rng.standard_normal(4000) * np.exp(rng.uniform(-20, 12, 4000))).astype(np.float32)
+    values = np.concatenate([edges, -edges, halves, below, above, spread])
+    return values[: values.size // 8 * 8 + 5]
+
+
+@needs_compiler
+@pytest.mark.parametrize("isa_name", isa_params(("avx512vnni", "avx512", "avx2", "generic")))
+def test_half_casts_are_numpys(
+    tmp_path: Path, isa_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """f32 -> f16 rounds as numpy's astype (nearest, ties to even, inf on overflow, NaN kept,
+    subnormals) and f16 -> f32 is exact: bit for bit, F16C and the portable C path."""
+    monkeypatch.setenv("IRC_CPU_ISA", isa_name)
+    monkeypatch.delenv("IRC_CPU_PORTABLE", raising=False)
+    values = _edge_values()
+    n = values.size
+    path = tmp_path / "casts.mlir"
+    path.write_text(
+        f"func.func @main(%x: tensor<{n}xf32>, %h: tensor<{n}xf16>)"
+        f" -> (tensor<{n}xf16>, tensor<{n}xf32>) {{\n"
+        f"  %a = nn.cast %x : tensor<{n}xf32> -> tensor<{n}xf16>\n"
+        f"  %b = nn.cast %h : tensor<{n}xf16> -> tensor<{n}xf32>\n"
+        f"  func.return %a, %b : tensor<{n}xf16>, tensor<{n}xf32>\n}}\n"
+    )
+    compiled = irc.compile(path, "cpu")
+    assert compiled.summary.splitlines()[-1].endswith("host: 0 ops"), compiled.summary
+    halves = np.arange(n, dtype=np.uint16).view(np.float16)
+    halves[:16] = np.array([np.inf, -np.inf, np.nan, -0.0, 6.0e-8, -6.0e-8, 65504, 1e-5]
+                           * 2, np.float16)  # fmt: skip
+    got = compiled.run(dict(zip(compiled.input_names, (values, halves), strict=True)))
+    a, b = (got[name] for name in compiled.output_names)
+    with np.errstate(over="ignore"):  # overflow to inf is the expected rounding
+        want = values.astype(np.float16)
+    np.testing.assert_array_equal(a.view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(b.view(np.uint32), halves.astype(np.float32).view(np.uint32))

@@ -10,7 +10,9 @@ integer algorithm (logistic, tanh, gelu, exp, log, sqrt, rsqrt, hard_swish) run 
 (`tables.py`); quantized softmax, log_softmax and resize run native kernels bit-exact with
 the reference (`quant_kernels.py`, which says which cases it refuses); other quantized ops
 with their own algorithm are refused with code `quantized`; `quant.qcast`/`quant.dcast`
-and integer-to-float `nn.cast` run the kernels of `quant_casts.py`. NCHW
+and integer-to-float `nn.cast` run the kernels of `quant_casts.py`. float16 tensors are
+taken only by `nn.cast` to and from float32 (F16C where present) and by data movement of
+their bits, never from constants (constants are uploaded as float32). NCHW
 float ops are accepted: inside the target's regions `convert-layout` gives them NHWC, and
 `lower-cpu` wraps any NCHW op it still meets in transposes; integer convolutions and pools
 run NHWC only.
@@ -18,7 +20,7 @@ run NHWC only.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
+from xdsl.dialects.builtin import Float16Type, Float32Type, IntegerType, TensorType
 from xdsl.ir import Operation
 
 from irc.dialects import nn, quant
@@ -26,6 +28,7 @@ from irc.dialects.quant import UniformQuantizedType
 from irc.targets.base import Support
 from irc.targets.cpu.c_types import C_TYPES, c_type
 from irc.targets.cpu.lowerings import quant_casts, registered_ops, transformer
+from irc.targets.cpu.lowerings.casts import is_half_cast
 from irc.targets.cpu.lowerings.elementwise import INTEGER_BINARY_OPS
 from irc.targets.cpu.lowerings.movement import DATA_MOVEMENT_OPS
 from irc.targets.cpu.quant_kernels import NATIVE_OPS, check_native
@@ -57,6 +60,8 @@ def check_op(op: Operation, *, converts_layout: bool = False) -> Support:
         return quant_casts.check_cast(op)
     if type(op) not in SUPPORTED_OPS:
         return Support.no("op", f"cpu: no kernel for '{op.name}'")
+    if any(isinstance(t.element_type, Float16Type) for t in _tensor_types(op)):
+        return _check_half(op)
     types = [*op.operand_types, *op.result_types]
     if any(not isinstance(t, TensorType) for t in types):
         return Support.no("op", f"cpu: '{op.name}' has non-tensor operands or results")
@@ -76,6 +81,21 @@ def check_op(op: Operation, *, converts_layout: bool = False) -> Support:
                 "dtype", f"cpu: '{op.name}' on {t.element_type} tensors (float32 only)"
             )
     return _check_integer(op, tensors, converts_layout)
+
+
+def _check_half(op: Operation) -> Support:
+    """float16 tensors: the casts to and from float32 and data movement of their bits
+    (`widen-fp16` gives float16 models float32 ops; these remain at a float16 signature,
+    where `convert-layout` may move a transpose to the other side of a cast)."""
+    if any(d < 0 for t in _tensor_types(op) for d in t.get_shape()):
+        return Support.no("dynamic", f"cpu: '{op.name}' has a dynamic shape")
+    if any(isinstance(v.owner, nn.ConstantOp) for v in op.operands):
+        return Support.no("dtype", f"cpu: '{op.name}' of a float16 constant")
+    if type(op) in DATA_MOVEMENT_OPS:
+        return _check_attributes(op)
+    if not is_half_cast(op):
+        return Support.no("dtype", f"cpu: '{op.name}' on f16 tensors (float32 only)")
+    return Support.yes()
 
 
 def _check_quantized(op: Operation, tensors: list[TensorType]) -> Support:

@@ -1,19 +1,52 @@
 """`nn.cast` and `quant.scast`, the variants in the order they are tried.
 
-`nn.cast`: a cast with an `i64` or `i1` side (`transformer.lower_cast`); from integers to
-float32 (`quant_casts.lower_cast`, a dcast of scale 1); a widening cast to int32 whose only
-use is an integer binary op, which reads the narrow input directly (an alias); otherwise
-the integer form's conversion (`elementwise.integer_unary`). `quant.scast` is free (an alias
-of its operand's storage).
+`nn.cast`: between float16 and float32 (`half_cast`, the F16C kernels of
+`kernels/common/f16.c`, numpy's rounding); a cast with an `i64` or `i1` side
+(`transformer.lower_cast`); from integers to float32 (`quant_casts.lower_cast`, a dcast of
+scale 1); a widening cast to int32 whose only use is an integer binary op, which reads the
+narrow input directly (an alias); otherwise the integer form's conversion
+(`elementwise.integer_unary`). `quant.scast` is free (an alias of its operand's storage).
 """
 
 from __future__ import annotations
 
+import numpy as np
+from xdsl.ir import Operation
+
 from irc.dialects import nn, quant
+from irc.targets.cpu import csrc
 from irc.targets.cpu.lowerings import quant_casts, transformer
 from irc.targets.cpu.lowerings.elementwise import INTEGER_BINARY_OPS, integer_unary
-from irc.targets.cpu.lowerings.helpers import ctype, integer_result
-from irc.targets.cpu.lowerings.registry import Lowered, LoweringContext, alias, lowering
+from irc.targets.cpu.lowerings.helpers import (
+    block,
+    ctype,
+    describe,
+    dtype,
+    integer_result,
+    numel,
+    shape,
+)
+from irc.targets.cpu.lowerings.registry import (
+    Emitter,
+    Lowered,
+    LoweringContext,
+    alias,
+    lowering,
+)
+
+csrc.define_snippet("f16", csrc.kernel_file("common/f16.c"), ("common",))
+
+_HALF_PAIRS = {
+    (np.dtype(np.float32), np.dtype(np.float16)): "irc_f32_to_f16",
+    (np.dtype(np.float16), np.dtype(np.float32)): "irc_f16_to_f32",
+}
+"""(source, result) dtypes of the casts between float16 and float32 -> their kernel."""
+
+
+def is_half_cast(op: Operation) -> bool:
+    """An `nn.cast` between float16 and float32 (either way)."""
+    return isinstance(op, nn.CastOp) and (dtype(op.input), dtype(op.output)) in _HALF_PAIRS
+
 
 _WIDENING_SOURCES = ("int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t")
 
@@ -28,6 +61,21 @@ def widening_cast_into_binary(op: nn.CastOp) -> bool:
         return False
     user = result.get_user_of_unique_use()
     return user is not None and type(user) in INTEGER_BINARY_OPS
+
+
+@lowering(nn.CastOp)
+def half_cast(op: nn.CastOp, ctx: LoweringContext) -> Lowered | None:
+    """Between float16 (its bits, `uint16_t`) and float32: a whole-buffer conversion."""
+    if not is_half_cast(op):
+        return None
+    kernel = _HALF_PAIRS[(dtype(op.input), dtype(op.output))]
+    count = numel(shape(op.output))
+
+    def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
+        source = f"(const {ctype(op.input)} *){em.ptr(op.input)}"
+        return block(describe(op), [], [f"{kernel}({source}, {res[0]}, {count});"])
+
+    return Lowered(emit, snippets=("f16",))
 
 
 @lowering(nn.CastOp)
