@@ -18,6 +18,11 @@ built without OpenMP (the kernels split over the library's own pool either way).
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 from cpu_support import (
@@ -228,3 +233,41 @@ def test_without_openmp_the_default_thread_count_follows_omp_num_threads(
     assert plain.threads == 3
     plain.set_threads(2)
     assert plain.threads == 2
+
+
+def _thread_cpu_ticks() -> dict[int, int]:
+    """This process's threads -> user + system CPU time so far, in clock ticks."""
+    ticks = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended
+            continue
+        ticks[int(task.name)] = int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_no_pool_worker_burns_cpu_after_a_run() -> None:
+    """Workers spin between the kernels of a run only: once the entry function returned,
+    every thread of the pool sleeps (the issue's rule: no busy-waiting thread left after a
+    run to steal the cores of whatever the process runs next)."""
+    case = next(c for c in SPLIT_CASES if c.id == "split_3x3_oc40")
+    module, executable, built = build_executable([case], name="test_cpu_pool_sleeps")
+    lower(module)
+    loaded = load_without_openmp(executable)  # only the pool's threads
+    loaded.set_threads(2)
+    before = set(_thread_cpu_ticks())
+    for _ in range(20):
+        loaded.execute("entry", list(built[0].args))
+    workers = set(_thread_cpu_ticks()) - before - {threading.get_native_id()}
+    assert workers, "the run started no pool worker"
+    time.sleep(0.05)
+    start = _thread_cpu_ticks()
+    time.sleep(0.5)
+    end = _thread_cpu_ticks()
+    burnt = {t: end[t] - start[t] for t in workers if t in start and t in end}
+    tick = os.sysconf("SC_CLK_TCK")
+    # A spinning worker would show ~0.5 s of CPU (fewer ticks when the machine is loaded);
+    # a sleeping one none (one tick of rounding allowed).
+    assert all(ticks <= max(1, tick // 100) for ticks in burnt.values()), burnt

@@ -359,7 +359,9 @@ class FunctionCodegen:
             "  const float *const *K = (const float *const *)consts;",
             "  (void)K;",
             "  (void)ws;",
+            "  irc_pool_run_begin(); /* the pool's workers spin between this run's kernels */",
         ]
+        body.append("irc_pool_run_end(); /* and sleep after it */")
         source = "\n".join([*header, *("  " + line for line in body), "}"]) + "\n"
         if profiling:
             source = profiler.table() + source

@@ -10,9 +10,12 @@
    time slice to do so; with ~50 parallel loops in a CNN's run that made two threads slower
    than one on a loaded machine.
 
-   Workers are created on the first parallel call, spin for IRC_POOL_SPIN_NS after each job
-   (the next kernel of the same run starts without a wake-up call) and then sleep on a
-   futex, so no thread keeps spinning after a run. A call that finds the pool busy (another
+   Workers are created on the first parallel call. Inside a run (between the generated entry
+   function's irc_pool_run_begin and irc_pool_run_end) a worker spins for up to
+   IRC_POOL_RUN_SPIN_NS after each job, so the next parallel kernel of the run, after the
+   serial kernels between them, starts without a wake-up call; then it sleeps on a futex.
+   When no run is in progress (the last one ended, or a kernel called from outside an entry)
+   it sleeps at once: no thread keeps spinning after a run. A call that finds the pool busy (another
    thread of the process inside a kernel of this library, or a nested call) runs serially.
    Each library has its own pool (its own statics); a child process forked while workers
    existed starts a new pool on its first parallel call (pthread_atfork). */
@@ -31,11 +34,14 @@
 #endif
 
 #define IRC_POOL_MAX_WORKERS 63
-/* A worker's spin after a job before it sleeps: long enough for the next kernel of the same
-   run (the gaps are microseconds), short enough that a spinning worker does not lose the
-   scheduler's favour on a loaded machine (on the 2-vCPU Xeon at load 6-8, MobileNetV2 int8
-   at 2 threads / TFLite at 2 threads: 0.9-1.4 with 0-100 us, 1.3-1.8 with 1 ms). */
-#define IRC_POOL_SPIN_NS 20000
+/* A worker's spin after a job, inside a run, before it sleeps: long enough to bridge the
+   serial kernels between two parallel ones (pads, concats, small elementwise ops: tens of
+   microseconds), short enough that a spinning worker does not lose the scheduler's favour
+   on a loaded machine (on the 2-vCPU Xeon at load 6-8, MobileNetV2 int8 at 2 threads /
+   TFLite at 2 threads: 0.9-1.4 with 0-100 us, 1.3-1.8 with 1 ms). */
+#ifndef IRC_POOL_RUN_SPIN_NS
+#define IRC_POOL_RUN_SPIN_NS 100000
+#endif
 
 typedef void (*irc_task_fn)(const void *ctx, long i);
 
@@ -48,6 +54,7 @@ static struct {
   _Atomic int sleepers;     /* workers blocked on `wake` */
   _Atomic int busy;         /* a caller owns the pool */
   _Atomic int participants; /* workers that may take part in the current job */
+  _Atomic int running;      /* entry-function runs in progress (irc_pool_run_begin/end) */
   irc_task_fn fn;
   const void *ctx;
   int workers;
@@ -89,10 +96,12 @@ static void *irc_pool_worker(void *arg) {
   for (;;) {
     uint32_t now = atomic_load_explicit(&irc_pool.wake, memory_order_acquire);
     if (now == seen) {
-      const long until = irc_pool_ns() + IRC_POOL_SPIN_NS;
+      const long until = irc_pool_ns() + IRC_POOL_RUN_SPIN_NS;
       for (int spins = 0; now == seen; ++spins) {
         irc_pool_relax();
-        if ((spins & 255) == 255 && irc_pool_ns() > until) {
+        /* Sleep once no run is in progress, or after the spin inside one. */
+        if (atomic_load_explicit(&irc_pool.running, memory_order_relaxed) <= 0 ||
+            ((spins & 255) == 255 && irc_pool_ns() > until)) {
           atomic_fetch_add(&irc_pool.sleepers, 1);
           syscall(SYS_futex, &irc_pool.wake, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
           atomic_fetch_sub(&irc_pool.sleepers, 1);
@@ -148,6 +157,7 @@ static void irc_pool_after_fork(void) {
   atomic_store(&irc_pool.sleepers, 0);
   atomic_store(&irc_pool.participants, 0);
   atomic_store(&irc_pool.busy, 0);
+  atomic_store(&irc_pool.running, 0);
   pthread_mutex_init(&irc_pool.start, NULL);
 }
 static pthread_once_t irc_pool_fork_once = PTHREAD_ONCE_INIT;
@@ -155,6 +165,15 @@ static void irc_pool_register_fork(void) {
   pthread_atfork(NULL, NULL, irc_pool_after_fork);
 }
 #endif
+
+/* A run of a generated entry function starts / ends: workers spin between the run's jobs
+   (IRC_POOL_RUN_SPIN_NS) only while some run is in progress, and sleep when none is. */
+IRC_INLINE void irc_pool_run_begin(void) {
+  atomic_fetch_add_explicit(&irc_pool.running, 1, memory_order_relaxed);
+}
+IRC_INLINE void irc_pool_run_end(void) {
+  atomic_fetch_sub_explicit(&irc_pool.running, 1, memory_order_relaxed);
+}
 
 /* fn(ctx, i) for i in [0, total) (total < 65536) on up to `threads` threads. */
 static void irc_parallel(irc_task_fn fn, const void *ctx, long total, int threads) {
