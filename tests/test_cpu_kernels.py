@@ -114,6 +114,17 @@ CONV_CASES = [
         const_filter=False,
     ),
     conv("depthwise_multiplier2", (1, 6, 6, 4), (8, 3, 3, 1), groups=4, pads=[1, 1, 1, 1]),
+    # 3x3 stride 1 rows of several full pixel tiles (irc_dw_tile3: input columns shared by
+    # the taps), channels a multiple of the vector and not, padded and not.
+    conv(
+        "depthwise_3x3_rows",
+        (1, 7, 21, 40),
+        (40, 3, 3, 1),
+        groups=40,
+        pads=[1, 1, 1, 1],
+        activation="relu6",
+    ),
+    conv("depthwise_3x3_rows_valid", (2, 5, 19, 32), (32, 3, 3, 1), groups=32, bias=False),
     conv("nchw_const", (1, 3, 8, 9), (5, 3, 3, 3), layout="NCHW", pads=[1, 1, 1, 1]),
     conv("nchw_runtime", (2, 4, 6, 5), (6, 4, 3, 3), layout="NCHW", const_filter=False),
     conv("nchw_depthwise", (1, 6, 7, 7), (6, 1, 3, 3), layout="NCHW", groups=6, pads=[1, 1, 1, 1]),
