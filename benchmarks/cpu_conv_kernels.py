@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""GFLOP/s of the CPU target's float conv kernels per ISA profile, one thread, CPU time.
+
+Builds one small C program per profile (`IRC_CPU_ISA` names: the host's best and `--isa`
+others it can run) from the library's own kernel text (`csrc.source_for`) and the profile's
+build flags, then times `irc_conv2d` / `irc_depthwise` on the shapes below (MobileNetV2's
+1x1 convs and 3x3 depthwise, the 640x640 detection net's 3x3 96->24 conv at 160x160) with
+`CLOCK_THREAD_CPUTIME_ID` (a loaded machine's waits for a core do not count), best of
+`--reps`. Prints GFLOP/s per shape and profile and the ratio to the best profile; compare
+them with the machine's measured peak (`benchmarks/cpu_vs_ort.py` prints it).
+
+usage: python benchmarks/cpu_conv_kernels.py [--isa avx2 generic] [--reps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+# (kind, C, OC, H=W, K, stride): dense (OC output channels) or depthwise (OC ignored).
+SHAPES = [
+    ("dense", 16, 96, 112, 1, 1),
+    ("dense", 24, 144, 56, 1, 1),
+    ("dense", 144, 24, 56, 1, 1),
+    ("dense", 576, 96, 14, 1, 1),
+    ("dense", 960, 160, 7, 1, 1),
+    ("dense", 320, 1280, 7, 1, 1),
+    ("dense", 96, 24, 160, 3, 1),
+    ("dense", 64, 64, 56, 3, 1),
+    ("depthwise", 144, 0, 56, 3, 1),
+    ("depthwise", 96, 0, 112, 3, 2),
+    ("depthwise", 576, 0, 14, 3, 1),
+]
+
+_MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+int main(int argc, char **argv) {
+  const int dw = atoi(argv[1]), C = atoi(argv[2]), OC = dw ? C : atoi(argv[3]);
+  const int H = atoi(argv[4]), K = atoi(argv[5]), S = atoi(argv[6]), reps = atoi(argv[7]);
+  const int P = K / 2, OH = (H + 2 * P - K) / S + 1, NV = OC > 16 ? 2 : 1, NB = 16 * NV;
+  const int Hp = dw ? H : H + 2 * P;
+  const long nx = (long)Hp * Hp * C;
+  const long nw = dw ? (long)K * K * C : (long)(OC + NB - 1) / NB * NB * K * K * C;
+  float *x = malloc(4 * nx), *w = malloc(4 * nw), *b = malloc(4 * (long)OC);
+  float *y = malloc(4 * (long)OH * OH * OC);
+  for (long i = 0; i < nx; ++i) x[i] = (float)(i % 7) * 0.1f;
+  for (long i = 0; i < nw; ++i) w[i] = (float)(i % 5) * 0.1f;
+  for (int i = 0; i < OC; ++i) b[i] = 0.01f * (float)i;
+  irc_set_threads(1);
+  double best = 1e9;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now();
+    if (dw)
+      irc_depthwise(x, 1, H, H, C, w, b, y, OH, OH, K, K, S, S, 1, 1, P, P, IRC_ACT_RELU6);
+    else
+      irc_conv2d(NV, x, 1, Hp, Hp, C, w, b, y, OH, OH, OC, K, K, S, S, 1, 1, 1, C, OC,
+                 IRC_ACT_RELU6, NULL, 0);
+    const double t = now() - t0;
+    if (t < best) best = t;
+  }
+  printf("%.9f\n", best);
+  return 0;
+}
+"""
+
+
+def build(profile_name: str, folder: Path) -> Path:
+    """The benchmark program built with the profile's flags."""
+    from irc.targets.cpu import csrc, isa
+
+    profile = isa.PROFILES[profile_name]
+    source = folder / f"bench_{profile_name}.c"
+    source.write_text(csrc.source_for(["conv2d", "depthwise"]) + _MAIN)
+    binary = folder / f"bench_{profile_name}"
+    native = profile_name == isa.best().name
+    flags = ["-O3", "-pthread", *profile.build_flags(native)]
+    subprocess.run(["gcc", *flags, str(source), "-o", str(binary), "-lm"], check=True)
+    return binary
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--isa", nargs="*", default=["avx2"], help="profiles besides the best")
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args(argv)
+    from irc.targets.cpu import isa
+
+    best = isa.best().name
+    names = [best] + [n for n in args.isa if n != best and not isa.missing(isa.PROFILES[n])]
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown CPU",
+    )
+    print(f"{cpu}; profiles {', '.join(names)}; 1 thread, best of {args.reps}, CPU time")
+    print(f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    with tempfile.TemporaryDirectory() as tmp:
+        binaries = {n: build(n, Path(tmp)) for n in names}
+        print(f"{'kernel':34s}" + "".join(f"{n:>14s}" for n in names) + "  (GFLOP/s)")
+        for kind, c, oc, h, k, s in SHAPES:
+            oh = (h + 2 * (k // 2) - k) // s + 1
+            flop = 2.0 * oh * oh * (c * k * k if kind == "dense" else k * k) * (oc or c)
+            rates = {}
+            for name, binary in binaries.items():
+                argv_ = [str(binary), str(int(kind == "depthwise")), str(c), str(oc)]
+                argv_ += [str(h), str(k), str(s), str(args.reps)]
+                seconds = float(subprocess.run(argv_, capture_output=True, text=True).stdout)
+                rates[name] = flop / seconds * 1e-9
+            label = f"{kind} {c}->{oc or c} {k}x{k}/{s} @{h}"
+            row = "".join(f"{rates[n]:14.1f}" for n in names)
+            ratio = "  ".join(f"{n}/{best} {rates[best] / rates[n]:.2f}x" for n in names[1:])
+            print(f"{label:34s}{row}  {ratio}")
+
+
+if __name__ == "__main__":
+    main()
