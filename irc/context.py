@@ -91,79 +91,26 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Passes registered under their DESIGN.md §6 names: irc's own (graph, quantization,
     partitioning), then the targets' passes (`get_target_passes()`)."""
 
-    def get_canonicalize() -> type[ModulePass]:
-        from irc.passes.canonicalize import CanonicalizePass
+    from irc.targets.base import PassTable
 
-        return CanonicalizePass
-
-    def get_infer_shapes() -> type[ModulePass]:
-        from irc.passes.infer_shapes import InferShapesPass
-
-        return InferShapesPass
-
-    def get_dce() -> type[ModulePass]:
-        from irc.passes.dce import DCEPass
-
-        return DCEPass
-
-    def get_lower_quantized() -> type[ModulePass]:
-        from irc.passes.lower_quantized import LowerQuantizedPass
-
-        return LowerQuantizedPass
-
-    def get_convert_layout() -> type[ModulePass]:
-        from irc.passes.convert_layout import ConvertLayoutPass
-
-        return ConvertLayoutPass
-
-    def get_insert_qdq() -> type[ModulePass]:
-        from irc.passes.insert_qdq import InsertQDQPass
-
-        return InsertQDQPass
-
-    def get_fold_qdq() -> type[ModulePass]:
-        from irc.passes.fold_qdq import FoldQDQPass
-
-        return FoldQDQPass
-
-    def get_fuse_qdq() -> type[ModulePass]:
-        from irc.passes.fuse_qdq import FuseQDQPass
-
-        return FuseQDQPass
-
-    def get_fuse_activations() -> type[ModulePass]:
-        from irc.passes.fuse_activations import FuseActivationsPass
-
-        return FuseActivationsPass
-
-    def get_widen_fp16() -> type[ModulePass]:
-        from irc.passes.widen_fp16 import WidenFp16Pass
-
-        return WidenFp16Pass
-
-    def get_partition() -> type[ModulePass]:
-        from irc.passes.partition import PartitionPass
-
-        return PartitionPass
-
-    def get_outline_delegates() -> type[ModulePass]:
-        from irc.passes.outline_delegates import OutlineDelegatesPass
-
-        return OutlineDelegatesPass
-
+    own = PassTable(
+        {
+            "canonicalize": "irc.passes.canonicalize:CanonicalizePass",
+            "infer-shapes": "irc.passes.infer_shapes:InferShapesPass",
+            "dce": "irc.passes.dce:DCEPass",
+            "lower-quantized": "irc.passes.lower_quantized:LowerQuantizedPass",
+            "convert-layout": "irc.passes.convert_layout:ConvertLayoutPass",
+            "insert-qdq": "irc.passes.insert_qdq:InsertQDQPass",
+            "fold-qdq": "irc.passes.fold_qdq:FoldQDQPass",
+            "fuse-qdq": "irc.passes.fuse_qdq:FuseQDQPass",
+            "fuse-activations": "irc.passes.fuse_activations:FuseActivationsPass",
+            "widen-fp16": "irc.passes.widen_fp16:WidenFp16Pass",
+            "partition": "irc.passes.partition:PartitionPass",
+            "outline-delegates": "irc.passes.outline_delegates:OutlineDelegatesPass",
+        }
+    )
     passes: dict[str, Callable[[], type[ModulePass]]] = {
-        "canonicalize": get_canonicalize,
-        "infer-shapes": get_infer_shapes,
-        "dce": get_dce,
-        "lower-quantized": get_lower_quantized,
-        "convert-layout": get_convert_layout,
-        "insert-qdq": get_insert_qdq,
-        "fold-qdq": get_fold_qdq,
-        "fuse-qdq": get_fuse_qdq,
-        "fuse-activations": get_fuse_activations,
-        "widen-fp16": get_widen_fp16,
-        "partition": get_partition,
-        "outline-delegates": get_outline_delegates,
+        name: (lambda name=name: own[name]) for name in own
     }
     for name, factory in get_target_passes().items():
         passes.setdefault(name, factory)
