@@ -441,6 +441,19 @@ def mutate_bytes(data: bytes, rng: random.Random, pool: Sequence[bytes]) -> tupl
     return bytes(buf), "+".join(done) or "none"
 
 
+def _replace_a_match(
+    rng: random.Random, text: str, pattern: str, group: int, values: tuple[str, ...], tag: str
+) -> tuple[bytes, str] | None:
+    """`text` with one random match of `pattern` (its `group`) replaced by one of `values`,
+    and a tag naming where; None when nothing matches."""
+    matches = list(re.finditer(pattern, text))
+    if not matches:
+        return None
+    m = rng.choice(matches)
+    value = rng.choice(values)
+    return (text[: m.start(group)] + value + text[m.end(group) :]).encode(), f"{tag}@{m.start()}"
+
+
 def mutate_text(data: bytes, rng: random.Random, pool: Sequence[bytes]) -> tuple[bytes, str]:
     """IR-aware mutations: tokens, numbers at boundaries, line shuffles, deep nesting."""
     text = data.decode("utf-8", "replace")
@@ -450,22 +463,19 @@ def mutate_text(data: bytes, rng: random.Random, pool: Sequence[bytes]) -> tuple
         token = rng.choice(MLIR_TOKENS)
         return (text[:pos] + token + text[pos:]).encode(), f"token@{pos}"
     if kind == 1:
-        numbers = list(re.finditer(r"-?\d+(\.\d+)?", text))
-        if numbers:
-            m = rng.choice(numbers)
-            value = rng.choice(
-                (
-                    "0",
-                    "-1",
-                    "4294967296",
-                    "9223372036854775808",
-                    "99999999999999999999999",
-                    "1e400",
-                    "65536",
-                    "2147483648",
-                )
-            )
-            return (text[: m.start()] + value + text[m.end() :]).encode(), f"number@{m.start()}"
+        numbers = (
+            "0",
+            "-1",
+            "4294967296",
+            "9223372036854775808",
+            "99999999999999999999999",
+            "1e400",
+            "65536",
+            "2147483648",
+        )
+        found = _replace_a_match(rng, text, r"-?\d+(\.\d+)?", 0, numbers, "number")
+        if found is not None:
+            return found
     if kind == 2:
         lines = text.splitlines(keepends=True)
         if lines:
@@ -486,21 +496,17 @@ def mutate_text(data: bytes, rng: random.Random, pool: Sequence[bytes]) -> tuple
         pos = rng.randrange(len(text) + 1)
         return (text[:pos] + opener * depth + text[pos:]).encode(), f"nest{depth}@{pos}"
     if kind == 4:
-        shapes = list(re.finditer(r"tensor<([0-9x?]+)x", text))
-        if shapes:
-            m = rng.choice(shapes)
-            dims = rng.choice(
-                (
-                    "100000x100000x100000",
-                    "0",
-                    "4294967296x4294967296",
-                    "?x?",
-                    "-1",
-                    "9223372036854775807",
-                )
-            )
-            new = text[: m.start(1)] + dims + text[m.end(1) :]
-            return new.encode(), f"shape@{m.start()}"
+        dims = (
+            "100000x100000x100000",
+            "0",
+            "4294967296x4294967296",
+            "?x?",
+            "-1",
+            "9223372036854775807",
+        )
+        found = _replace_a_match(rng, text, r"tensor<([0-9x?]+)x", 1, dims, "shape")
+        if found is not None:
+            return found
     if kind == 5 and pool:
         other = rng.choice(pool).decode("utf-8", "replace")
         a, b = sorted(rng.randrange(len(other) + 1) for _ in range(2))
