@@ -18,10 +18,10 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import onnx
+from side_by_side import interleaved_ms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -35,15 +35,10 @@ from irc.passes.transformer_patterns import transformer_patterns
 def _interleaved_ms(models: dict[str, irc.CompiledModel], feeds: dict, runs: int) -> dict:
     """Median latency of each model, runs alternating between them (the order flips every
     round), so that drift of the shared machine hits both alike."""
-    times: dict[str, list[float]] = {label: [] for label in models}
     for model in models.values():
         model.run(feeds)
-    labels = list(models)
-    for round_ in range(runs):
-        for label in labels if round_ % 2 == 0 else reversed(labels):
-            start = time.perf_counter()
-            models[label].run(feeds)
-            times[label].append((time.perf_counter() - start) * 1e3)
+    runners = {label: (lambda m=m: m.run(feeds)) for label, m in models.items()}
+    times = interleaved_ms(runners, runs)
     return {label: statistics.median(t) for label, t in times.items()}
 
 
