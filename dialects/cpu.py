@@ -306,6 +306,7 @@ FUSION_KINDS = {
     "conv_add": ("nn.conv2d",),
     "dynamic_fc": ("nn.fully_connected",),
     "qtable": ("quant.rescale",),
+    "qmul": ("nn.mul",),
 }
 """Kinds of `cpu.fusion` and the op names of which the region holds exactly one (the
 producer the kernel is named after)."""

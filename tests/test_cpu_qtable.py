@@ -6,8 +6,10 @@ alone: `cpu-fuse` runs it as ONE 256-entry lookup computed by the reference kern
 case must be bit-exact with the reference target with every ISA profile the host runs; the
 cases cover int8 and uint8 storage, zero points, double (TFLite) and single (ONNX) rounding,
 a fused relu6 (clamp after the rescale), a left-shifting rescale, the element count split
-across threads. Kept apart (the ops run one by one, still exact): a sigmoid whose result has
-another use, and a mul of two different values (squeeze-excitation).
+across threads. Kept apart (a sigmoid table, then the mul): a sigmoid whose result has
+another use, and a mul of two different values. A quantized mul whose second input repeats
+along leading dimensions (squeeze-excitation) is one "qmul" kernel (`qmul.py`): with
+per-element tables of results when it repeats often, per product otherwise.
 """
 
 from __future__ import annotations
@@ -85,7 +87,47 @@ class SwishCase:
         return [y, s] if self.sigmoid_used else [y]
 
 
-CASES = [
+class MulCase:
+    """A quantized mul of two entry arguments, the second repeating along leading dims."""
+
+    def __init__(
+        self,
+        id: str,
+        shape: tuple[int, ...],
+        small: tuple[int, ...],
+        *,
+        dtype: str = "int8",
+        zps: tuple[int, int, int] = (-5, -128, 7),
+        act: str = "none",
+        single: bool = False,
+    ):
+        self.id = id
+        self.single = single
+        self.types = [
+            TensorType(qtype(dtype, 0.05, zps[0]), list(shape)),
+            TensorType(qtype(dtype, 1 / 256, zps[1]), list(small)),
+        ]
+        self.feeds = [random_storage(rng, shape, dtype), random_storage(rng, small, dtype)]
+        self.out_el = qtype(dtype, 0.02, zps[2])
+        self.act = act
+        self.sigmoid_used = False
+        self.fused = False
+
+    def build(self, add: Add, args: Sequence[SSAValue]) -> list[SSAValue]:
+        mul = nn.MulOp.make(*args, activation=self.act, result_elements=self.out_el)
+        if self.single:
+            mul.attributes[RESCALE_ROUNDING] = StringAttr("single_round")
+        return [add(mul)]
+
+
+MULS = [
+    MulCase("se_tables", (1, 40, 40, 16), (1, 1, 1, 16), single=True),
+    MulCase("se_direct", (1, 7, 7, 96), (1, 1, 1, 96), zps=(3, -100, -20), act="relu6"),
+    MulCase("se_uint8_tables", (2, 20, 20, 8), (8,), dtype="uint8", zps=(130, 0, 120)),
+    MulCase("se_double_round", (1, 30, 30, 24), (1, 1, 1, 24), zps=(-128, -128, -128)),
+]
+
+CASES: list[SwishCase | MulCase] = [
     SwishCase("int8", (1, 7, 9, 16), zp_in=-5, zp_out=-100),
     SwishCase("int8_single", (1, 7, 9, 16), zp_in=3, zp_out=-90, single=True),
     SwishCase("uint8", (2, 5, 33), dtype="uint8", zp_in=130, zp_out=20, single=True),
@@ -94,7 +136,12 @@ CASES = [
     SwishCase("threads", (1, 64, 64, 24), zp_in=-7, zp_out=-110, single=True),
     SwishCase("sigmoid_used", (2, 3, 17), zp_in=-5, sigmoid_used=True),
     SwishCase("two_values", (2, 3, 17), zp_in=4, other=True, single=True),
+    *MULS,
 ]
+
+
+def _kinds(executable: delegate.ExecutableOp) -> list[str]:
+    return [op.kind.data for op in executable.walk() if isinstance(op, cpu.FusionOp)]
 
 
 def _executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
@@ -120,30 +167,31 @@ def _executable() -> tuple[ModuleOp, delegate.ExecutableOp, list[np.ndarray]]:
 
 
 @pytest.fixture(scope="module")
-def lowered() -> tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray], int]:
+def lowered() -> tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray], list[str]]:
     module, executable, feed = _executable()
     expected = ReferenceRuntime().load(executable).execute("entry", feed)
     from irc.targets.cpu.fuse import fuse_executable
 
     fuse_executable(executable)
-    tables = sum(
-        1 for op in executable.walk() if isinstance(op, cpu.FusionOp) and op.kind.data == "qtable"
-    )
+    kinds = _kinds(executable)
     lower(module)
-    return executable, feed, list(expected), tables
+    return executable, feed, list(expected), kinds
 
 
 def test_each_swish_is_one_table(
-    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray], int],
+    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray], list[str]],
 ) -> None:
-    assert lowered[3] == sum(c.fused for c in CASES)
+    assert lowered[3].count("qtable") == sum(c.fused for c in CASES)
+    # every other mul (x * sigmoid(y), a sigmoid used twice, squeeze-excitation) is one
+    # "qmul" kernel
+    assert lowered[3].count("qmul") == len(CASES) - sum(c.fused for c in CASES)
     (source,) = [op.source.data for op in lowered[0].walk() if hasattr(op, "source")]
     assert source.count("/* table of ") == sum(c.fused for c in CASES)
 
 
 @pytest.mark.parametrize("name", isa_params(("avx512vnni", "avx512", "avx2", "generic")))
 def test_table_bit_exact(
-    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray], int], name: str
+    lowered: tuple[delegate.ExecutableOp, list[np.ndarray], list[np.ndarray], list[str]], name: str
 ) -> None:
     executable, feed, expected, _ = lowered
     actual = load_with_isa(executable, name).execute("entry", feed)

@@ -11,6 +11,8 @@ placed where its last op was, its `kind` naming the kernel `cpu-codegen` emits f
   and rescaled (`qfusion.match_add_chains`), one elementwise kernel;
 * `"qtable"`: an elementwise integer chain of one 8-bit value (`lower-quantized`'s swish,
   ``mul(x, sigmoid(x))``) as one 256-entry lookup (`qtable.match_table_chains`);
+* `"qmul"`: `lower-quantized`'s int8 mul, one input repeating along leading dimensions
+  (squeeze-excitation), one kernel (`qmul.match_mul_chains`);
 * `"conv_add"`: a float NHWC, non-depthwise `nn.conv2d` whose only use is an `nn.add` with
   a same-shaped tensor (a residual): the add (and its activation, or an `nn.relu` that is
   the only use of an add without one) in the conv's epilogue.
@@ -42,6 +44,8 @@ from irc.dialects import cpu, delegate, nn
 from irc.dtypes import numpy_dtype
 from irc.targets.cpu.dynamic_quant import fuse_chains as fuse_dynamic_chains
 from irc.targets.cpu.qfusion import match_add_chains, match_chains
+from irc.targets.cpu.qmul import KIND as QMUL_KIND
+from irc.targets.cpu.qmul import match_mul_chains
 from irc.targets.cpu.qtable import KIND as TABLE_KIND
 from irc.targets.cpu.qtable import match_table_chains
 from irc.targets.cpu.support import C_TYPES
@@ -161,6 +165,8 @@ def fuse_function(func: FuncOp) -> int:
         groups += [("qadd", [*c.skipped, c.final]) for c in match_add_chains(ops)]
         claimed = {op for _, members in groups for op in members}
         groups += [(TABLE_KIND, t.members) for t in match_table_chains(ops, claimed)]
+        claimed = {op for _, members in groups for op in members}
+        groups += [(QMUL_KIND, [*c.skipped, c.final]) for c in match_mul_chains(ops, claimed)]
     if fuse_residual_enabled():
         for add, conv in residual_adds(ops).items():
             relu = trailing_relu(add)

@@ -51,12 +51,19 @@ delegate.executable private @swish_relu6 target("cpu") {
 
 // -----
 
-// Kept apart: a sigmoid whose result is also returned, a mul of two different values
-// (squeeze-excitation: x * sigmoid(y)), a lone sigmoid (its own table already), a
-// broadcasting mul, a float swish.
+// Not tables: a sigmoid whose result is also returned, a mul of two different values
+// (x * sigmoid(y)), a lone sigmoid (its own table already), a broadcasting mul, a float
+// swish. The three quantized muls are "qmul" fusions (one kernel each).
 // CHECK-LABEL: delegate.executable private @not_tables
 // CHECK-NOT:     qtable
-// CHECK:         func.return
+// CHECK:         "cpu.fusion"() <{kind = "qmul"}>
+// CHECK-NOT:     qtable
+// CHECK:         "cpu.fusion"() <{kind = "qmul"}>
+// CHECK-NOT:     qtable
+// CHECK:         "cpu.fusion"() <{kind = "qmul"}>
+// CHECK-NOT:     qtable
+// CHECK:         nn.mul %f, %g
+// CHECK-NEXT:    func.return
 delegate.executable private @not_tables target("cpu") {
   func.func @entry(%x: tensor<2x8x!quant.uniform<i8:f32, 0.05:-5>>, %z: tensor<2x8x!quant.uniform<i8:f32, 0.05:-5>>, %b: tensor<8x!quant.uniform<i8:f32, 0.05:-5>>, %f: tensor<2x8xf32>) -> (tensor<2x8x!quant.uniform<i8:f32, 0.03:-100>>, tensor<2x8x!quant.uniform<i8:f32, 0.00390625:-128>>, tensor<2x8x!quant.uniform<i8:f32, 0.03:-100>>, tensor<2x8x!quant.uniform<i8:f32, 0.00390625:-128>>, tensor<2x8x!quant.uniform<i8:f32, 0.03:-100>>, tensor<2x8xf32>) {
     %s = nn.sigmoid %x : tensor<2x8x!quant.uniform<i8:f32, 0.05:-5>> -> tensor<2x8x!quant.uniform<i8:f32, 0.00390625:-128>>
@@ -83,5 +90,31 @@ delegate.executable private @bad_table target("cpu") {
       "cpu.yield"(%t) : (tensor<2x8x!quant.uniform<i8:f32, 0.00390625:-128>>) -> ()
     }) : () -> tensor<2x8x!quant.uniform<i8:f32, 0.00390625:-128>>
     func.return %f : tensor<2x8x!quant.uniform<i8:f32, 0.00390625:-128>>
+  }
+}
+
+// -----
+
+// Squeeze-excitation: an int8 mul by a [1, 1, 1, C] scale (zero point 0: no subtraction)
+// is one "qmul" fusion, its clamp included. Not fused: a scale per row ([2, 1] beside
+// [2, 8]: it does not repeat along leading dimensions).
+// CHECK-LABEL: delegate.executable private @se
+// CHECK:         %[[F:.*]] = "cpu.fusion"() <{kind = "qmul"}> ({
+// CHECK-NEXT:      nn.cast
+// CHECK-NEXT:      nn.sub
+// CHECK-NEXT:      nn.cast
+// CHECK-NEXT:      nn.mul
+// CHECK-NEXT:      quant.rescale
+// CHECK-NEXT:      quant.scast
+// CHECK-NEXT:      %[[C:.*]] = nn.clip
+// CHECK-NEXT:      "cpu.yield"(%[[C]])
+// CHECK-NEXT:    })
+// CHECK-NOT:     cpu.fusion
+// CHECK:         func.return %{{.*}}, %{{.*}} :
+delegate.executable private @se target("cpu") {
+  func.func @entry(%x: tensor<1x4x4x8x!quant.uniform<i8:f32, 0.05:-5>>, %s: tensor<1x1x1x8x!quant.uniform<i8:f32, 0.00390625>>, %r: tensor<2x8x!quant.uniform<i8:f32, 0.05:-5>>, %t: tensor<2x1x!quant.uniform<i8:f32, 0.00390625:-128>>) -> (tensor<1x4x4x8x!quant.uniform<i8:f32, 0.03:-128>>, tensor<2x8x!quant.uniform<i8:f32, 0.03:-100>>) {
+    %y = nn.mul %x, %s activation = "relu6" : tensor<1x4x4x8x!quant.uniform<i8:f32, 0.05:-5>>, tensor<1x1x1x8x!quant.uniform<i8:f32, 0.00390625>> -> tensor<1x4x4x8x!quant.uniform<i8:f32, 0.03:-128>>
+    %z = nn.mul %r, %t : tensor<2x8x!quant.uniform<i8:f32, 0.05:-5>>, tensor<2x1x!quant.uniform<i8:f32, 0.00390625:-128>> -> tensor<2x8x!quant.uniform<i8:f32, 0.03:-100>>
+    func.return %y, %z : tensor<1x4x4x8x!quant.uniform<i8:f32, 0.03:-128>>, tensor<2x8x!quant.uniform<i8:f32, 0.03:-100>>
   }
 }

@@ -1,5 +1,6 @@
 """The "qtable" `cpu.fusion` (`qtable.py`): an elementwise chain of one 8-bit value as one
-256-entry lookup per element, the table computed at compile time by the reference kernels.
+256-entry lookup per element, the table computed at compile time by the reference kernels;
+the "qmul" fusion (`qmul.py`): an int8 mul, one input repeating along leading dimensions.
 
 Registered before `fusion`'s catch-all refusal (this package imports it first).
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irc.dialects import cpu
+from irc.dialects import cpu, nn
 from irc.targets.cpu.lowerings.helpers import (
     block,
     ctype,
@@ -18,8 +19,11 @@ from irc.targets.cpu.lowerings.helpers import (
     numel,
     parallel,
     shape,
+    zero_point,
 )
 from irc.targets.cpu.lowerings.registry import Emitter, Lines, Lowered, LoweringContext, lowering
+from irc.targets.cpu.qmul import KIND as QMUL_KIND
+from irc.targets.cpu.qmul import match_mul
 from irc.targets.cpu.qtable import KIND, TableChain, chain_table, match_table_chain
 from irc.targets.cpu.tables import TABLE_SIZE
 
@@ -64,3 +68,74 @@ def table_chain(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
 
     timed = (final, (chain.source,))
     return Lowered(emit, [], ("quant",), False, fusion_inputs(fusion), timed)
+
+
+TABLE_ROWS = 320
+"""Repeats of the small input of a quantized mul from which its kernel builds per-element
+tables of 256 results (each costs about one requantization) instead of requantizing every
+product."""
+
+
+@lowering(cpu.FusionOp)
+def quantized_mul(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
+    """An int8 mul (`qmul.match_mul`): both 8-bit inputs read, the product rescaled with
+    `irc_mbqm` (the reference's rescale, exact) or looked up in tables of those results."""
+    if fusion.kind.data != QMUL_KIND:
+        return None
+    mul = next((op for op in fusion.members if isinstance(op, nn.MulOp)), None)
+    chain = None if mul is None else match_mul(mul)
+    if chain is None or set(fusion.members) != {*chain.skipped, chain.final}:
+        return None
+    yielded = fusion.body.block.last_op
+    if yielded is None or yielded.operands[0].owner is not chain.final:
+        return None
+    count = numel(shape(chain.final.results[0]))
+    nb = count // chain.rows
+    za, zb = chain.zero_points
+    rescale = chain.rescale
+    m, s = rescale.multiplier_values[0], rescale.shift_values[0]
+    single = int(rescale.rounding.data == "single_round")
+    zp_out = zero_point(rescale.output)
+    ct_a, ct_b, ct_out = ctype(chain.large), ctype(chain.small), ctype(chain.final.results[0])
+    tables = chain.rows >= TABLE_ROWS
+    temps = [(nb * 256 + 3) // 4] if tables else []
+
+    def value(a: str, b: str) -> str:
+        product = f"((int64_t)({a}) - ({za}LL)) * ((int64_t)({b}) - ({zb}LL))"
+        return f"{zp_out}LL + irc_mbqm({product}, {m}LL, {s}, {single})"
+
+    def clamp(v: str) -> str:
+        low, high = f"({chain.low}LL)", f"({chain.high}LL)"
+        return f"({ct_out})({v} < {low} ? {low} : ({v} > {high} ? {high} : {v}))"
+
+    def emit(em: Emitter, res: list[str], tmp: list[str]) -> Lines:
+        decls = [
+            f"const {ct_a} *restrict pa = (const {ct_a} *){em.ptr(chain.large)};",
+            f"const {ct_b} *restrict pb = (const {ct_b} *){em.ptr(chain.small)};",
+            f"{ct_out} *restrict po = {res[0]};",
+        ]
+        if not tables:
+            body = [
+                f"for (long i = 0; i < {count}; ++i) {{",
+                f"  const int64_t v = {value('pa[i]', f'pb[i % {nb}]')};",
+                f"  po[i] = {clamp('v')};",
+                "}",
+            ]
+            return block(describe(chain.mul), decls, parallel([count], body))
+        decls.append(f"{ct_out} *restrict lut = ({ct_out} *){tmp[0]};")
+        build = [
+            f"for (long j = 0; j < {nb}; ++j)",
+            "  for (int k = 0; k < 256; ++k) {",
+            f"    const int64_t v = {value(f'({ct_a})(uint8_t)k', 'pb[j]')};",
+            f"    lut[j * 256 + k] = {clamp('v')};",
+            "  }",
+        ]
+        look = [
+            f"for (long r = 0; r < {chain.rows}; ++r)",
+            f"  for (long j = 0; j < {nb}; ++j)",
+            f"    po[r * {nb} + j] = lut[j * 256 + (uint8_t)pa[r * {nb} + j]];",
+        ]
+        return block(describe(chain.mul), decls, build + parallel([chain.rows, nb], look))
+
+    timed = (chain.mul, (chain.large, chain.small))
+    return Lowered(emit, temps, ("quant",), False, fusion_inputs(fusion), timed)
