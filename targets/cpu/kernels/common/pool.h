@@ -38,9 +38,10 @@
    serial kernels between two parallel ones (pads, concats, small elementwise ops: tens of
    microseconds), short enough that a spinning worker does not lose the scheduler's favour
    on a loaded machine (on the 2-vCPU Xeon at load 6-8, MobileNetV2 int8 at 2 threads /
-   TFLite at 2 threads: 0.9-1.4 with 0-100 us, 1.3-1.8 with 1 ms). */
+   TFLite at 2 threads: 0.9-1.4 with 0-100 us, 1.3-1.8 with 1 ms; at load 4, irc with
+   100 us / irc with 20 us at 2 threads, same process: MobileNetV2 fp32 1.11-1.14x). */
 #ifndef IRC_POOL_RUN_SPIN_NS
-#define IRC_POOL_RUN_SPIN_NS 100000
+#define IRC_POOL_RUN_SPIN_NS 20000
 #endif
 
 typedef void (*irc_task_fn)(const void *ctx, long i);
