@@ -111,7 +111,18 @@ def test_supported_ops_are_the_registered_ones_and_constants() -> None:
         (nn.Conv2DOp, ["integer_conv2d", "float_conv2d"]),
         (nn.SoftmaxOp, ["quantized_softmax", "softmax"]),
         (nn.GeluOp, ["gelu", "integer_table"]),
-        (cpu.FusionOp, ["qconv", "qadd", "conv_add", "dynamic_quantized", "unmatched"]),
+        (
+            cpu.FusionOp,
+            [
+                "table_chain",
+                "quantized_mul",
+                "qconv",
+                "qadd",
+                "conv_add",
+                "dynamic_quantized",
+                "unmatched",
+            ],
+        ),
     ],
 )
 def test_variants_are_tried_in_priority_order(op_type: type[Operation], names: list[str]) -> None:
