@@ -29,7 +29,7 @@ point already subtracted by the importer; they must fit int8) are packed at comp
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -136,12 +136,12 @@ def _is_splat(value: SSAValue, number: float) -> bool:
     return array is not None and array.size == 1 and _is_f32(value) and float(array) == number
 
 
-def _either(op: Operation, test: object) -> tuple[SSAValue, SSAValue] | None:
+def _either(op: Operation, test: Callable[[SSAValue], bool]) -> tuple[SSAValue, SSAValue] | None:
     """(matching operand, other operand) of a commutative binary op, or None."""
     lhs, rhs = op.operands
-    if test(lhs):  # type: ignore[operator]
+    if test(lhs):
         return lhs, rhs
-    if test(rhs):  # type: ignore[operator]
+    if test(rhs):
         return rhs, lhs
     return None
 
@@ -191,7 +191,7 @@ def _bound(value: SSAValue, kind: str, binary: type[Operation]) -> tuple[SSAValu
     assert reduce is not None
     x = reduce.operands[0]
     rank = len(_shape(x))
-    if reduce.properties["kind"].data != kind or _shape(reduce.results[0]) != ():  # type: ignore[attr-defined]
+    if reduce.properties["kind"].data != kind or _shape(reduce.results[0]) != ():  # type: ignore[attr-defined]  # nn.reduce's `kind` property is a string-backed enum attribute
         return None
     axes = sorted(a % rank for a in ints_of(reduce.properties["axes"]))
     if axes != list(range(rank)) or not _is_f32(x):
@@ -268,7 +268,7 @@ def match_chain(fc: Operation) -> DynamicChain | None:
     if not isinstance(fc, nn.FullyConnectedOp) or len(fc.operands) != 2:
         return None
     activation = fc.properties.get("activation")
-    if activation is not None and activation.data != "none":  # type: ignore[attr-defined]
+    if activation is not None and activation.data != "none":  # type: ignore[attr-defined]  # an nn op's `activation` property is an ActivationAttr
         return None
     if not _is_int(fc.results[0], 32) or not _is_int(fc.operands[0], 32):
         return None
@@ -298,7 +298,7 @@ def match_chain(fc: Operation) -> DynamicChain | None:
     found = _either(scales, lambda v: v is quantize.scale)
     w_scale = None if found is None else _constant(found[1])
     n = weights.shape[0]
-    if w_scale is None or not _is_f32(found[1]) or w_scale.size not in (1, n):  # type: ignore[index]
+    if w_scale is None or not _is_f32(found[1]) or w_scale.size not in (1, n):  # type: ignore[index]  # found is not None here: w_scale is None otherwise
         return None
     if w_scale.size == n and n > 1 and w_scale.shape[-1:] != (n,):
         return None
@@ -309,7 +309,7 @@ def match_chain(fc: Operation) -> DynamicChain | None:
     if isinstance(add, nn.AddOp) and _shape(add.results[0]) == _shape(mul.results[0]):
         found_bias = _either(add, lambda v: v is not mul.results[0])
         array = None if found_bias is None else _constant(found_bias[0])
-        if array is not None and _is_f32(found_bias[0]) and array.shape in ((n,), (1, n)):  # type: ignore[index]
+        if array is not None and _is_f32(found_bias[0]) and array.shape in ((n,), (1, n)):  # type: ignore[index]  # found_bias is not None here: array is None otherwise
             bias = np.asarray(array, np.float32).reshape(n)
             own.append(add)
             final = add
@@ -356,7 +356,7 @@ def fuse_chains(ops: Sequence[Operation]) -> int:
                 if operand in mapping:
                     op.operands[i] = mapping[operand]
         clones = [mapping[v].owner for v in _results(chain.quantize.ops)]
-        wrap_in_fusion(KIND, [*dict.fromkeys(clones), *chain.own])  # type: ignore[list-item]
+        wrap_in_fusion(KIND, [*dict.fromkeys(clones), *chain.own])  # type: ignore[list-item]  # every mapped value is an op result, so its owner is an Operation
     for op in reversed(list(originals)):
         if all(not r.uses for r in op.results):
             Rewriter.erase_op(op)

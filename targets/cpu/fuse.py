@@ -115,7 +115,7 @@ def trailing_relu(add: Operation) -> nn.ReluOp | None:
     activation of its own: it joins the `conv_add` fusion (the add's activation becomes
     relu)."""
     activation = add.properties.get("activation")
-    if activation is not None and activation.data != "none":  # type: ignore[attr-defined]
+    if activation is not None and activation.data != "none":  # type: ignore[attr-defined]  # an nn op's `activation` property is an ActivationAttr
         return None
     result = add.results[0]
     if not result.has_one_use():

@@ -59,7 +59,7 @@ def _single_user(value: SSAValue) -> Operation | None:
     return value.get_user_of_unique_use()
 
 
-def _splat_int(op: Operation | None) -> int | None:
+def _splat_int(op: object) -> int | None:
     if not isinstance(op, nn.ConstantOp):
         return None
     array = np.asarray(op.to_array())
@@ -83,7 +83,7 @@ def _source(value: SSAValue) -> tuple[SSAValue, int, list[Operation]] | None:
     sub = value.owner
     if not isinstance(sub, nn.SubOp) or not sub.output.has_one_use():
         return None
-    zp = _splat_int(sub.rhs.owner)  # type: ignore[arg-type]
+    zp = _splat_int(sub.rhs.owner)
     cast = sub.lhs.owner
     if zp is None or not isinstance(cast, nn.CastOp) or _single_user(cast.results[0]) is not sub:
         return None
@@ -337,7 +337,7 @@ def _add_input(
     mul = rescale.input.owner
     if not isinstance(mul, nn.MulOp) or not mul.output.has_one_use():
         return None
-    factor = _splat_int(mul.rhs.owner)  # type: ignore[arg-type]
+    factor = _splat_int(mul.rhs.owner)
     if factor is None or shape_of(mul.rhs) not in ((), (1,)):
         return None
     found = _source(mul.lhs)

@@ -282,7 +282,7 @@ def softmax_plan(op: nn.SoftmaxOp) -> SoftmaxPlan:
     _reference_kernel(op)
     source = ref._Quant(op, op.input, "input")
     result = ref._Quant(op, op.output, "result")
-    dims = tuple(op.input.type.get_shape())  # type: ignore[attr-defined]
+    dims = tuple(op.input.type.get_shape())  # type: ignore[attr-defined]  # nn op operands and results are TensorTypes (their operand/result definitions)
     axis = op.axis.value.data % len(dims)
     n = dims[axis]
     if n > SOFTMAX_MAX_ROW:
@@ -343,7 +343,7 @@ def log_softmax_plan(op: nn.LogSoftmaxOp) -> LogSoftmaxPlan:
     _reference_kernel(op)
     source = ref._Quant(op, op.input, "input")
     result = ref._Quant(op, op.output, "result")
-    dims = tuple(op.input.type.get_shape())  # type: ignore[attr-defined]
+    dims = tuple(op.input.type.get_shape())  # type: ignore[attr-defined]  # nn op operands and results are TensorTypes (their operand/result definitions)
     axis = op.axis.value.data % len(dims)
     n = dims[axis]
     if n > LOG_SOFTMAX_MAX_ROW:
@@ -439,7 +439,7 @@ def resize_plan(op: nn.ResizeOp) -> ResizePlan:
             f"quantized '{op.name}' from {source} to {result} storage (stored alike only)"
         )
     _reference_kernel(op)
-    x_shape = tuple(op.input.type.get_shape())  # type: ignore[attr-defined]
+    x_shape = tuple(op.input.type.get_shape())  # type: ignore[attr-defined]  # nn op operands and results are TensorTypes (their operand/result definitions)
     y_shape = tuple(op.output.type.get_shape())
     if op.layout.data == "NCHW":
         n, c, h, w = x_shape
@@ -451,7 +451,7 @@ def resize_plan(op: nn.ResizeOp) -> ResizePlan:
         raise NativeKernelError(f"quantized '{op.name}' whose result shape is not its size")
     if op.mode.data == "nearest":
         rows, cols = resize_tables(op, h, w)
-        return ResizePlan("nearest", images, h, w, channels, oh, ow, (rows,), (cols,))  # type: ignore[arg-type]
+        return ResizePlan("nearest", images, h, w, channels, oh, ow, (rows,), (cols,))  # type: ignore[arg-type]  # nearest tables are (rows, cols) index arrays, not the bilinear triple
     mode = op.coordinate_mode.data
     if source == np.int8:
         kind = "bilinear_s8"

@@ -155,7 +155,7 @@ def _int_types(op: Operation) -> list[str | None]:
 
 def _no_activation(op: Operation) -> Support:
     attr = op.properties.get("activation")
-    if attr is not None and attr.data != "none":  # type: ignore[attr-defined]
+    if attr is not None and attr.data != "none":  # type: ignore[attr-defined]  # an nn op's `activation` property is an ActivationAttr
         return Support.no("attribute", f"cpu: integer '{op.name}' with a fused activation")
     return Support.yes()
 

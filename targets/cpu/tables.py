@@ -60,10 +60,10 @@ def lookup_table(op: Operation) -> np.ndarray:
             raise TableError(f"quantized '{op.name}' with a non-quantized {what}")
         if qtype.is_per_axis:
             raise TableError(f"quantized '{op.name}' with a per-axis quantized {what}")
-        if numpy_dtype(value.type.element_type) not in _EIGHT_BIT:  # type: ignore[attr-defined]
+        if numpy_dtype(value.type.element_type) not in _EIGHT_BIT:  # type: ignore[attr-defined]  # nn op operands and results are TensorTypes (their operand/result definitions)
             raise TableError(f"quantized '{op.name}' with a {qtype} {what} (8-bit only)")
         qtypes.append(qtype)
-    source_dtype = numpy_dtype(source.type.element_type)  # type: ignore[attr-defined]
+    source_dtype = numpy_dtype(source.type.element_type)  # type: ignore[attr-defined]  # nn op operands and results are TensorTypes (their operand/result definitions)
     low, high = qtypes[0].storage_range
     stored = np.arange(TABLE_SIZE, dtype=np.uint8).view(source_dtype)
     stored = np.clip(stored, low, high).astype(source_dtype)
@@ -75,4 +75,4 @@ def lookup_table(op: Operation) -> np.ndarray:
         raise TableError(
             f"quantized '{op.name}' refuses some stored inputs at run time ({exc})"
         ) from None
-    return np.ascontiguousarray(table, dtype=numpy_dtype(result.type.element_type))  # type: ignore[attr-defined]
+    return np.ascontiguousarray(table, dtype=numpy_dtype(result.type.element_type))  # type: ignore[attr-defined]  # nn op operands and results are TensorTypes (their operand/result definitions)

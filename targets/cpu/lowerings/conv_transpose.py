@@ -219,7 +219,7 @@ def conv2d_transpose(op: nn.Conv2DTransposeOp, ctx: LoweringContext) -> Lowered:
     if integer and isinstance(op.input.owner, nn.SubOp):
         zero_point = folded_zero_point(op.input.owner)
         if zero_point is not None:
-            source = op.input.owner.lhs.owner.operands[0]  # type: ignore[union-attr]
+            source = op.input.owner.lhs.owner.operands[0]  # type: ignore[union-attr]  # folded_zero_point matched sub(cast(x), zp): the sub's lhs is an op result
     bias = op.bias
     if bias is not None and not integer and ctx.codegen.constant_splat(bias) == 0.0:
         bias = None

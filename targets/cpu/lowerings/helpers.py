@@ -174,7 +174,7 @@ def transpose_lines(src: str, dst: str, dims: Sequence[int], perm: Sequence[int]
 def activation_code(op: Operation) -> int:
     """The kernel library's code of `op`'s fused activation (0: none)."""
     attr = op.properties.get("activation")
-    name = "none" if attr is None else attr.data  # type: ignore[attr-defined]
+    name = "none" if attr is None else attr.data  # type: ignore[attr-defined]  # an nn op's `activation` property is an ActivationAttr
     if name not in csrc.ACTIVATION_CODES:
         raise LoweringError(op, f"activation '{name}' is not supported")
     return csrc.ACTIVATION_CODES[name]

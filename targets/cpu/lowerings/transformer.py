@@ -91,7 +91,7 @@ MAX_KEYS = 16384
 
 
 def _keys(op: nn.AttentionOp) -> int:
-    return op.value.type.get_shape()[-2]  # type: ignore[attr-defined]
+    return op.value.type.get_shape()[-2]  # type: ignore[attr-defined]  # nn op operands and results are TensorTypes (their operand/result definitions)
 
 
 def handles(op: Operation) -> bool:
@@ -115,10 +115,10 @@ def check_op(op: Operation) -> Support:
     dtypes = _dtypes(op)
     for t, d in zip(types, dtypes, strict=True):
         if d is None or d not in C_TYPES:
-            element = t.element_type  # type: ignore[attr-defined]
+            element = t.element_type  # type: ignore[attr-defined]  # nn op operands and results are TensorTypes (their operand/result definitions)
             return Support.no("dtype", f"cpu: '{op.name}' on {element} tensors")
     if type(op) in FLOAT_OPS and not all(
-        isinstance(t.element_type, Float32Type)  # type: ignore[attr-defined]
+        isinstance(t.element_type, Float32Type)  # type: ignore[attr-defined]  # nn op operands and results are TensorTypes (their operand/result definitions)
         for t in types
     ):
         return Support.no("dtype", f"cpu: '{op.name}' on float32 tensors only")

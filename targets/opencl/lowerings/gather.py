@@ -47,7 +47,7 @@ def _gather(op: nn.GatherOp, program: Program, desc: str) -> KernelRun:
         index_type, wide, fix = "float", "int", ""
     else:
         index_input = op.indices
-        element = op.indices.type.element_type  # type: ignore[union-attr]
+        element = op.indices.type.element_type  # type: ignore[union-attr]  # nn op operands and results are TensorTypes (their operand/result definitions)
         assert isinstance(element, IntegerType)
         index_type = wide = "long" if element.width.data == 64 else "int"
         # clamped in the index's own width: a huge int64 index must not wrap into range

@@ -139,7 +139,7 @@ def _ctype(value: SSAValue) -> str:
         if element.storage_width == 8:
             return "char" if element.is_signed else "uchar"
         raise LoweringError(
-            value.owner,  # type: ignore[arg-type]
+            value.owner,  # type: ignore[arg-type]  # value is an op result here (block arguments have no storage to refuse)
             f"{element.storage_width}-bit quantized storage (8-bit only)",
         )
     return REAL

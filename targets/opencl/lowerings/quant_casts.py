@@ -27,7 +27,7 @@ def _dcast(op: quant.DCastOp, program: Program, desc: str) -> tuple[str, list, l
     `float32(scale[ch] * (q - zp[ch]))` computed in double, the reference kernel's formula, for
     every stored 8-bit value, so the kernel is bit-exact with it."""
     shape = _shape(op.input)
-    element = op.input.type.element_type  # type: ignore[union-attr]
+    element = op.input.type.element_type  # type: ignore[union-attr]  # nn op operands and results are TensorTypes (their operand/result definitions)
     assert isinstance(element, UniformQuantizedType)
     ct = _ctype(op.input)
     channels, inner, _ = _quant_params(element, shape)
