@@ -349,6 +349,31 @@ def _add_input(
     return source, zp, factor, rescale, [*widening, mul, rescale]
 
 
+def chain_output(
+    rescale: quant.RescaleOp, out_dtype: np.dtype
+) -> tuple[Operation, int, int, list[Operation]]:
+    """The end of a fused int8 chain after its last `rescale`: (the chain's final op, the
+    clamp bounds of its result, the ops the fusion takes besides the rescale's producer).
+    The bounds are the result's quantized storage range (else `out_dtype`'s), narrowed by an
+    `nn.clip` after an `quant.scast` of the rescale, which then ends the chain."""
+    qtype = quantized_element(rescale.output.type)
+    if qtype is not None:
+        low, high = qtype.storage_range
+    else:
+        info = np.iinfo(out_dtype)
+        low, high = int(info.min), int(info.max)
+    scast = _single_user(rescale.output)
+    if isinstance(scast, quant.SCastOp):
+        clip = _single_user(scast.results[0])
+        if isinstance(clip, nn.ClipOp) and numpy_dtype(clip.output.type) == out_dtype:
+            if clip.min is not None:
+                low = max(low, int(clip.min.value.data))
+            if clip.max is not None:
+                high = min(high, int(clip.max.value.data))
+            return clip, low, high, [rescale, scast]
+    return rescale, low, high, []
+
+
 def _requant_mode_zero(op: quant.RescaleOp) -> bool:
     """Per-tensor and `requant_blocks` mode 0: double rounding without a left shift and a
     right shift <= 31, or single rounding of a factor below 1 (ONNX models)."""
@@ -375,25 +400,10 @@ def match_add(op: Operation) -> QuantAddChain | None:
     out_dtype = numpy_dtype(rescale.output.type)
     if out_dtype not in BYTE_TYPES or not all(_requant_mode_zero(r) for r in (ra, rb, rescale)):
         return None
-    qtype = quantized_element(rescale.output.type)
-    if qtype is not None:
-        low, high = qtype.storage_range
-    else:
-        low, high = int(np.iinfo(out_dtype).min), int(np.iinfo(out_dtype).max)
-    final: Operation = rescale
-    skipped = [*oa, *ob, op]
-    scast = _single_user(rescale.output)
-    if isinstance(scast, quant.SCastOp):
-        clip = _single_user(scast.results[0])
-        if isinstance(clip, nn.ClipOp) and numpy_dtype(clip.output.type) == out_dtype:
-            if clip.min is not None:
-                low = max(low, int(clip.min.value.data))
-            if clip.max is not None:
-                high = min(high, int(clip.max.value.data))
-            skipped += [rescale, scast]
-            final = clip
+    final, low, high, tail = chain_output(rescale, out_dtype)
     if low > high:
         return None
+    skipped = [*oa, *ob, op, *tail]
     return QuantAddChain(
         op, (sa, sb), (za, zb), (ka, kb), (ra, rb), rescale, final, low, high, skipped
     )

@@ -23,7 +23,7 @@ from xdsl.ir import Operation, SSAValue
 from irc.dialects import nn, quant
 from irc.dialects.quant import quantized_element
 from irc.dtypes import numpy_dtype
-from irc.targets.cpu.qfusion import BYTE_TYPES, _single_user, _source, shape_of
+from irc.targets.cpu.qfusion import BYTE_TYPES, _single_user, _source, chain_output, shape_of
 
 KIND = "qmul"
 """The `cpu.fusion` kind of a quantized mul."""
@@ -99,25 +99,10 @@ def match_mul(op: Operation) -> QuantMulChain | None:
     shift = rescale.shift_values[0]
     if not (0 <= 31 - shift < 64 if rescale.rounding.data == "single_round" else -63 <= shift < 32):
         return None
-    qtype = quantized_element(rescale.output.type)
-    if qtype is not None:
-        low, high = qtype.storage_range
-    else:
-        low, high = int(np.iinfo(out_dtype).min), int(np.iinfo(out_dtype).max)
-    final: Operation = rescale
-    skipped = [*oa, *ob, op]
-    scast = _single_user(rescale.output)
-    if isinstance(scast, quant.SCastOp):
-        clip = _single_user(scast.results[0])
-        if isinstance(clip, nn.ClipOp) and numpy_dtype(clip.output.type) == out_dtype:
-            if clip.min is not None:
-                low = max(low, int(clip.min.value.data))
-            if clip.max is not None:
-                high = min(high, int(clip.max.value.data))
-            skipped += [rescale, scast]
-            final = clip
+    final, low, high, tail = chain_output(rescale, out_dtype)
     if low > high:
         return None
+    skipped = [*oa, *ob, op, *tail]
     return QuantMulChain(op, large, small, (za, zb), rows, rescale, final, low, high, skipped)
 
 
