@@ -156,26 +156,10 @@ def match_chain(conv: Operation) -> QuantChain | None:
     out_dtype = numpy_dtype(rescale.output.type)
     if out_dtype not in BYTE_TYPES:
         return None
-    qtype = quantized_element(rescale.output.type)
-    if qtype is not None:
-        low, high = qtype.storage_range
-    else:
-        info = np.iinfo(out_dtype)
-        low, high = int(info.min), int(info.max)
-    final: Operation = rescale
-    skipped = [*widening, conv]
-    scast = _single_user(rescale.output)
-    if isinstance(scast, quant.SCastOp):
-        clip = _single_user(scast.results[0])
-        if isinstance(clip, nn.ClipOp) and numpy_dtype(clip.output.type) == out_dtype:
-            if clip.min is not None:
-                low = max(low, int(clip.min.value.data))
-            if clip.max is not None:
-                high = min(high, int(clip.max.value.data))
-            skipped += [rescale, scast]
-            final = clip
+    final, low, high, tail = chain_output(rescale, out_dtype)
     if low > high:
         return None
+    skipped = [*widening, conv, *tail]
     return QuantChain(conv, source, zp, rescale, final, low, high, depthwise, skipped)
 
 
