@@ -105,7 +105,7 @@ def test_source_indexes_tables(
     results: tuple[dict[str, tuple[np.ndarray, np.ndarray]], str],
 ) -> None:
     source = results[1]
-    assert source.count("lut[px[") == len(CASES)
+    assert source.count("irc_lut8(px, ") == len(CASES)
     assert "IRC_PARFOR" in source  # the large case
     assert "expf" not in source
 

