@@ -370,3 +370,58 @@ def test_conv_of_negative_zero_products_keeps_its_sign(target: str) -> None:
     want, have = np.asarray(expected["result0"]), np.asarray(got["result0"])
     assert (want[0, 3] == -np.inf).all()  # both weights of channel 3 are negative: 1 / -0.0
     np.testing.assert_array_equal(have, want)
+
+
+# seeds 7001947 (gelu tanh, then pow; cpu and opencl) and 7002651 (gelu tanh, then rsqrt;
+# opencl): gelu's far-negative tail 0.5 x (1 + tanh(u)) cancels; the reference's tanh(u) rounded
+# to -1 for x = -7.92 (gelu -0.0, rsqrt -inf) where opencl's x / (1 + exp(-2u)) kept
+# -1.0e-20 (rsqrt NaN), and the cpu's 2 - 2 / (exp(2u) + 1) gave -0.0 for x = -4.98 where the
+# reference kept -2.97e-7 (`pow(., 0.5)`: 0 against NaN). The erf form had the same cancellation
+# (opencl's float8 kernel computed erfc, the others 1 + erf). Every target now computes both
+# forms without it (x / (1 + exp(-2u)), 0.5 x erfc(-x / sqrt 2)) and gives x * 0 below
+# x = -10, where both forms are still normal numbers: the class of the result (-0.0 or
+# -tiny) is decided by the input, not by a last ulp. 48 elements take OpenCL's float8
+# kernels, 45 its one-element ones.
+def _gelu_tail(n: int, approximate: str) -> str:
+    t = f"tensor<{n}xf32>"
+    return f"""
+func.func @main(%x: {t}) -> ({t}, {t}, {t}) {{
+  %g = nn.gelu %x approximate = "{approximate}" : {t} -> {t}
+  %r = nn.rsqrt %g : {t} -> {t}
+  %e = nn.constant dense<-1.0> : tensor<1xf32>
+  %p = nn.pow %g, %e : {t}, tensor<1xf32> -> {t}
+  func.return %g, %r, %p : {t}, {t}, {t}
+}}
+"""
+
+
+def _gelu_tail_inputs(n: int) -> np.ndarray:
+    edge = [-7.9214387, -9.217257, -4.9758854, -5.15, -10.0, np.nextafter(-10.0, -11.0)]
+    edge += [-np.inf, np.nan, -0.0, 0.0, np.inf, 3.4e38, -3.4e38, 1e-40, -1e30, 20.0]
+    x = np.linspace(-13.0, -3.0, n).astype(np.float32)
+    x[: len(edge)] = np.asarray(edge, np.float32)
+    return x
+
+
+@pytest.mark.parametrize("n", [45, 48])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize(
+    "target",
+    [pytest.param("cpu", marks=needs_compiler), pytest.param("opencl", marks=needs_device)],
+)
+def test_gelu_tail_class_does_not_hang_on_an_ulp(target: str, approximate: str, n: int) -> None:
+    x = _gelu_tail_inputs(n)
+    text = _gelu_tail(n, approximate)
+    _, expected = _run(text, "reference", {"arg0": x})
+    compiled, got = _run(text, target, {"arg0": x})
+    assert "host: 0 ops" in compiled.summary, compiled.summary
+    gelu = np.asarray(expected["result0"])
+    tail = x < -10.0
+    assert (gelu[tail & np.isfinite(x)] == 0).all()
+    assert np.signbit(gelu[tail]).all()
+    near = (x >= -10.0) & (x < 0)
+    assert (gelu[near] < 0).all()
+    assert (np.abs(gelu[near]) >= np.finfo(np.float32).tiny).all()
+    for name in ("result0", "result1", "result2"):
+        assert compare(np.asarray(expected[name]), np.asarray(got[name])) is None, name
+    np.testing.assert_array_equal(np.signbit(np.asarray(got["result0"])[tail]), True)

@@ -204,15 +204,25 @@ def hard_sigmoid(op: nn.HardSigmoidOp) -> Kernel:
     return _unary(op, lambda x: np.clip(x * _typed(x, alpha) + _typed(x, beta), 0, 1))
 
 
+GELU_TAIL = -10.0
+"""Below it gelu is ``x * 0`` (-0.0; -inf gives NaN) on every target: above it both forms
+are normal negative numbers (tanh form >= -1.2e-37, erf form >= -7.6e-23), so which of -0.0
+and -tiny a target gives never hangs on the last ulp of its exp, tanh or erf
+(docs/semantics.md)."""
+
+
 def _gelu_exact(x: np.ndarray) -> np.ndarray:
+    # 0.5 x (1 + erf(x / sqrt 2)) as TFLite's 0.5 x erfc(-x / sqrt 2): no cancellation for x < 0
     from scipy import special
 
-    return 0.5 * x * (1 + special.erf(x * _typed(x, 1 / math.sqrt(2))))
+    y = 0.5 * x * special.erfc(x * _typed(x, -1 / math.sqrt(2)))
+    return np.where(x < GELU_TAIL, x * 0, y)
 
 
 def _gelu_tanh(x: np.ndarray) -> np.ndarray:
-    inner = _typed(x, math.sqrt(2 / math.pi)) * (x + _typed(x, 0.044715) * x * x * x)
-    return 0.5 * x * (1 + np.tanh(inner))
+    # 0.5 x (1 + tanh(u)) as x / (1 + exp(-2u)): no cancellation where tanh(u) is near -1
+    inner = _typed(x, 2 * math.sqrt(2 / math.pi)) * (x + _typed(x, 0.044715) * x * x * x)
+    return np.where(x < GELU_TAIL, x * 0, x / (1 + np.exp(-inner)))
 
 
 @kernel(nn.GeluOp)

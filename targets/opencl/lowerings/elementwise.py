@@ -33,6 +33,7 @@ from irc.targets.opencl.lowerings.helpers import (
     _strides,
 )
 from irc.targets.opencl.lowerings.registry import lowering
+from irc.targets.opencl.lowerings.transformer import GELU_TAIL
 from irc.targets.opencl.program import Program
 
 SQRT1_2 = 0.7071067811865476
@@ -119,8 +120,9 @@ def _unary(op: Operation, epilogue: list[Operation], program: Program, desc: str
             # near -1 (PoCL's tanh(-inf) is -0.99999994, which made gelu(-1e30) -3e22, not -0)
             u2 = _f(2.0 * SQRT_2_OVER_PI)
             expr = f"v / (1.0f + exp(-{u2} * (v + 0.044715f * v * v * v)))"
-        else:
-            expr = f"0.5f * v * (1.0f + erf(v * {_f(SQRT1_2)}))"
+        else:  # 1 + erf(z) == erfc(-z): no cancellation for v < 0 (as the reference)
+            expr = f"0.5f * v * erfc(v * {_f(-SQRT1_2)})"
+        expr = f"(v < {_f(GELU_TAIL)} ? v * 0.0f : {expr})"  # -0.0 (-inf: NaN), as the reference
     else:
         expr = EXTRA_UNARY[type(op)]
     body = "    REAL v = x0[gid];\n" + compose([expr, *_activations(op, epilogue)], real=True)

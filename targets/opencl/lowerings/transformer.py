@@ -208,30 +208,41 @@ def _elementwise_vectors(op: Operation, program: Program, expr: str, desc: str) 
     return [(kernel, [op.operands[0]], [n // ELEMENT_BLOCK])]
 
 
-GELU_TANH = f"v / (1.0f + exp(-{_f(2.0 * SQRT_2_OVER_PI)} * (v + 0.044715f * v * v * v)))"
+GELU_TAIL = -10.0
+"""gelu is ``x * 0`` below it (-0.0; -inf gives NaN), as the reference (its `GELU_TAIL`)."""
+
+GELU_TANH = (
+    f"v < {_f(GELU_TAIL)} ? v * 0.0f"
+    f" : v / (1.0f + exp(-{_f(2.0 * SQRT_2_OVER_PI)} * (v + 0.044715f * v * v * v)))"
+)
 """gelu's tanh form of `v` as ``v / (1 + exp(-2u))``: no cancellation where tanh(u) is near -1
 (-inf gives NaN, +inf +inf, as the reference)."""
 
 
 def _gelu_erf_body() -> str:
-    """gelu's erf form on a `float8` block, erf from Abramowitz and Stegun 7.1.26 (|error| <
-    1.5e-7): ``0.5 (1 + erf(z))`` is ``1 - q/2`` or ``q/2`` with ``q = erfc(|z|) = p(t) t
-    exp(-z^2)``, so negative inputs lose nothing to cancellation; q is 0 where exp's argument
-    is below -87 (no denormals). NaN gives NaN, -inf NaN (``-inf * 0``), +inf +inf, as the
-    reference's ``0.5 x (1 + erf(x / sqrt 2))``."""
+    """gelu's erf form on a `float8` block, as the reference's ``0.5 x erfc(-x / sqrt 2)``:
+    ``0.5 (1 + erf(z))`` is ``1 - q/2`` or ``q/2`` with ``q = erfc(|z|)`` from Numerical
+    Recipes' erfcc (relative error < 1.2e-7), so negative inputs lose nothing to cancellation;
+    q is 0 where z^2 > 80 (its exp would near denormals), and below x = -10 the result is
+    ``x * 0``. NaN gives NaN, -inf NaN (``-inf * 0``), +inf +inf, as the reference."""
     return (
         "    const float8 v = WIDEN8(((__global const REAL8*)x0)[gid]);\n"
         f"    const float8 z = v * {_f(SQRT1_2)};\n"
         "    const float8 a = z < 0.0f ? -z : z;\n"
-        "    const float8 t = 1.0f / (1.0f + 0.3275911f * a);\n"
-        "    float8 p = 1.061405429f * t - 1.453152027f;\n"
-        "    p = p * t + 1.421413741f;\n"
-        "    p = p * t - 0.284496736f;\n"
-        "    p = p * t + 0.254829592f;\n"
+        "    const float8 t = 1.0f / (1.0f + 0.5f * a);\n"
+        "    float8 p = 0.17087277f * t - 0.82215223f;\n"
+        "    p = p * t + 1.48851587f;\n"
+        "    p = p * t - 1.13520398f;\n"
+        "    p = p * t + 0.27886807f;\n"
+        "    p = p * t - 0.18628806f;\n"
+        "    p = p * t + 0.09678418f;\n"
+        "    p = p * t + 0.37409196f;\n"
+        "    p = p * t + 1.00002368f;\n"
         "    const float8 s = a * a;\n"
-        "    const float8 q = s > 87.0f ? (float8)(0.0f)"
-        " : p * t * exp(s > 87.0f ? (float8)(-87.0f) : -s);\n"
-        "    ((__global REAL8*)y)[gid] = NARROW8(v * (z < 0.0f ? 0.5f * q : 1.0f - 0.5f * q));\n"
+        "    const float8 q = s > 80.0f ? (float8)(0.0f)"
+        " : t * exp(s > 80.0f ? (float8)(-87.0f) : p * t - 1.26551223f - s);\n"
+        "    const float8 g = v * (z < 0.0f ? 0.5f * q : 1.0f - 0.5f * q);\n"
+        f"    ((__global REAL8*)y)[gid] = NARROW8(v < {_f(GELU_TAIL)} ? v * 0.0f : g);\n"
     )
 
 

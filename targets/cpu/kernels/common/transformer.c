@@ -37,29 +37,38 @@ IRC_INLINE irc_vf irc_vf_exp(irc_vf x) {
   return irc_vf_select(nan, x, irc_vf_select(tiny, zero, p * scale));
 }
 
-/* erf on IRC_VL lanes (Abramowitz and Stegun 7.1.26: |error| < 1.5e-7), odd in x. */
-IRC_INLINE irc_vf irc_vf_erf(irc_vf x) {
-  const irc_vf zero = {0.0f};
-  const irc_vfi neg = x < zero;
-  const irc_vf a = irc_vf_select(neg, -x, x);
-  const irc_vf t = 1.0f / (1.0f + 0.3275911f * a);
-  irc_vf p = zero + 1.061405429f;
-  p = p * t - 1.453152027f;
-  p = p * t + 1.421413741f;
-  p = p * t - 0.284496736f;
-  p = p * t + 0.254829592f;
-  const irc_vf r = 1.0f - p * t * irc_vf_exp(-a * a);
-  return irc_vf_select(neg, -r, r);
+/* erfc(a) for a >= 0 on IRC_VL lanes (Numerical Recipes' erfcc, a Chebyshev fit: relative
+   error < 1.2e-7, so the far tail of gelu keeps its digits; 0 above a = 8.3, where exp's
+   argument falls below -69). */
+IRC_INLINE irc_vf irc_vf_erfc_abs(irc_vf a) {
+  const irc_vf t = 1.0f / (1.0f + 0.5f * a);
+  irc_vf p = t * 0.17087277f - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  return t * irc_vf_exp(p * t - 1.26551223f - a * a);
 }
 
 /* GELU on IRC_VL lanes: 0.5 x (1 + erf(x / sqrt 2)), or with tanh_form
-   0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), tanh(u) = 1 - 2 / (exp(2u) + 1). */
+   0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as the reference computes them
+   (docs/semantics.md): x / (1 + exp(-2u)) and, for x < 0, 0.5 x erfc(-x / sqrt 2): no
+   cancellation near -1; below x = -10, x * 0 (-0.0, -inf NaN). */
 IRC_INLINE irc_vf irc_vf_gelu(irc_vf x, int tanh_form) {
+  const irc_vfi tail = x < -10.0f;
+  irc_vf y;
   if (tanh_form) {
-    const irc_vf u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (2.0f - 2.0f / (irc_vf_exp(2.0f * u) + 1.0f));
+    const irc_vf u2 = 1.5957691216057308f * (x + 0.044715f * x * x * x);
+    y = x / (1.0f + irc_vf_exp(-u2));
+  } else {
+    const irc_vfi neg = x < 0.0f;
+    const irc_vf q = irc_vf_erfc_abs(irc_vf_select(neg, -x, x) * 0.70710678118654752f);
+    y = 0.5f * x * irc_vf_select(neg, q, 2.0f - q);
   }
-  return 0.5f * x * (1.0f + irc_vf_erf(x * 0.70710678118654752f));
+  return irc_vf_select(tail, x * 0.0f, y);
 }
 
 typedef struct {
