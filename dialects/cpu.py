@@ -307,6 +307,7 @@ FUSION_KINDS = {
     "dynamic_fc": ("nn.fully_connected",),
     "qtable": ("quant.rescale",),
     "qmul": ("nn.mul",),
+    "qsum": ("nn.reduce",),
 }
 """Kinds of `cpu.fusion` and the op names of which the region holds exactly one (the
 producer the kernel is named after)."""

@@ -116,6 +116,7 @@ def test_supported_ops_are_the_registered_ones_and_constants() -> None:
             [
                 "table_chain",
                 "quantized_mul",
+                "quantized_sum",
                 "qconv",
                 "qadd",
                 "conv_add",

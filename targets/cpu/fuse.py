@@ -13,6 +13,8 @@ placed where its last op was, its `kind` naming the kernel `cpu-codegen` emits f
   ``mul(x, sigmoid(x))``) as one 256-entry lookup (`qtable.match_table_chains`);
 * `"qmul"`: `lower-quantized`'s int8 mul, one input repeating along leading dimensions
   (squeeze-excitation), one kernel (`qmul.match_mul_chains`);
+* `"qsum"`: `lower-quantized`'s int8 sum (mean, global average pool: widen, zero point,
+  sum over contiguous axes) reading the bytes once (`qsum.match_sum_chains`);
 * `"conv_add"`: a float NHWC, non-depthwise `nn.conv2d` whose only use is an `nn.add` with
   a same-shaped tensor (a residual): the add (and its activation, or an `nn.relu` that is
   the only use of an add without one) in the conv's epilogue.
@@ -46,6 +48,8 @@ from irc.targets.cpu.dynamic_quant import fuse_chains as fuse_dynamic_chains
 from irc.targets.cpu.qfusion import match_add_chains, match_chains
 from irc.targets.cpu.qmul import KIND as QMUL_KIND
 from irc.targets.cpu.qmul import match_mul_chains
+from irc.targets.cpu.qsum import KIND as QSUM_KIND
+from irc.targets.cpu.qsum import match_sum_chains
 from irc.targets.cpu.qtable import KIND as TABLE_KIND
 from irc.targets.cpu.qtable import match_table_chains
 from irc.targets.cpu.support import C_TYPES
@@ -167,6 +171,8 @@ def fuse_function(func: FuncOp) -> int:
         groups += [(TABLE_KIND, t.members) for t in match_table_chains(ops, claimed)]
         claimed = {op for _, members in groups for op in members}
         groups += [(QMUL_KIND, [*c.skipped, c.final]) for c in match_mul_chains(ops, claimed)]
+        claimed = {op for _, members in groups for op in members}
+        groups += [(QSUM_KIND, [*c.skipped, c.reduce]) for c in match_sum_chains(ops, claimed)]
     if fuse_residual_enabled():
         for add, conv in residual_adds(ops).items():
             relu = trailing_relu(add)

@@ -27,7 +27,7 @@ func.func @outside() {
 // -----
 
 func.func @unknown_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown fusion kind 'epilogue' (expected one of qconv, qadd, conv_add, dynamic_fc, qtable, qmul)}}
+  // expected-error @+1 {{unknown fusion kind 'epilogue' (expected one of qconv, qadd, conv_add, dynamic_fc, qtable, qmul, qsum)}}
   %f = "cpu.fusion"() <{kind = "epilogue"}> ({
     %y = nn.relu %x : tensor<4xf32> -> tensor<4xf32>
     %z = nn.exp %y : tensor<4xf32> -> tensor<4xf32>

@@ -1,6 +1,7 @@
 """The "qtable" `cpu.fusion` (`qtable.py`): an elementwise chain of one 8-bit value as one
 256-entry lookup per element, the table computed at compile time by the reference kernels;
-the "qmul" fusion (`qmul.py`): an int8 mul, one input repeating along leading dimensions.
+the "qmul" fusion (`qmul.py`): an int8 mul, one input repeating along leading dimensions;
+the "qsum" fusion (`qsum.py`): an int8 sum over contiguous axes, zero point subtracted.
 
 Registered before `fusion`'s catch-all refusal (this package imports it first).
 """
@@ -23,6 +24,8 @@ from irc.targets.cpu.lowerings.helpers import (
 from irc.targets.cpu.lowerings.registry import Emitter, Lines, Lowered, LoweringContext, lowering
 from irc.targets.cpu.qmul import KIND as QMUL_KIND
 from irc.targets.cpu.qmul import match_mul
+from irc.targets.cpu.qsum import KIND as QSUM_KIND
+from irc.targets.cpu.qsum import match_sum
 from irc.targets.cpu.qtable import KIND, TableChain, chain_table, match_table_chain
 from irc.targets.cpu.tables import TABLE_SIZE
 
@@ -138,3 +141,28 @@ def quantized_mul(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
 
     timed = (chain.mul, (chain.large, chain.small))
     return Lowered(emit, temps, ("quant",), False, fusion_inputs(fusion), timed)
+
+
+@lowering(cpu.FusionOp)
+def quantized_sum(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
+    """An int8 sum (`qsum.match_sum`): the 8-bit input read once, summed in int32 with its
+    zero point subtracted (`irc_qsum_s8` / `irc_qsum_u8`)."""
+    if fusion.kind.data != QSUM_KIND:
+        return None
+    reduce = next((op for op in fusion.members if isinstance(op, nn.ReduceOp)), None)
+    chain = None if reduce is None else match_sum(reduce)
+    if chain is None or set(fusion.members) != {*chain.skipped, chain.reduce}:
+        return None
+    yielded = fusion.body.block.last_op
+    if yielded is None or yielded.operands[0].owner is not chain.reduce:
+        return None
+    ct_in = ctype(chain.source)
+    kernel = "irc_qsum_u8" if ct_in == "uint8_t" else "irc_qsum_s8"
+
+    def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+        args = f"{chain.outer}L, {chain.count}L, {chain.inner}L, {chain.zero_point}, {res[0]}"
+        call = f"{kernel}((const {ct_in} *){em.ptr(chain.source)}, {args});"
+        return block(describe(chain.reduce), [], [call])
+
+    timed = (chain.reduce, (chain.source,))
+    return Lowered(emit, [], ("quant",), False, fusion_inputs(fusion), timed)

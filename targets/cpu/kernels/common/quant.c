@@ -174,3 +174,29 @@ static void irc_lut8(const uint8_t *x, uint8_t *y, long n, const uint8_t *t) {
   const irc_lut8_args a = {x, y, t, n, parts};
   irc_parallel(irc_lut8_part, &a, parts, threads);
 }
+
+/* y[o][i] = sum over k < count of (x[o][k][i] - zp) for 8-bit x of type T ("qsum",
+   targets/cpu/qsum.py): the int32 sub and sum of lower-quantized's mean / global average
+   pool in one pass over the bytes, in 32-bit two's complement arithmetic as those int32
+   kernels compute. */
+#define IRC_QSUM(NAME, T)                                                                     \
+  static void NAME(const T *restrict x, long outer, long count, long inner, int32_t zp,      \
+                   int32_t *restrict y) {                                                    \
+    const uint32_t off = (uint32_t)count * (uint32_t)zp;                                     \
+    for (long o = 0; o < outer; ++o) {                                                       \
+      const T *restrict xo = x + o * count * inner;                                          \
+      if (inner == 1) {                                                                      \
+        uint32_t s = 0;                                                                      \
+        for (long k = 0; k < count; ++k) s += (uint32_t)(int32_t)xo[k];                      \
+        y[o] = (int32_t)(s - off);                                                           \
+        continue;                                                                            \
+      }                                                                                      \
+      uint32_t *restrict acc = (uint32_t *)(y + o * inner);                                  \
+      for (long i = 0; i < inner; ++i) acc[i] = 0;                                           \
+      for (long k = 0; k < count; ++k)                                                       \
+        for (long i = 0; i < inner; ++i) acc[i] += (uint32_t)(int32_t)xo[k * inner + i];     \
+      for (long i = 0; i < inner; ++i) acc[i] -= off;                                        \
+    }                                                                                        \
+  }
+IRC_QSUM(irc_qsum_s8, int8_t)
+IRC_QSUM(irc_qsum_u8, uint8_t)
