@@ -425,3 +425,50 @@ def test_gelu_tail_class_does_not_hang_on_an_ulp(target: str, approximate: str, 
     for name in ("result0", "result1", "result2"):
         assert compare(np.asarray(expected[name]), np.asarray(got[name])) is None, name
     np.testing.assert_array_equal(np.signbit(np.asarray(got["result0"])[tail]), True)
+
+
+# seed 9100028 (--onnx, onnx-import crash): an ONNX Pad with constant value -inf became
+# `nn.pad ... value = -inf`, and irc.compile of the model file printed its artifact for the
+# compile cache, where the float property's printer refused -inf ("no MLIR float literal").
+# Float properties now print and parse `inf`, `-inf` and `nan`.
+@pytest.mark.parametrize("value", ["-inf", "inf", "nan", "-0.0"])
+def test_pad_value_that_is_not_a_finite_number_round_trips(value: str) -> None:
+    text = f"""
+func.func @main(%x: tensor<1x2xf32>) -> tensor<2x3xf32> {{
+  %y = nn.pad %x pads = [0, 1, 0, 1] value = {value} : tensor<1x2xf32> -> tensor<2x3xf32>
+  func.return %y : tensor<2x3xf32>
+}}
+"""
+    printed = str(irc.parse_module(text))
+    assert f"value = {value} " in printed
+    again = irc.parse_module(printed)
+    assert str(again) == printed
+    got = irc.compile(again, targets=["reference"]).run({"arg0": np.ones((1, 2), np.float32)})
+    pad = np.asarray(got["result0"]).ravel()[2:]
+    np.testing.assert_array_equal(np.signbit(pad), np.signbit(np.float32(value)))
+    np.testing.assert_array_equal(pad, np.full(4, np.float32(value)))
+
+
+def test_onnx_pad_of_negative_infinity_compiles_through_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    monkeypatch.setenv("IRC_COMPILE_CACHE", "1")
+    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "cache"))
+    pads = helper.make_tensor("pads", TensorProto.INT64, [4], [0, 1, 0, 1])
+    fill = helper.make_tensor("fill", TensorProto.FLOAT, [], [-np.inf])
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "pads", "fill"], ["y"])],
+        "pad",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [pads, fill],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "pad.onnx"
+    onnx.save(model, path)
+    for _ in range(2):  # the second compile reads the cached artifact back
+        got = irc.compile(str(path), targets=["reference"]).run({"x": np.ones((1, 2), np.float32)})
+        np.testing.assert_array_equal(np.asarray(got["y"]).ravel(), [-np.inf, 1, 1, -np.inf])

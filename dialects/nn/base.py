@@ -20,6 +20,7 @@ definition of every shape rule.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, ClassVar, Literal, Self, TypeGuard, TypeVar, cast
@@ -106,13 +107,14 @@ def print_prop_value(printer: Printer, kind: PropKind, value: Attribute) -> None
             printer.print_string(f"[{', '.join(str(int(v)) for v in value.get_values())}]")
         case "floats":
             assert isinstance(value, DenseArrayBase)
-            printer.print_string(f"[{', '.join(format_float(v) for v in value.get_values())}]")
+            texts = (_format_prop_float(v) for v in value.get_values())
+            printer.print_string(f"[{', '.join(texts)}]")
         case "int":
             assert isinstance(value, IntegerAttr)
             printer.print_string(str(value.value.data))
         case "float":
             assert isinstance(value, FloatAttr)
-            printer.print_string(format_float(value.value.data))
+            printer.print_string(_format_prop_float(value.value.data))
         case "bool":
             assert isinstance(value, IntegerAttr)
             printer.print_string("true" if value.value.data else "false")
@@ -121,6 +123,27 @@ def print_prop_value(printer: Printer, kind: PropKind, value: Attribute) -> None
             printer.print_string_literal(value.data)
         case "attr":
             printer.print_attribute(value)
+
+
+def _format_prop_float(value: float) -> str:
+    """A float property's text: `format_float`, or `inf`, `-inf`, `nan`, which have no MLIR
+    float literal (a pad value may be any of them)."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return format_float(value)
+
+
+def _parse_prop_float(parser: Parser) -> float:
+    """A float property written by `_format_prop_float`."""
+    if parser.parse_optional_keyword("nan") is not None:
+        return math.nan
+    negative = parser.parse_optional_punctuation("-") is not None
+    if parser.parse_optional_keyword("inf") is not None:
+        return -math.inf if negative else math.inf
+    value = float(parser.parse_number())
+    return -value if negative else value
 
 
 def parse_prop_value(parser: Parser, kind: PropKind) -> Attribute:
@@ -135,13 +158,13 @@ def parse_prop_value(parser: Parser, kind: PropKind) -> Attribute:
             return DenseArrayBase.from_list(i64, values)
         case "floats":
             values = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, lambda: float(parser.parse_number())
+                parser.Delimiter.SQUARE, lambda: _parse_prop_float(parser)
             )
             return DenseArrayBase.from_list(f64, values)
         case "int":
             return IntegerAttr(parser.parse_integer(allow_boolean=False), i64)
         case "float":
-            return FloatAttr(float(parser.parse_number()), f64)
+            return FloatAttr(_parse_prop_float(parser), f64)
         case "bool":
             return BoolAttr.from_bool(parser.parse_boolean())
         case "str":
