@@ -8,8 +8,8 @@ cases cover int8 and uint8 storage, zero points, double (TFLite) and single (ONN
 a fused relu6 (clamp after the rescale), a left-shifting rescale, the element count split
 across threads. Kept apart (a sigmoid table, then the mul): a sigmoid whose result has
 another use, and a mul of two different values. A quantized mul whose second input repeats
-along leading dimensions (squeeze-excitation) is one "qmul" kernel (`qmul.py`): with
-per-element tables of results when it repeats often, per product otherwise.
+along leading dimensions (squeeze-excitation) is one "qmul" kernel (`qmul.py`): 8 lanes at
+a time, the rows split over the threads when large.
 """
 
 from __future__ import annotations
@@ -125,6 +125,7 @@ MULS = [
     MulCase("se_direct", (1, 7, 7, 96), (1, 1, 1, 96), zps=(3, -100, -20), act="relu6"),
     MulCase("se_uint8_tables", (2, 20, 20, 8), (8,), dtype="uint8", zps=(130, 0, 120)),
     MulCase("se_double_round", (1, 30, 30, 24), (1, 1, 1, 24), zps=(-128, -128, -128)),
+    MulCase("se_threads_tail", (1, 64, 64, 20), (1, 1, 1, 20), zps=(-111, -128, -9), single=True),
 ]
 
 CASES: list[SwishCase | MulCase] = [

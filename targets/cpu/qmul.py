@@ -8,9 +8,9 @@ A quantized mul (QDQ EfficientNets' squeeze-excitation ``y * sigmoid(s)``, the s
 
 `match_mul` finds it when one input has the result's shape and the other repeats along the
 leading dimensions (its shape is the result's trailing dimensions, ones before). The kernel
-reads both 8-bit inputs and writes the 8-bit result; when the small input repeats often, it
-first builds, for each of its elements, the 256 results of every byte of the large input
-(`irc_mbqm`, the C mirror of the reference's rescale, exact) and then looks them up.
+reads both 8-bit inputs and writes the 8-bit result (the inputs stored alike), the product
+rescaled by `irc_mbqm` (the C mirror of the reference's rescale, exact) on 8 lanes at a
+time.
 """
 
 from __future__ import annotations
@@ -94,8 +94,11 @@ def match_mul(op: Operation) -> QuantMulChain | None:
     if quantized_element(rescale.input.type) is not None:
         return None
     out_dtype = numpy_dtype(rescale.output.type)
-    if out_dtype not in BYTE_TYPES:
-        return None
+    if (
+        out_dtype not in BYTE_TYPES
+        or not numpy_dtype(large.type) == numpy_dtype(small.type) == out_dtype
+    ):
+        return None  # the kernel reads and writes one storage type
     shift = rescale.shift_values[0]
     if not (0 <= 31 - shift < 64 if rescale.rounding.data == "single_round" else -63 <= shift < 32):
         return None

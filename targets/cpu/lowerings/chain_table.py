@@ -17,7 +17,6 @@ from irc.targets.cpu.lowerings.helpers import (
     describe,
     fusion_inputs,
     numel,
-    parallel,
     shape,
     zero_point,
 )
@@ -72,16 +71,11 @@ def table_chain(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
     return Lowered(emit, [], ("quant",), False, fusion_inputs(fusion), timed)
 
 
-TABLE_ROWS = 320
-"""Repeats of the small input of a quantized mul from which its kernel builds per-element
-tables of 256 results (each costs about one requantization) instead of requantizing every
-product."""
-
-
 @lowering(cpu.FusionOp)
 def quantized_mul(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
     """An int8 mul (`qmul.match_mul`): both 8-bit inputs read, the product rescaled with
-    `irc_mbqm` (the reference's rescale, exact) or looked up in tables of those results."""
+    `irc_mbqm` (the reference's rescale, exact) by `irc_qmul_s8` / `irc_qmul_u8` (8 lanes
+    at a time, the rows split over the pool)."""
     if fusion.kind.data != QMUL_KIND:
         return None
     mul = next((op for op in fusion.members if isinstance(op, nn.MulOp)), None)
@@ -98,49 +92,18 @@ def quantized_mul(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
     m, s = rescale.multiplier_values[0], rescale.shift_values[0]
     single = int(rescale.rounding.data == "single_round")
     zp_out = zero_point(rescale.output)
-    ct_a, ct_b, ct_out = ctype(chain.large), ctype(chain.small), ctype(chain.final.results[0])
-    tables = chain.rows >= TABLE_ROWS
-    temps = [(nb * 256 + 3) // 4] if tables else []
+    ct_out = ctype(chain.final.results[0])  # the inputs' storage too (`match_mul`)
+    low, high = f"({chain.low}LL)", f"({chain.high}LL)"
 
-    def value(a: str, b: str) -> str:
-        product = f"((int64_t)({a}) - ({za}LL)) * ((int64_t)({b}) - ({zb}LL))"
-        return f"{zp_out}LL + irc_mbqm({product}, {m}LL, {s}, {single})"
-
-    def clamp(v: str) -> str:
-        low, high = f"({chain.low}LL)", f"({chain.high}LL)"
-        return f"({ct_out})({v} < {low} ? {low} : ({v} > {high} ? {high} : {v}))"
-
-    def emit(em: Emitter, res: list[str], tmp: list[str]) -> Lines:
-        decls = [
-            f"const {ct_a} *restrict pa = (const {ct_a} *){em.ptr(chain.large)};",
-            f"const {ct_b} *restrict pb = (const {ct_b} *){em.ptr(chain.small)};",
-            f"{ct_out} *restrict po = {res[0]};",
-        ]
-        if not tables:
-            body = [
-                f"for (long i = 0; i < {count}; ++i) {{",
-                f"  const int64_t v = {value('pa[i]', f'pb[i % {nb}]')};",
-                f"  po[i] = {clamp('v')};",
-                "}",
-            ]
-            return block(describe(chain.mul), decls, parallel([count], body))
-        decls.append(f"{ct_out} *restrict lut = ({ct_out} *){tmp[0]};")
-        build = [
-            f"for (long j = 0; j < {nb}; ++j)",
-            "  for (int k = 0; k < 256; ++k) {",
-            f"    const int64_t v = {value(f'({ct_a})(uint8_t)k', 'pb[j]')};",
-            f"    lut[j * 256 + k] = {clamp('v')};",
-            "  }",
-        ]
-        look = [
-            f"for (long r = 0; r < {chain.rows}; ++r)",
-            f"  for (long j = 0; j < {nb}; ++j)",
-            f"    po[r * {nb} + j] = lut[j * 256 + (uint8_t)pa[r * {nb} + j]];",
-        ]
-        return block(describe(chain.mul), decls, build + parallel([chain.rows, nb], look))
+    def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+        pa, pb = em.ptr(chain.large), em.ptr(chain.small)
+        kernel = "irc_qmul_u8" if ct_out == "uint8_t" else "irc_qmul_s8"
+        args = f"{chain.rows}L, {nb}L, {za}LL, {zb}LL, {m}LL, {s}, {single}, {zp_out}LL"
+        call = f"{kernel}((const {ct_out} *){pa}, (const {ct_out} *){pb}, {res[0]}, {args}, "
+        return block(describe(chain.mul), [], [call + f"{low}, {high});"])
 
     timed = (chain.mul, (chain.large, chain.small))
-    return Lowered(emit, temps, ("quant",), False, fusion_inputs(fusion), timed)
+    return Lowered(emit, [], ("quant",), False, fusion_inputs(fusion), timed)
 
 
 @lowering(cpu.FusionOp)

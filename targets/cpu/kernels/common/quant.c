@@ -200,3 +200,66 @@ static void irc_lut8(const uint8_t *x, uint8_t *y, long n, const uint8_t *t) {
   }
 IRC_QSUM(irc_qsum_s8, int8_t)
 IRC_QSUM(irc_qsum_u8, uint8_t)
+
+/* The int8 mul of "qmul" (targets/cpu/qmul.py): for r < rows, j < nb,
+   y[r][j] = clamp(zp + mbqm((a[r][j] - za) * (b[j] - zb), m, s, single), lo, hi), exactly
+   irc_mbqm, 8 elements at a time on irc_q8 lanes (vpmovsxbq / vpmullq / vpsraq on
+   AVX-512), the rows split over the pool from IRC_QMUL_PARALLEL elements. T: the storage
+   type of a, b and y; TV: 8 of them. */
+#define IRC_QMUL_PARALLEL 65536
+typedef struct {
+  const void *a, *b;
+  void *y;
+  long rows, nb, parts;
+  int64_t za, zb, m, zp, lo, hi;
+  int s, single;
+} irc_qmul_args;
+#define IRC_QMUL(NAME, T, TV)                                                                 \
+  static void NAME##_part(const void *ctx, long part) {                                      \
+    const irc_qmul_args *A = (const irc_qmul_args *)ctx;                                     \
+    const T *restrict a = (const T *)A->a, *restrict b = (const T *)A->b;                    \
+    T *restrict y = (T *)A->y;                                                               \
+    const long nb = A->nb, r0 = part * A->rows / A->parts;                                   \
+    const long r1 = (part + 1) * A->rows / A->parts;                                         \
+    const int s = A->s, single = A->single;                                                  \
+    const int64_t za = A->za, zb = A->zb, m = A->m, zp = A->zp, lo = A->lo, hi = A->hi;      \
+    const irc_q8 zero = {0}, mv = zero + m;                                                  \
+    const irc_q8 va = zero + (single ? (31 - s > 0 ? (int64_t)1 << (30 - s) : 0)             \
+                                     : (s > 0 ? s : 0));                                     \
+    const irc_q8 vb = zero + (single ? 31 - s : (s > 0 ? 0 : -s));                          \
+    for (long r = r0; r < r1; ++r) {                                                         \
+      const T *restrict ar = a + r * nb;                                                     \
+      T *restrict yr = y + r * nb;                                                           \
+      long j = 0;                                                                            \
+      for (; j + 8 <= nb; j += 8) {                                                          \
+        TV xa, xb;                                                                           \
+        __builtin_memcpy(&xa, ar + j, sizeof xa);                                            \
+        __builtin_memcpy(&xb, b + j, sizeof xb);                                             \
+        const irc_q8 x = (__builtin_convertvector(xa, irc_q8) - za) *                        \
+                         (__builtin_convertvector(xb, irc_q8) - zb);                         \
+        const irc_q8 v = single ? irc_mbqm1_q8(x, mv, va, vb) : irc_mbqm_q8(x, mv, va, vb);  \
+        const TV out = __builtin_convertvector(irc_q8_clamp(v + zp, lo, hi), TV);            \
+        __builtin_memcpy(yr + j, &out, sizeof out);                                          \
+      }                                                                                      \
+      for (; j < nb; ++j) {                                                                  \
+        const int64_t v =                                                                    \
+            zp + irc_mbqm(((int64_t)ar[j] - za) * ((int64_t)b[j] - zb), m, s, single);       \
+        yr[j] = (T)(v < lo ? lo : (v > hi ? hi : v));                                        \
+      }                                                                                      \
+    }                                                                                        \
+  }                                                                                          \
+  static void NAME(const T *a, const T *b, T *y, long rows, long nb, int64_t za, int64_t zb, \
+                   int64_t m, int s, int single, int64_t zp, int64_t lo, int64_t hi) {       \
+    const int threads = rows * nb >= IRC_QMUL_PARALLEL ? irc_nthreads() : 1;                 \
+    long parts = threads > 1 ? 4L * threads : 1;                                             \
+    parts = parts < rows ? parts : rows;                                                     \
+    const irc_qmul_args args = {a, b, y, rows, nb, parts, za, zb, m, zp, lo, hi, s, single}; \
+    if (parts <= 1)                                                                          \
+      NAME##_part(&args, 0);                                                                 \
+    else                                                                                     \
+      irc_parallel(NAME##_part, &args, parts, threads);                                      \
+  }
+typedef int8_t irc_s8x8 __attribute__((vector_size(8)));
+typedef uint8_t irc_u8x8 __attribute__((vector_size(8)));
+IRC_QMUL(irc_qmul_s8, int8_t, irc_s8x8)
+IRC_QMUL(irc_qmul_u8, uint8_t, irc_u8x8)
