@@ -68,6 +68,11 @@ def _float_cases() -> list[Case]:
             ((2, 3, 7, 13), 9, 5, False, (2, 1, 7, 9)),
             ((4, 17, 8), 33, 8, True, None),
             ((2, 2, 5, 4), 6, 3, False, (6,)),
+            # rows past a register tile, partial vectors, a mask repeated along the keys
+            ((1, 2, 70, 24), 45, 36, True, (1, 1, 70, 1)),
+            # more than 512 keys and a head over 512 wide (products in k chunks)
+            ((1, 9, 600), 700, 20, False, (9, 700)),
+            ((2, 33, 24), 530, 24, True, None),
         ]
     ):
         *batch, _, d = q_shape

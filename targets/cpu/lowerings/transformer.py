@@ -87,7 +87,8 @@ def _dtypes(op: Operation) -> list[np.dtype | None]:
 
 
 MAX_KEYS = 16384
-"""Longest key sequence of an attention: 4 rows of scores live on a thread's stack."""
+"""Longest key sequence of an attention: a block of at least 8 rows of scores (512 KiB at
+this length) lives on a thread's stack."""
 
 
 def _keys(op: nn.AttentionOp) -> int:

@@ -177,83 +177,6 @@ static void irc_silu(const float *restrict x, float *restrict y, long n) {
   for (long k = vectors * IRC_VL; k < n; ++k) y[k] = x[k] / (1.0f + expf(-x[k]));
 }
 
-/* Softmax of a row of n scores in place, in float lanes. */
-IRC_INLINE void irc_softmax_row(float *restrict s, long n) {
-  const irc_vf zero = {0.0f};
-  irc_vf vmx = zero - INFINITY;
-  long j = 0;
-  for (; j + IRC_VL <= n; j += IRC_VL) {
-    const irc_vf x = *(irc_vfu *)(s + j);
-    vmx = irc_vf_select(x > vmx, x, vmx);
-  }
-  float mx = -INFINITY;
-  for (int i = 0; i < IRC_VL; ++i) mx = irc_maxf(mx, vmx[i]);
-  for (; j < n; ++j) mx = irc_maxf(mx, s[j]);
-  if (!(mx > -INFINITY)) mx = 0.0f; /* a row masked everywhere with -inf */
-  irc_vf acc = {0.0f};
-  for (j = 0; j + IRC_VL <= n; j += IRC_VL) {
-    const irc_vf e = irc_vf_exp(*(irc_vfu *)(s + j) - mx);
-    *(irc_vfu *)(s + j) = e;
-    acc += e;
-  }
-  float sum = irc_vf_hsum(acc);
-  for (; j < n; ++j) {
-    s[j] = s[j] - mx < -69.0f ? 0.0f : expf(s[j] - mx);
-    sum += s[j];
-  }
-  const float inv = 1.0f / sum;
-  for (j = 0; j < n; ++j) s[j] *= inv;
-}
-
-/* y[0:n] = sum_k a[k] * x[k * stride + 0:n] for k < K: register-blocked over 4 vectors of
-   y at a time (the accumulators stay in registers across k), then single vectors, then a
-   scalar tail. */
-static void irc_axpy_rows(const float *restrict a, const float *restrict x, long K,
-                          long stride, float *restrict y, long n) {
-  long j = 0;
-  for (; j + 4 * IRC_VL <= n; j += 4 * IRC_VL) {
-    /* two accumulators per vector (even and odd k): 8 independent FMA chains */
-    irc_vf c0 = {0.0f}, c1 = {0.0f}, c2 = {0.0f}, c3 = {0.0f};
-    irc_vf d0 = {0.0f}, d1 = {0.0f}, d2 = {0.0f}, d3 = {0.0f};
-    long k = 0;
-    for (; k + 2 <= K; k += 2) {
-      const float *restrict xr = x + k * stride + j;
-      const float *restrict xs = xr + stride;
-      const float ak = a[k], bk = a[k + 1];
-      c0 += ak * *(const irc_vfu *)(xr);
-      c1 += ak * *(const irc_vfu *)(xr + IRC_VL);
-      c2 += ak * *(const irc_vfu *)(xr + 2 * IRC_VL);
-      c3 += ak * *(const irc_vfu *)(xr + 3 * IRC_VL);
-      d0 += bk * *(const irc_vfu *)(xs);
-      d1 += bk * *(const irc_vfu *)(xs + IRC_VL);
-      d2 += bk * *(const irc_vfu *)(xs + 2 * IRC_VL);
-      d3 += bk * *(const irc_vfu *)(xs + 3 * IRC_VL);
-    }
-    if (k < K) {
-      const float *restrict xr = x + k * stride + j;
-      const float ak = a[k];
-      c0 += ak * *(const irc_vfu *)(xr);
-      c1 += ak * *(const irc_vfu *)(xr + IRC_VL);
-      c2 += ak * *(const irc_vfu *)(xr + 2 * IRC_VL);
-      c3 += ak * *(const irc_vfu *)(xr + 3 * IRC_VL);
-    }
-    *(irc_vfu *)(y + j) = c0 + d0;
-    *(irc_vfu *)(y + j + IRC_VL) = c1 + d1;
-    *(irc_vfu *)(y + j + 2 * IRC_VL) = c2 + d2;
-    *(irc_vfu *)(y + j + 3 * IRC_VL) = c3 + d3;
-  }
-  for (; j + IRC_VL <= n; j += IRC_VL) {
-    irc_vf c = {0.0f};
-    for (long k = 0; k < K; ++k) c += a[k] * *(const irc_vfu *)(x + k * stride + j);
-    *(irc_vfu *)(y + j) = c;
-  }
-  for (; j < n; ++j) {
-    float c = 0.0f;
-    for (long k = 0; k < K; ++k) c += a[k] * x[k * stride + j];
-    y[j] = c;
-  }
-}
-
 /* The dot product of a[0:n] and b[0:n] in float lanes. */
 IRC_INLINE float irc_dot(const float *restrict a, const float *restrict b, long n) {
   irc_vf acc = {0.0f};
@@ -264,53 +187,233 @@ IRC_INLINE float irc_dot(const float *restrict a, const float *restrict b, long 
   return sum;
 }
 
-/* y[r][0:n] = sum_k a[r][k] * x[k * stride + 0:n] for 4 rows r (a rows lda apart, y rows
-   ldy apart): a 4-row x 4-vector register tile, so every loaded x vector serves 4 rows;
-   the columns left over go row by row through irc_axpy_rows. */
-static void irc_axpy_rows4(const float *restrict a, long lda, const float *restrict x, long K,
-                           long stride, float *restrict y, long ldy, long n) {
-  long j = 0;
-  for (; j + 4 * IRC_VL <= n; j += 4 * IRC_VL) {
-    const irc_vf zero = {0.0f};
-    irc_vf c00 = zero, c01 = zero, c02 = zero, c03 = zero, c10 = zero, c11 = zero;
-    irc_vf c12 = zero, c13 = zero, c20 = zero, c21 = zero, c22 = zero, c23 = zero;
-    irc_vf c30 = zero, c31 = zero, c32 = zero, c33 = zero;
-    for (long k = 0; k < K; ++k) {
-      const float *restrict xr = x + k * stride + j;
-      const irc_vf x0 = *(const irc_vfu *)(xr), x1 = *(const irc_vfu *)(xr + IRC_VL);
-      const irc_vf x2 = *(const irc_vfu *)(xr + 2 * IRC_VL);
-      const irc_vf x3 = *(const irc_vfu *)(xr + 3 * IRC_VL);
-      const float a0 = a[k], a1 = a[lda + k], a2 = a[2 * lda + k], a3 = a[3 * lda + k];
-      c00 += a0 * x0; c01 += a0 * x1; c02 += a0 * x2; c03 += a0 * x3;
-      c10 += a1 * x0; c11 += a1 * x1; c12 += a1 * x2; c13 += a1 * x3;
-      c20 += a2 * x0; c21 += a2 * x1; c22 += a2 * x2; c23 += a2 * x3;
-      c30 += a3 * x0; c31 += a3 * x1; c32 += a3 * x2; c33 += a3 * x3;
-    }
-    float *restrict y0 = y + j, *restrict y1 = y0 + ldy;
-    float *restrict y2 = y1 + ldy, *restrict y3 = y2 + ldy;
-    *(irc_vfu *)(y0) = c00; *(irc_vfu *)(y0 + IRC_VL) = c01;
-    *(irc_vfu *)(y0 + 2 * IRC_VL) = c02; *(irc_vfu *)(y0 + 3 * IRC_VL) = c03;
-    *(irc_vfu *)(y1) = c10; *(irc_vfu *)(y1 + IRC_VL) = c11;
-    *(irc_vfu *)(y1 + 2 * IRC_VL) = c12; *(irc_vfu *)(y1 + 3 * IRC_VL) = c13;
-    *(irc_vfu *)(y2) = c20; *(irc_vfu *)(y2 + IRC_VL) = c21;
-    *(irc_vfu *)(y2 + 2 * IRC_VL) = c22; *(irc_vfu *)(y2 + 3 * IRC_VL) = c23;
-    *(irc_vfu *)(y3) = c30; *(irc_vfu *)(y3 + IRC_VL) = c31;
-    *(irc_vfu *)(y3 + 2 * IRC_VL) = c32; *(irc_vfu *)(y3 + 3 * IRC_VL) = c33;
-  }
-  if (j < n)
-    for (int r = 0; r < 4; ++r) irc_axpy_rows(a + r * lda, x + j, K, stride, y + r * ldy + j, n - j);
+/* Scaled dot-product attention: per batch (head) b, o[b] = softmax(scale * q[b] @ k[b]^T +
+   mask) @ v[b]. A head's query rows go in blocks (irc_att_rows); a block's scores
+   [rows][N] stay in a buffer on the thread's stack (in cache, never written out). Both
+   products run as register tiles of IRC_ATT_MR rows x two vectors (irc_att_tile: every
+   loaded key / value vector serves IRC_ATT_MR rows), column tiles outermost, each column
+   slice of the keys or values packed contiguous (zero-filled to two vectors) so it stays in
+   L1 across the block's rows; partial vectors are stored by masked moves. The scale and a
+   unit-stride mask are applied as the scores are stored, and the softmax's 1 / sum scales
+   the output rows as they are stored. */
+#if IRC_VL >= 16
+#define IRC_ATT_MR 8 /* 16 zmm accumulators of 32 */
+#else
+#define IRC_ATT_MR 6 /* 12 accumulators of 16 registers */
+#endif
+#define IRC_ATT_SCORES 16384 /* floats of a block's scores (64 KiB), at least IRC_ATT_MR rows */
+#define IRC_ATT_TILES 8      /* at most this many row tiles per block */
+#define IRC_ATT_PACK_K 512   /* products over at most this many k pack their column slices */
+
+/* The largest lane of v (NaN lanes ignored), as a tree where the ISA has one. */
+IRC_INLINE float irc_vf_hmax(irc_vf v) {
+#if IRC_VL == 16 && defined(__AVX512F__)
+  return _mm512_reduce_max_ps((__m512)v);
+#elif IRC_VL == 8 && defined(__AVX__)
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+#else
+  float m = v[0];
+  for (int i = 1; i < IRC_VL; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+#endif
 }
 
-/* o[b] = softmax(scale * q[b] @ k[b]^T + mask) @ v[b] for B batches: q[b] is [M][D], v[b]
-   [N][E] and o[b] [M][E], contiguous; k[b] is [N][D] or, key_t, [D][N]. The mask (NULL:
-   none) is read at mo[b] + m * msm + n * msn (broadcasting: zero strides). Blocks of 4
-   query rows: their scores on the stack, the products as 4-row register tiles
-   (irc_axpy_rows4: each key and value row loaded once per block); blocks split across
-   threads. */
+/* The sum of the lanes of v, as a tree where the ISA has one. */
+IRC_INLINE float irc_vf_hsum_tree(irc_vf v) {
+#if IRC_VL == 16 && defined(__AVX512F__)
+  return _mm512_reduce_add_ps((__m512)v);
+#elif IRC_VL == 8 && defined(__AVX__)
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+#else
+  return irc_vf_hsum(v);
+#endif
+}
+
+/* How a tile stores its rows: c * rs[r] (the value product: rs the rows' 1 / sum), else
+   c * scale; plus the row's mask (unit stride along the keys) where it has one; plus what
+   y holds with accumulate. */
+typedef struct {
+  const float *rs;
+  float scale;
+  int accumulate;
+  const float *mask[IRC_ATT_MR];
+} irc_att_epilogue;
+
+/* v0 (and v1 past IRC_VL) += the cols floats at p. */
+IRC_INLINE void irc_att_add_row(irc_vf *v0, irc_vf *v1, const float *restrict p, int cols) {
+  if (cols >= IRC_VL) {
+    *v0 += *(const irc_vfu *)p;
+    if (cols == 2 * IRC_VL) *v1 += *(const irc_vfu *)(p + IRC_VL);
+    else if (cols > IRC_VL) *v1 += irc_vf_load_n(p + IRC_VL, cols - IRC_VL);
+  } else {
+    *v0 += irc_vf_load_n(p, cols);
+  }
+}
+
+/* y[r][0:cols] = sum_{k < K} a[ao[r] + k] * x[k * 2 IRC_VL + 0:cols] through the epilogue
+   for the IRC_ATT_MR rows of a block (ao: row offsets, the last row repeated past the
+   block's end), the y rows r < rows ldy apart; x is a packed slice (two vectors per k,
+   zero-filled); mask columns from j; 1 <= cols <= 2 * IRC_VL. */
+IRC_INLINE void irc_att_tile(const float *restrict a, const long *restrict ao,
+                             const float *restrict x, long K, float *restrict y, long ldy,
+                             int rows, int cols, const irc_att_epilogue *restrict ep, long j) {
+  const irc_vf zero = {0.0f};
+  irc_vf c0[IRC_ATT_MR], c1[IRC_ATT_MR];
+  for (int r = 0; r < IRC_ATT_MR; ++r) c0[r] = c1[r] = zero;
+  if (cols > IRC_VL) {
+    for (long k = 0; k < K; ++k) {
+      const irc_vf x0 = *(const irc_vf *)(x + k * 2 * IRC_VL);
+      const irc_vf x1 = *(const irc_vf *)(x + k * 2 * IRC_VL + IRC_VL);
+      for (int r = 0; r < IRC_ATT_MR; ++r) {
+        const float av = a[ao[r] + k];
+        c0[r] += av * x0;
+        c1[r] += av * x1;
+      }
+    }
+  } else {
+    for (long k = 0; k < K; ++k) {
+      const irc_vf x0 = *(const irc_vf *)(x + k * 2 * IRC_VL);
+      for (int r = 0; r < IRC_ATT_MR; ++r) c0[r] += a[ao[r] + k] * x0;
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float f = ep->rs ? ep->rs[r] : ep->scale;
+    irc_vf v0 = c0[r] * f, v1 = c1[r] * f;
+    float *restrict yr = y + r * ldy;
+    if (ep->mask[r]) irc_att_add_row(&v0, &v1, ep->mask[r] + j, cols);
+    if (ep->accumulate) irc_att_add_row(&v0, &v1, yr, cols);
+    if (cols >= IRC_VL) {
+      *(irc_vfu *)yr = v0;
+      if (cols == 2 * IRC_VL) *(irc_vfu *)(yr + IRC_VL) = v1;
+      else if (cols > IRC_VL) irc_vf_store_n(yr + IRC_VL, v1, cols - IRC_VL);
+    } else {
+      irc_vf_store_n(yr, v0, cols);
+    }
+  }
+}
+
+/* xp[k][0:2 IRC_VL] = columns j..j+cols of x (element (k, c) at x[k * ldx + c], or with
+   x_t at x[c * ldx + k]) for k < K, zero past cols. */
+static void irc_att_pack(const float *restrict x, long ldx, int x_t, long K, long j, int cols,
+                         float *restrict xp) {
+  const irc_vf zero = {0.0f};
+  if (x_t) {
+    for (long k = 0; k < K; ++k) {
+      *(irc_vf *)(xp + k * 2 * IRC_VL) = zero;
+      *(irc_vf *)(xp + k * 2 * IRC_VL + IRC_VL) = zero;
+    }
+    for (int c = 0; c < cols; ++c) {
+      const float *restrict xc = x + (j + c) * ldx;
+      for (long k = 0; k < K; ++k) xp[k * 2 * IRC_VL + c] = xc[k];
+    }
+    return;
+  }
+  for (long k = 0; k < K; ++k) {
+    const float *restrict xr = x + k * ldx + j;
+    irc_vf x0 = zero, x1 = zero;
+    if (cols >= IRC_VL) {
+      x0 = *(const irc_vfu *)xr;
+      if (cols == 2 * IRC_VL) x1 = *(const irc_vfu *)(xr + IRC_VL);
+      else if (cols > IRC_VL) x1 = irc_vf_load_n(xr + IRC_VL, cols - IRC_VL);
+    } else {
+      x0 = irc_vf_load_n(xr, cols);
+    }
+    *(irc_vf *)(xp + k * 2 * IRC_VL) = x0;
+    *(irc_vf *)(xp + k * 2 * IRC_VL + IRC_VL) = x1;
+  }
+}
+
+/* y[0:rows][0:n] = a[0:rows][0:K] @ x[0:K][0:n] (a rows lda apart, y rows ldy; x as
+   irc_att_pack reads it) through the epilogue (rs and mask rows from the block's row 0);
+   k in chunks of IRC_ATT_PACK_K, the later ones added to the first. */
+static void irc_att_product(const float *restrict a, long lda, long rows,
+                            const float *restrict x, long ldx, int x_t, long K, long n,
+                            float *restrict y, long ldy, const float *restrict rs, float scale,
+                            const float *const *restrict mask) {
+  const long chunk = K < IRC_ATT_PACK_K ? K : IRC_ATT_PACK_K;
+  float xp[chunk * 2 * IRC_VL] __attribute__((aligned(64)));
+  for (long j = 0; j < n; j += 2 * IRC_VL) {
+    const int cols = n - j < 2 * IRC_VL ? (int)(n - j) : 2 * IRC_VL;
+    for (long k0 = 0; k0 < K; k0 += chunk) {
+      const long kc = K - k0 < chunk ? K - k0 : chunk;
+      irc_att_pack(x_t ? x + k0 : x + k0 * ldx, ldx, x_t, kc, j, cols, xp);
+      for (long r0 = 0; r0 < rows; r0 += IRC_ATT_MR) {
+        const int mr = rows - r0 < IRC_ATT_MR ? (int)(rows - r0) : IRC_ATT_MR;
+        long ao[IRC_ATT_MR];
+        irc_att_epilogue ep = {rs ? rs + r0 : NULL, scale, k0 > 0, {NULL}};
+        for (int r = 0; r < IRC_ATT_MR; ++r) {
+          ao[r] = (r < mr ? r : mr - 1) * lda;
+          ep.mask[r] = mask && k0 == 0 && r < mr ? mask[r0 + r] : NULL;
+        }
+        irc_att_tile(a + r0 * lda + k0, ao, xp, kc, y + r0 * ldy + j, ldy, mr, cols, &ep, j);
+      }
+    }
+  }
+}
+
+/* exp(x) on IRC_VL lanes for x <= 0 (softmax numerators): x = n ln2 + r by the
+   round-to-nearest of x / ln2 (the 1.5 * 2^23 shift), Cephes' polynomial of r (as
+   irc_vf_exp), times 2^n; 0 below -87 (so no denormals), NaN gives NaN. */
+IRC_INLINE irc_vf irc_vf_exp_nonpos(irc_vf x) {
+  const irc_vf zero = {0.0f};
+  const irc_vfi keep = x > zero - 87.0f; /* false for NaN and -inf too */
+  const irc_vfi nan = x != x;
+  const irc_vf t = x * 1.44269504088896341f + 12582912.0f;
+  const irc_vf n = t - 12582912.0f;
+  const irc_vf r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  const irc_vf z = r * r;
+  irc_vf p = zero + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * z + r + 1.0f;
+  const irc_vfi bits = ((irc_vfi)t - 0x4B400000 + 127) << 23;
+  const irc_vf e = (irc_vf)((irc_vfi)(p * (irc_vf)bits) & keep);
+  return irc_vf_select(nan, x, e);
+}
+
+/* Softmax numerators of a row of n scores in place (exp(s - max)); returns 1 / their sum. */
+IRC_INLINE float irc_att_softmax_row(float *restrict s, long n) {
+  const irc_vf zero = {0.0f};
+  const int rest = (int)(n % IRC_VL);
+  const long full = n - rest;
+  irc_vf vmx = zero - INFINITY;
+  for (long j = 0; j < full; j += IRC_VL) {
+    const irc_vf x = *(irc_vfu *)(s + j);
+    vmx = irc_vf_select(x > vmx, x, vmx);
+  }
+  irc_vfi tail = {0};
+  for (int i = 0; i < IRC_VL; ++i) tail[i] = i < rest ? -1 : 0;
+  if (rest) {
+    const irc_vf x = irc_vf_select(tail, irc_vf_load_n(s + full, rest), zero - INFINITY);
+    vmx = irc_vf_select(x > vmx, x, vmx);
+  }
+  float mx = irc_vf_hmax(vmx);
+  if (!(mx > -INFINITY)) mx = 0.0f; /* a row masked everywhere with -inf */
+  irc_vf acc = zero;
+  for (long j = 0; j < full; j += IRC_VL) {
+    const irc_vf e = irc_vf_exp_nonpos(*(irc_vfu *)(s + j) - mx);
+    *(irc_vfu *)(s + j) = e;
+    acc += e;
+  }
+  if (rest) {
+    const irc_vf e = irc_vf_exp_nonpos(irc_vf_load_n(s + full, rest) - mx);
+    irc_vf_store_n(s + full, e, rest);
+    acc += irc_vf_select(tail, e, zero);
+  }
+  return 1.0f / irc_vf_hsum_tree(acc);
+}
+
 typedef struct {
   const float *q, *k, *v, *mask;
   float *o;
-  long M, N, D, E, blocks, tasks, parts;
+  long M, N, D, E, rows, blocks, tasks, parts, ld;
   int key_t;
   float scale;
   const long *mo;
@@ -320,57 +423,44 @@ typedef struct {
 /* Part `part` of irc_attention: task t is batch t / blocks, query block t % blocks. */
 static void irc_attention_part(const void *ctx, long part) {
   const irc_attention_args *restrict a = (const irc_attention_args *)ctx;
-  const float *restrict q = a->q, *restrict k = a->k, *restrict v = a->v;
-  const float *restrict mask = a->mask;
-  float *restrict o = a->o;
-  const long M = a->M, N = a->N, D = a->D, E = a->E, blocks = a->blocks, msm = a->msm;
-  const long msn = a->msn;
-  const long *restrict mo = a->mo;
-  const int key_t = a->key_t;
-  const float scale = a->scale;
+  const long M = a->M, N = a->N, D = a->D, E = a->E, R = a->rows, blocks = a->blocks;
+  const long ld = a->ld, msm = a->msm, msn = a->msn;
   long t0, t1;
   irc_pool_range(part, a->parts, a->tasks, &t0, &t1);
+  float s[R * ld] __attribute__((aligned(64)));
+  float inv[R];
+  const float *mrows[R];
   for (long t = t0; t < t1; ++t) {
-    const long b = t / blocks, mb = t % blocks;
-    {
-      float s[4 * N];
-      const long m0 = mb * 4, rows = M - m0 < 4 ? M - m0 : 4;
-      const float *restrict qb = q + (b * M + m0) * D;
-      const float *restrict kb = k + b * N * D;
-      const float *restrict vb = v + b * N * E;
-      float *restrict ob = o + (b * M + m0) * E;
-      if (key_t && rows == 4) {
-        irc_axpy_rows4(qb, D, kb, D, N, s, N, N);
-      } else {
-        for (long r = 0; r < rows; ++r) {
-          if (key_t) {
-            irc_axpy_rows(qb + r * D, kb, D, N, s + r * N, N);
-          } else {
-            for (long n = 0; n < N; ++n) s[r * N + n] = irc_dot(qb + r * D, kb + n * D, D);
-          }
-        }
-      }
-      for (long r = 0; r < rows; ++r) {
-        float *restrict sr = s + r * N;
-        if (mask) {
-          const float *restrict mr = mask + mo[b] + (m0 + r) * msm;
-          if (msn == 1) {
-            for (long n = 0; n < N; ++n) sr[n] = sr[n] * scale + mr[n];
-          } else {
-            for (long n = 0; n < N; ++n) sr[n] = sr[n] * scale + mr[n * msn];
-          }
-        } else {
-          for (long n = 0; n < N; ++n) sr[n] *= scale;
-        }
-        irc_softmax_row(sr, N);
-      }
-      if (rows == 4) {
-        irc_axpy_rows4(s, N, vb, N, E, ob, E, E);
-      } else {
-        for (long r = 0; r < rows; ++r) irc_axpy_rows(s + r * N, vb, N, E, ob + r * E, E);
-      }
+    const long b = t / blocks, m0 = (t % blocks) * R;
+    const long rows = M - m0 < R ? M - m0 : R;
+    const float *restrict qb = a->q + (b * M + m0) * D;
+    const float *restrict kb = a->k + b * N * D;
+    const float *restrict vb = a->v + b * N * E;
+    float *restrict ob = a->o + (b * M + m0) * E;
+    for (long r = 0; r < rows; ++r)
+      mrows[r] = a->mask ? a->mask + a->mo[b] + (m0 + r) * msm : NULL;
+    const int fused_mask = a->mask && msn == 1;
+    irc_att_product(qb, D, rows, kb, a->key_t ? N : D, !a->key_t, D, N, s, ld, NULL, a->scale,
+                    fused_mask ? mrows : NULL);
+    for (long r = 0; r < rows; ++r) {
+      float *restrict sr = s + r * ld;
+      if (a->mask && !fused_mask)
+        for (long n = 0; n < N; ++n) sr[n] += mrows[r][n * msn];
+      inv[r] = irc_att_softmax_row(sr, N);
     }
+    irc_att_product(s, ld, rows, vb, E, 0, N, E, ob, E, inv, 1.0f, NULL);
   }
+}
+
+/* The query rows per block: scores of at most IRC_ATT_SCORES floats, a whole number of
+   tiles (at least one, at most IRC_ATT_TILES), fewer while that leaves under four tasks
+   per thread. */
+static long irc_att_rows(long B, long M, long ld, int threads) {
+  long rows = IRC_ATT_SCORES / ld / IRC_ATT_MR * IRC_ATT_MR;
+  if (rows < IRC_ATT_MR) rows = IRC_ATT_MR;
+  if (rows > IRC_ATT_TILES * IRC_ATT_MR) rows = IRC_ATT_TILES * IRC_ATT_MR;
+  while (rows > IRC_ATT_MR && B * ((M + rows - 1) / rows) < 4L * threads) rows -= IRC_ATT_MR;
+  return rows;
 }
 
 static void irc_attention(const float *restrict q, const float *restrict k,
@@ -378,11 +468,13 @@ static void irc_attention(const float *restrict q, const float *restrict k,
                           float *restrict o, long B, long M, long N, long D, long E,
                           int key_t, float scale, const long *restrict mo, long msm, long msn) {
   const double work = (double)B * M * N * (D + E);
-  const long blocks = (M + 3) / 4;
+  const long ld = (N + IRC_VL - 1) / IRC_VL * IRC_VL;
   const int threads = work > IRC_PARALLEL_WORK ? irc_nthreads() : 1;
-  const irc_attention_args a = {q,      k,   v,    mask, o,     M,  N,  D,  E,   blocks,
-                                B * blocks,
+  const long rows = irc_att_rows(B, M, ld, threads);
+  const long blocks = (M + rows - 1) / rows;
+  const irc_attention_args a = {q,     k,     v,  mask, o,   M,   N,      D,     E,
+                                rows,  blocks, B * blocks,
                                 irc_pool_parts(B * blocks, work, 250000.0, threads),
-                                key_t,  scale, mo, msm, msn};
+                                ld,    key_t, scale, mo, msm, msn};
   irc_parallel(irc_attention_part, &a, a.parts, threads);
 }
