@@ -359,7 +359,7 @@ _CONV_SUM_STARTS_AT_POSITIVE_ZERO = pytest.mark.xfail(
     "target",
     [
         pytest.param("cpu", marks=[needs_compiler, _CONV_SUM_STARTS_AT_POSITIVE_ZERO]),
-        pytest.param("opencl", marks=[needs_device, _CONV_SUM_STARTS_AT_POSITIVE_ZERO]),
+        pytest.param("opencl", marks=needs_device),
     ],
 )
 def test_conv_of_negative_zero_products_keeps_its_sign(target: str) -> None:

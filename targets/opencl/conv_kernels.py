@@ -20,6 +20,13 @@ pointers; no vload/vstore/fma builtins, which PoCL does not inline.
   columns a tile needs are loaded once per filter row and shared between its pixels and
   taps (unguarded loads for tiles inside the row). Weights packed `[C/VW][KH][KW][VW]`.
 
+The sign of a zero sum is the reference's (docs/semantics.md): a depthwise sum starts at -0.0,
+the exact additive identity (products that are all -0.0 sum to -0.0), or at the bias; the GEMM
+and direct conv, matrix products on the reference (BLAS, from +0.0, the bias added after),
+start at +0.0 (`bias + 0.0f`: never -0.0). Taps in the padding count with their products with
++0.0, as in the reference's sum over the zero-padded input (+0.0 for a positive weight, NaN
+for an infinite one).
+
 The fused epilogue (activation, then the `ocl.fusion` ops) runs on every accumulator vector
 before its store; a residual read `RESIDUAL<j>[gid]` becomes a `floatVW` load at the
 accumulator's own output vector, `RESIDUAL<j>[gid % C]` one at its channel vector.
@@ -227,7 +234,7 @@ class TiledKernels:
             lines.append(f"    __global const REAL* a{r} = x0 + ({row}) * {k};\n")
         for v in range(nv):
             init = (
-                f"WIDEN{vw}(((__global const {real}*)x2)[cg * {nv} + {v}])"
+                f"WIDEN{vw}(((__global const {real}*)x2)[cg * {nv} + {v}]) + ({vec})(0.0f)"
                 if bias_input is not None
                 else f"({vec})(0.0f)"
             )
@@ -322,7 +329,7 @@ class TiledKernels:
         ]
         for v in range(nv):
             init = (
-                f"WIDEN{vw}(((__global const {real}*)x3)[cg * {nv} + {v}])"
+                f"WIDEN{vw}(((__global const {real}*)x3)[cg * {nv} + {v}]) + ({vec})(0.0f)"
                 if bias_input is not None
                 else f"({vec})(0.0f)"
             )
@@ -340,6 +347,19 @@ class TiledKernels:
                 out += [f"{indent}    acc{r}_{v} += b{r} * w{v};\n" for v in range(nv)]
             return [*out, f"{indent}}}\n"]
 
+        def padded_row() -> list[str]:
+            # a filter row in the padding adds its products with +0.0 (the reference's
+            # zero-padded sum): the same for every pixel of the tile
+            out = [f"            {vec} z{v} = ({vec})(-0.0f);\n" for v in range(nv)]
+            out.append(f"            for (int j = 0; j < {kw * c}; ++j) {{\n")
+            out += [
+                f"                z{v} += 0.0f * WIDEN{vw}(wk[j * {nv} + {v}]);\n"
+                for v in range(nv)
+            ]
+            out.append("            }\n")
+            out += [f"            acc{r}_{v} += z{v};\n" for r in range(mr) for v in range(nv)]
+            return out
+
         # a tile whose every tap lies inside the row reads it directly (one loop over
         # (kw, ic) when the taps are contiguous); edge tiles point missing taps at zeros
         last = (mr - 1) * sw + (kw - 1) * dw
@@ -348,9 +368,12 @@ class TiledKernels:
             f"    const int inside = iwt >= 0 && iwt + {last} < {w};\n",
             f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
             f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
-            f"        if (ih < 0 || ih >= {h}) continue;\n",
-            f"        __global const REAL* row = x0 + (n * {h} + ih) * {w * c};\n",
             f"        __global const {real}* wk = wbase + kh * {kw * c * nv};\n",
+            f"        if (ih < 0 || ih >= {h}) {{\n",
+            *padded_row(),
+            "            continue;\n",
+            "        }\n",
+            f"        __global const REAL* row = x0 + (n * {h} + ih) * {w * c};\n",
             "        if (inside) {\n",
         ]
         if dw == 1:
@@ -416,7 +439,7 @@ class TiledKernels:
         bias = (
             f"WIDEN{vw}(((__global const {real}*)x2)[cb])"
             if op.bias is not None
-            else f"({vec})(0.0f)"
+            else f"({vec})(-0.0f)"
         )
         lines = [
             f"    const int cb = gid % {blocks}; int t = gid / {blocks};\n",
@@ -427,10 +450,17 @@ class TiledKernels:
             f"    const int inside = iw0 >= 0 && iw0 + {columns - 1} < {w};\n",
         ]
         lines += [f"    {vec} acc{r} = {bias};\n" for r in range(mr)]
+        # a filter row in the padding adds its products with +0.0 (the reference's
+        # zero-padded sum): the same for every pixel of the tile
+        padded_taps = " + ".join(f"0.0f * WIDEN{vw}(wp[kh * {kw} + {x}])" for x in range(kw))
         lines += [
             f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
             f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
-            f"        if (ih < 0 || ih >= {h}) continue;\n",
+            f"        if (ih < 0 || ih >= {h}) {{\n",
+            f"            const {vec} z = {padded_taps};\n",
+            *[f"            acc{r} += z;\n" for r in range(mr)],
+            "            continue;\n",
+            "        }\n",
             f"        __global const {real}* xr = (__global const {real}*)x0"
             f" + (n * {h} + ih) * {w * blocks} + cb;\n",
         ]
@@ -519,13 +549,13 @@ class TiledKernels:
                     f" const int o{v} = (cg * {nv} + {v}) % {per_tap};\n"
                 )
                 init = (
-                    f"WIDEN{vw}(((__global const {real}*)x2)[o{v}])"
+                    f"WIDEN{vw}(((__global const {real}*)x2)[o{v}]) + ({vec})(0.0f)"
                     if op.bias is not None
                     else f"({vec})(0.0f)"
                 )
             else:
                 lanes = [
-                    f"WIDEN(x2[{lane % oc}])"
+                    f"WIDEN(x2[{lane % oc}]) + 0.0f"
                     if op.bias is not None and lane < taps * oc
                     else "0.0f"
                     for lane in range(vw)

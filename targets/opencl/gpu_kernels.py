@@ -24,8 +24,10 @@ Output channel counts not divisible by 4 are padded with zero filter rows (and a
 alike); the padding lanes are not stored. One-work-item-per-output-vector launches are padded
 to a multiple of `GROUP_MULTIPLE` work-items (the extra ones return at once), so that the
 work-group rule always finds a GPU-sized group. Accumulation is float in every precision
-(`WIDEN`/`NARROW` as in program.py); the fused epilogue runs on the accumulator before its
-store.
+(`WIDEN`/`NARROW` as in program.py), with the reference's sign of a zero sum: from -0.0 (the
+exact additive identity) in depthwise, from +0.0 with the bias added last in the GEMM and
+direct conv (matrix products on the reference); taps in the padding multiply +0.0, as in the
+reference's zero-padded sums. The fused epilogue runs on the accumulator before its store.
 """
 
 from __future__ import annotations
@@ -285,17 +287,19 @@ class GpuKernels(TiledKernels):
             *_row_tile_prologue(total, vectors, tiles_w, r_count, oh),
         ]
         lines += [f"    float4 acc{r} = (float4)(0.0f);\n" for r in range(r_count)]
+        # taps in the padding (rows included) read the zeros: their products with +0.0
+        # count, as in the reference's zero-padded sum
         lines += [
             f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
             f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
-            f"        if (ih < 0 || ih >= {h}) continue;\n",
-            f"        __global const REAL* row = x0 + (n * {h} + ih) * {w * c};\n",
+            f"        const int row_in = ih >= 0 && ih < {h};\n",
+            f"        __global const REAL* row = x0 + (n * {h} + (row_in ? ih : 0)) * {w * c};\n",
             f"        for (int kw = 0; kw < {kw}; ++kw) {{\n",
         ]
         for r in range(r_count):
             lines.append(
                 f"            const int iw{r} = (ow0 + {r}) * {sw} - {pl} + kw * {dw};\n"
-                f"            __global const REAL* a{r} = (iw{r} >= 0 && iw{r} < {w}"
+                f"            __global const REAL* a{r} = (row_in && iw{r} >= 0 && iw{r} < {w}"
                 f" && ow0 + {r} < {ow}) ? row + iw{r} * {c} : x2;\n"
             )
         lines += [
@@ -345,23 +349,25 @@ class GpuKernels(TiledKernels):
             *_row_tile_prologue(total, vectors, tiles_w, r_count, oh),
         ]
         init = (
-            "WIDEN4(((__global const REAL4*)x2)[cv])" if op.bias is not None else "(float4)(0.0f)"
+            "WIDEN4(((__global const REAL4*)x2)[cv])" if op.bias is not None else "(float4)(-0.0f)"
         )
         lines += [f"    float4 acc{r} = {init};\n" for r in range(r_count)]
+        # a tap in the padding (rows included) multiplies +0.0, as the reference's
+        # zero-padded sum does
         lines += [
             f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
             f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
-            f"        if (ih < 0 || ih >= {h}) continue;\n",
+            f"        const int row_in = ih >= 0 && ih < {h};\n",
             f"        __global const REAL4* xr = (__global const REAL4*)x0"
-            f" + (n * {h} + ih) * {w * vectors} + cv;\n",
+            f" + (n * {h} + (row_in ? ih : 0)) * {w * vectors} + cv;\n",
             f"        for (int kw = 0; kw < {kw}; ++kw) {{\n",
             f"            const float4 wv = WIDEN4(wp[(kh * {kw} + kw) * {vectors}]);\n",
         ]
         for r in range(r_count):
             lines.append(
                 f"            {{ const int iw = (ow0 + {r}) * {sw} - {pl} + kw * {dw};\n"
-                f"              if (iw >= 0 && iw < {w}) acc{r} += WIDEN4(xr[iw * {vectors}])"
-                " * wv; }\n"
+                f"              acc{r} += (row_in && iw >= 0 && iw < {w}"
+                f" ? WIDEN4(xr[iw * {vectors}]) : (float4)(0.0f)) * wv; }}\n"
             )
         lines.append("        }\n    }\n")
         lines += self._store_row(VW, r_count, (oh, ow, tiles_w), [("acc{r}", "cv")], c)

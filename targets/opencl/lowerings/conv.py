@@ -4,7 +4,9 @@ Priority per op: with `kernels=gpu` the gpu_kernels.py form (conv, fully_connect
 constant filter); then the register-blocked conv_kernels.py form (conv groups 1 or
 depthwise, fully_connected with a constant filter: several output pixels x `floatVW`
 channels per work-item from a filter packed at lowering, PERF_NOTES.md's PoCL style); then
-one work-item per output element. Dot products accumulate in float.
+one work-item per output element. Dot products accumulate in float, with the reference's
+sign of a zero sum (`_sum_start`); a tap in the padding adds `+0.0 * weight`, as the
+reference's sum over the zero-padded input does.
 """
 
 from __future__ import annotations
@@ -32,6 +34,26 @@ from irc.targets.opencl.lowerings.registry import lowering
 from irc.targets.opencl.program import Program
 
 
+def _sum_start(depthwise: bool, bias: str | None) -> str:
+    """Where a dot product's float sum starts, for the reference's sign of a zero sum: a
+    depthwise conv sums its products from the first (-0.0, the exact additive identity, when
+    there is no bias; the bias otherwise: the same sign of zero as adding it last); a matrix
+    product (every other conv, fully_connected) is BLAS's, from +0.0, the bias added last
+    (`bias + 0.0f`), so never -0.0."""
+    if depthwise:
+        return bias or "-0.0f"
+    return f"{bias} + 0.0f" if bias else "0.0f"
+
+
+_PADDED_TAP = (
+    "                for (int ic = 0; ic < {icg}; ++ic) acc += 0.0f * wp[ic];\n"
+    "                continue;\n"
+)
+"""A tap in the padding adds its products with the padding's +0.0, as the reference's sum over
+the zero-padded input does: +0.0 for a positive weight, which makes a sum of -0.0 products
++0.0, and NaN for an infinite one."""
+
+
 @lowering(nn.Conv2DOp)
 def conv2d_gpu(op: nn.Conv2DOp, epilogue: list[Operation], program: Program) -> Emitted | None:
     """`kernels=gpu`: gpu_kernels.py's conv, or None."""
@@ -57,22 +79,24 @@ def conv2d(op: nn.Conv2DOp, epilogue: list[Operation], program: Program) -> Emit
     groups = get_int(props, "groups")
     ocg = oc // groups
     has_bias = op.bias is not None
+    depthwise = groups > 1 and groups == c
     tiled = _tiled(program, act).conv(op, (n, h, w, c), (oc, kh, kw, icg), out_shape, props, desc)
     if tiled is not None:
         return [tiled]
     body = (
         _decompose((n, oh, ow, oc), ["n", "oh", "ow", "oc"])
         + f"    const int g = oc / {ocg};\n"
-        + ("    float acc = x2[oc];\n" if has_bias else "    float acc = 0.0f;\n")
+        + f"    float acc = {_sum_start(depthwise, 'x2[oc]' if has_bias else None)};\n"
         + f"    for (int kh = 0; kh < {kh}; ++kh) {{\n"
         f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n"
-        f"        if (ih < 0 || ih >= {h}) continue;\n"
         f"        for (int kw = 0; kw < {kw}; ++kw) {{\n"
         f"            const int iw = ow * {sw} - {pl} + kw * {dw};\n"
-        f"            if (iw < 0 || iw >= {w}) continue;\n"
+        f"            __global const REAL* wp = x1 + ((oc * {kh} + kh) * {kw} + kw) * {icg};\n"
+        f"            if (ih < 0 || ih >= {h} || iw < 0 || iw >= {w}) {{\n"
+        + _PADDED_TAP.format(icg=icg)
+        + "            }\n"
         f"            __global const REAL* xp = x0 + ((n * {h} + ih) * {w} + iw) * {c}"
         f" + g * {icg};\n"
-        f"            __global const REAL* wp = x1 + ((oc * {kh} + kh) * {kw} + kw) * {icg};\n"
         + _dot_product("acc", "xp", "wp", icg)
         + "        }\n    }\n    float v = acc;\n"
         + compose(act)
@@ -120,7 +144,7 @@ def fully_connected(
             return [tiled]
     body = (
         f"    const int m = gid / {nout}; const int o = gid % {nout};\n"
-        + ("    float acc = x2[o];\n" if op.bias is not None else "    float acc = 0.0f;\n")
+        + f"    float acc = {_sum_start(False, 'x2[o]' if op.bias is not None else None)};\n"
         + f"    __global const REAL* xp = x0 + m * {k};\n"
         f"    __global const REAL* wp = x1 + o * {k};\n"
         f"    for (int i = 0; i < {k}; ++i) acc += WIDEN(xp[i]) * wp[i];\n"

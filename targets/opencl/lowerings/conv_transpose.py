@@ -5,6 +5,9 @@ With `kernels=cpu` and a constant filter, a transpose whose stride equals its ke
 2x2 stride-2 upsampling) is conv_kernels.py's register-tiled GEMM; otherwise one work-item per
 output element: gathering the one input pixel of each tap directly in that non-overlapping
 case, else every tap that lands on the output pixel.
+
+Sums start at +0.0, as the reference's scatter-add into an array of zeros does (a -0.0 bias
+starts them at `bias + 0.0f`, +0.0): unlike conv2d's, a zero sum here is never -0.0.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ def _conv2d_transpose(
     body = (
         _decompose(pre.out_shape, ["n", "oh", "ow", "oc"])
         + f"    const int g = oc / {ocg};\n"
-        + ("    float acc = x2[oc];\n" if op.bias is not None else "    float acc = 0.0f;\n")
+        + ("    float acc = x2[oc] + 0.0f;\n" if op.bias is not None else "    float acc = 0.0f;\n")
         + _taps_loop(pre.props, in_shape, filter_shape)
         + "    float v = acc;\n"
         + compose(pre.act)

@@ -166,7 +166,8 @@ def _dot_product(acc: str, x: str, w: str, length: int) -> str:
     With 8 or more terms (a multiple of 4) the sum runs in four independent partial sums,
     added pairwise at the end: a strict build (no `-cl-fast-relaxed-math`) may not reassociate
     one serial chain, which made PoCL's untiled conv2d_transpose 2.2x slower. Summation order
-    is not part of the float semantics (docs/semantics.md); each partial sum is a plain sum.
+    is not part of the float semantics (docs/semantics.md); each partial sum is a plain sum
+    from -0.0, the exact additive identity (a sum of -0.0 products stays -0.0).
     """
     if length < 8 or length % 4:
         return (
@@ -174,7 +175,7 @@ def _dot_product(acc: str, x: str, w: str, length: int) -> str:
             f" {acc} += WIDEN({x}[ic]) * {w}[ic];\n"
         )
     return (
-        "            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;\n"
+        "            float s0 = -0.0f, s1 = -0.0f, s2 = -0.0f, s3 = -0.0f;\n"
         f"            for (int ic = 0; ic < {length}; ic += 4) {{\n"
         f"                s0 += WIDEN({x}[ic]) * {w}[ic];\n"
         f"                s1 += WIDEN({x}[ic + 1]) * {w}[ic + 1];\n"
