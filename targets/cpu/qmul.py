@@ -8,9 +8,9 @@ A quantized mul (QDQ EfficientNets' squeeze-excitation ``y * sigmoid(s)``, the s
 
 `match_mul` finds it when one input has the result's shape and the other repeats along the
 leading dimensions (its shape is the result's trailing dimensions, ones before). The kernel
-reads both 8-bit inputs and writes the 8-bit result (the inputs stored alike), the product
-rescaled by `irc_mbqm` (the C mirror of the reference's rescale, exact) on 8 lanes at a
-time.
+reads both 8-bit inputs and writes the 8-bit result (the inputs stored alike): the exact
+int32 products of 16 elements at a time requantized by the fused kernels' IRC_RQ_STORE
+(kernels/common/qmul.c; `irc_mbqm`, the C mirror of the reference's rescale, exactly).
 """
 
 from __future__ import annotations
@@ -23,10 +23,13 @@ from xdsl.ir import Operation, SSAValue
 from irc.dialects import nn, quant
 from irc.dialects.quant import quantized_element
 from irc.dtypes import numpy_dtype
+from irc.targets.cpu import csrc
 from irc.targets.cpu.qfusion import BYTE_TYPES, _single_user, _source, chain_output, shape_of
 
 KIND = "qmul"
 """The `cpu.fusion` kind of a quantized mul."""
+
+csrc.define_snippet("qmul", csrc.kernel_file("common/qmul.c"), ("qfused",))
 
 
 @dataclass

@@ -21,6 +21,7 @@ from irc.targets.cpu.lowerings.helpers import (
     zero_point,
 )
 from irc.targets.cpu.lowerings.registry import Emitter, Lines, Lowered, LoweringContext, lowering
+from irc.targets.cpu.qfusion import requant_blocks
 from irc.targets.cpu.qmul import KIND as QMUL_KIND
 from irc.targets.cpu.qmul import match_mul
 from irc.targets.cpu.qsum import KIND as QSUM_KIND
@@ -74,8 +75,9 @@ def table_chain(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
 @lowering(cpu.FusionOp)
 def quantized_mul(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
     """An int8 mul (`qmul.match_mul`): both 8-bit inputs read, the product rescaled with
-    `irc_mbqm` (the reference's rescale, exact) by `irc_qmul_s8` / `irc_qmul_u8` (8 lanes
-    at a time, the rows split over the pool)."""
+    `irc_mbqm` (the reference's rescale, exact) by `irc_qmul_s8` / `irc_qmul_u8` (16 lanes
+    at a time, the rescale's requantization block as a constant, the rows split over the
+    pool)."""
     if fusion.kind.data != QMUL_KIND:
         return None
     mul = next((op for op in fusion.members if isinstance(op, nn.MulOp)), None)
@@ -88,22 +90,23 @@ def quantized_mul(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
     count = numel(shape(chain.final.results[0]))
     nb = count // chain.rows
     za, zb = chain.zero_points
-    rescale = chain.rescale
-    m, s = rescale.multiplier_values[0], rescale.shift_values[0]
-    single = int(rescale.rounding.data == "single_round")
-    zp_out = zero_point(rescale.output)
-    ct_out = ctype(chain.final.results[0])  # the inputs' storage too (`match_mul`)
-    low, high = f"({chain.low}LL)", f"({chain.high}LL)"
+    params, mode = requant_blocks(chain.rescale, 16, 16)
+    zp_out = zero_point(chain.rescale.output)
+    ct = ctype(chain.final.results[0])  # the inputs' storage too (`match_mul`)
+    kernel = "irc_qmul_u8" if ct == "uint8_t" else "irc_qmul_s8"
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
+        index = ctx.codegen.constants.add(
+            chain.mul.results[0], "qmul_requant_i64 [64]", lambda: params
+        )
+        args = f"{chain.rows}L, {nb}L, {za}, {zb}, (const int64_t *)K[{index}], {mode}"
+        out = f"{zp_out}LL, {chain.low}LL, {chain.high}LL, (uint8_t *){res[0]}"
         pa, pb = em.ptr(chain.large), em.ptr(chain.small)
-        kernel = "irc_qmul_u8" if ct_out == "uint8_t" else "irc_qmul_s8"
-        args = f"{chain.rows}L, {nb}L, {za}LL, {zb}LL, {m}LL, {s}, {single}, {zp_out}LL"
-        call = f"{kernel}((const {ct_out} *){pa}, (const {ct_out} *){pb}, {res[0]}, {args}, "
-        return block(describe(chain.mul), [], [call + f"{low}, {high});"])
+        call = f"{kernel}((const {ct} *){pa}, (const {ct} *){pb}, {args}, {out});"
+        return block(describe(chain.mul), [], [call])
 
     timed = (chain.mul, (chain.large, chain.small))
-    return Lowered(emit, [], ("quant",), False, fusion_inputs(fusion), timed)
+    return Lowered(emit, [], ("qmul",), False, fusion_inputs(fusion), timed)
 
 
 @lowering(cpu.FusionOp)
