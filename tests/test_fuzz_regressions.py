@@ -358,7 +358,7 @@ _CONV_SUM_STARTS_AT_POSITIVE_ZERO = pytest.mark.xfail(
 @pytest.mark.parametrize(
     "target",
     [
-        pytest.param("cpu", marks=[needs_compiler, _CONV_SUM_STARTS_AT_POSITIVE_ZERO]),
+        pytest.param("cpu", marks=needs_compiler),
         pytest.param("opencl", marks=needs_device),
     ],
 )

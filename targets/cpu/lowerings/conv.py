@@ -156,8 +156,17 @@ def integer_fully_connected(op: nn.FullyConnectedOp, ctx: LoweringContext) -> Lo
 
 
 def _bias(ctx: LoweringContext, em: Emitter, bias: SSAValue | None) -> str:
-    """The bias pointer; NULL when there is none or it is a constant of zeros."""
-    if bias is None or ctx.codegen.constant_splat(bias) == 0.0:
+    """The bias pointer; NULL when there is none or it is a constant of -0.0 only (adding
+    it changes no sum). A +0.0 bias is added, as the reference does: it turns a depthwise
+    conv's zero sum of -0.0 products (-0.0, its sums start there) into +0.0."""
+    if bias is None:
+        return "NULL"
+    values = ctx.codegen.constant_array(ctx.codegen.base(bias))
+    if (
+        values is not None
+        and values.dtype.kind == "f"
+        and np.all(np.signbit(values) & (values == 0))
+    ):
         return "NULL"
     return em.ptr(bias)
 

@@ -11,18 +11,35 @@
 #endif
 #define IRC_MR IRC_CONV_F32_MR
 
+/* -0.0 in every lane: the exact additive identity (a compound literal `{-0.0f}` would set
+   lane 0 only). */
+#ifndef IRC_VF_NEG_ZERO
+#define IRC_VF_NEG_ZERO (-(irc_vf){0.0f})
+#endif
+
+/* Where the sums of a conv start, as the reference's: a depthwise-form conv (groups G > 1
+   equal to the input channels C, any channel multiplier) sums its taps' products from the
+   first, so a sum of products that are all -0.0 is -0.0: start at -0.0, the exact additive
+   identity. Every other conv and fully connected layer is a matrix product there (BLAS,
+   from +0.0): never -0.0, whatever the bias; start at +0.0. The same vector stands for an
+   absent bias (adding it leaves every sum as it is). */
+IRC_INLINE irc_vf irc_conv_start(int G, int C) {
+  return G > 1 && G == C ? IRC_VF_NEG_ZERO : (irc_vf){0.0f};
+}
+
 /* MR_ output pixels x TV vectors of output channels (both constant after inlining),
    accumulated in registers over the KH x KW x Cg reduction. x: input of pixel 0 at tap
    (0, 0); xs_pix: floats between the inputs of consecutive output pixels; xs_h/xs_w:
-   between taps; w: the slice's first weights, in rows of NB floats per input channel. */
+   between taps; w: the slice's first weights, in rows of NB floats per input channel;
+   start: where the sums start (irc_conv_start), also the bias when there is none. */
 IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const float *restrict x,
                               long xs_pix, long xs_h, long xs_w, int KH, int KW, int Cg,
                               const float *restrict w, float *restrict y, long ys_pix,
                               int nvalid, const float *restrict bias, int act,
-                              const float *restrict res, int act2) {
+                              const float *restrict res, int act2, irc_vf start) {
   irc_vf acc[IRC_MR][2];
   for (int m = 0; m < MR_; ++m)
-    for (int v = 0; v < TV; ++v) acc[m][v] = (irc_vf){0.0f};
+    for (int v = 0; v < TV; ++v) acc[m][v] = start;
   for (int kh = 0; kh < KH; ++kh)
     for (int kw = 0; kw < KW; ++kw) {
       const float *restrict xt = x + kh * xs_h + kw * xs_w;
@@ -42,7 +59,7 @@ IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const f
   for (int v = 0; v < TV; ++v) {
     const int n = nvalid - IRC_VL * v < IRC_VL ? nvalid - IRC_VL * v : IRC_VL;
     if (n <= 0) break;
-    irc_vf bv = {0.0f};
+    irc_vf bv = start;
     if (bias) {
       const float *bp = bias + IRC_VL * v;
       bv = n == IRC_VL ? *(const irc_vfu *)bp : irc_vf_load_n(bp, n);
@@ -68,11 +85,12 @@ IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, int ow,
                                   float *restrict y, float *restrict yrow, int oc0, int nvalid,
                                   const float *restrict bb, int C, int Wp, int OC, int KH,
                                   int KW, int SW, int DH, int DW, int Cg, int act, int vact,
-                                  const float *restrict res, int act2, int vact2) {
+                                  const float *restrict res, int act2, int vact2,
+                                  irc_vf start) {
   float *restrict o = yrow + (long)ow * OC + oc0;
   const float *restrict ro = res ? res + (o - y) : NULL;
   irc_conv_tile(MR_, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
-                (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2);
+                (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2, start);
   if (vact < 0 || (res && vact2 < 0))
     for (int m = 0; m < MR_; ++m) {
       if (vact < 0) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
@@ -87,19 +105,19 @@ IRC_INLINE void irc_conv2d_slice(const int TV, int NB, int ow0, int ow1, const f
                                  float *restrict yrow, int oc0, int nvalid,
                                  const float *restrict bb, int C, int Wp, int OC, int KH, int KW,
                                  int SW, int DH, int DW, int Cg, int act, int vact,
-                                 const float *restrict res, int act2, int vact2) {
+                                 const float *restrict res, int act2, int vact2, irc_vf start) {
   int ow = ow0;
   for (; ow + IRC_MR <= ow1; ow += IRC_MR)
     irc_conv2d_pixels(IRC_MR, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                      SW, DH, DW, Cg, act, vact, res, act2, vact2);
+                      SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
   if (IRC_MR >= 4 && ow + IRC_MR / 2 <= ow1) {
     irc_conv2d_pixels(IRC_MR / 2, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH,
-                      KW, SW, DH, DW, Cg, act, vact, res, act2, vact2);
+                      KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
     ow += IRC_MR / 2;
   }
   for (; ow < ow1; ++ow)
     irc_conv2d_pixels(1, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW, SW,
-                      DH, DW, Cg, act, vact, res, act2, vact2);
+                      DH, DW, Cg, act, vact, res, act2, vact2, start);
 }
 
 /* One task of irc_conv2d: output pixels [ow0, ow1) of output row `row`, output-channel blocks
@@ -122,6 +140,7 @@ IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long b
      bias/activation (vact) or the residual add (vact2) and everything after it. */
   const int vact = act == IRC_ACT_TANH ? -1 : act;
   const int vact2 = vact < 0 || act2 == IRC_ACT_TANH ? -1 : act2;
+  const irc_vf start = irc_conv_start(C / Cg, C);
   for (long gb = blk0; gb < blk1; ++gb) {
     const int g = (int)(gb / nblk), b = (int)(gb % nblk);
     for (int s = 0; s < NB; s += SL) {
@@ -134,10 +153,10 @@ IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long b
       const float *restrict xg = xrow + g * Cg;
       if (SL == 2 * IRC_VL)
         irc_conv2d_slice(2, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                         SW, DH, DW, Cg, act, vact, res, act2, vact2);
+                         SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
       else
         irc_conv2d_slice(1, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                         SW, DH, DW, Cg, act, vact, res, act2, vact2);
+                         SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
     }
   }
 }

@@ -5,16 +5,42 @@
 #define IRC_DW_MR IRC_DEPTHWISE_F32_MR
 #define IRC_PARALLEL_DW_WORK 200000.0 /* depthwise taps x channels below which one thread */
 
+/* -0.0 in every lane: the exact additive identity, where float sums start (the sum of
+   products that are all -0.0 is -0.0, as the reference's; +0.0 + -0.0 would be +0.0). A
+   compound literal `{-0.0f}` would set lane 0 only. */
+#ifndef IRC_VF_NEG_ZERO
+#define IRC_VF_NEG_ZERO (-(irc_vf){0.0f})
+#endif
+
+/* Where the sums of NL channels start when the taps outside rows [kh_lo, kh_hi) or columns
+   [kw_lo, kw_hi) fall in the zero padding, which the kernels skip: -0.0 plus their products
+   (+0.0) * w, as the reference's sum over the zero-padded input has them. Each is +-0.0
+   (NaN for an infinite weight): a nonzero sum is the same, a zero sum gets the reference's
+   sign. w: the channels' weights of tap (0, 0), in rows of KW * C. */
+IRC_INLINE irc_vf irc_dw_start(const int NL, const float *restrict w, int KH, int KW, int C,
+                               int kh_lo, int kh_hi, int kw_lo, int kw_hi) {
+  irc_vf s = IRC_VF_NEG_ZERO;
+  const irc_vf zero = {0.0f};
+  for (int kh = 0; kh < KH; ++kh)
+    for (int kw = 0; kw < KW; ++kw)
+      if (kh < kh_lo || kh >= kh_hi || kw < kw_lo || kw >= kw_hi) {
+        const float *restrict wt = w + ((long)kh * KW + kw) * C;
+        s += zero * (NL == IRC_VL ? *(const irc_vfu *)wt : irc_vf_load_n(wt, NL));
+      }
+  return s;
+}
+
 /* MR_ output pixels x NL (1..IRC_VL) channels of a depthwise conv, accumulated in registers
-   over nkh x nkw taps, then y = vact(acc + bias); x: input of pixel 0 at the first tap, w: that
+   from `start` over nkh x nkw taps, then y = vact(acc + bias); x: input of pixel 0 at the
+   first tap, w: that
    tap's weights of the IRC_VL channels; xs_*: floats between pixels / tap rows / tap columns,
    ws_h / ws_w: between the weights of tap rows / tap columns. */
 IRC_INLINE void irc_dw_tile_n(const int MR_, const int NL, const float *restrict x, long xs_pix,
                               long xs_h, long xs_w, int nkh, int nkw, const float *restrict w,
                               long ws_h, long ws_w, float *restrict y, long ys_pix,
-                              irc_vf bias, int vact) {
+                              irc_vf start, irc_vf bias, int vact) {
   irc_vf acc[IRC_DW_MR];
-  for (int m = 0; m < MR_; ++m) acc[m] = (irc_vf){0.0f};
+  for (int m = 0; m < MR_; ++m) acc[m] = start;
   for (int kh = 0; kh < nkh; ++kh)
     for (int kw = 0; kw < nkw; ++kw) {
       const float *restrict wt = w + kh * ws_h + kw * ws_w;
@@ -36,9 +62,10 @@ IRC_INLINE void irc_dw_tile_n(const int MR_, const int NL, const float *restrict
 /* irc_dw_tile_n on all IRC_VL lanes. */
 IRC_INLINE void irc_dw_tile(const int MR_, const float *restrict x, long xs_pix, long xs_h,
                             long xs_w, int nkh, int nkw, const float *restrict w, long ws_h,
-                            long ws_w, float *restrict y, long ys_pix, irc_vf bias, int vact) {
-  irc_dw_tile_n(MR_, IRC_VL, x, xs_pix, xs_h, xs_w, nkh, nkw, w, ws_h, ws_w, y, ys_pix, bias,
-                vact);
+                            long ws_w, float *restrict y, long ys_pix, irc_vf start, irc_vf bias,
+                            int vact) {
+  irc_dw_tile_n(MR_, IRC_VL, x, xs_pix, xs_h, xs_w, nkh, nkw, w, ws_h, ws_w, y, ys_pix, start,
+                bias, vact);
 }
 
 /* irc_dw_tile for 3 taps per row, dilation 1, stride SW_ (constant after inlining): each
@@ -50,9 +77,10 @@ IRC_INLINE void irc_dw_tile(const int MR_, const float *restrict x, long xs_pix,
    xs_col: floats between input columns. */
 IRC_INLINE void irc_dw_tile3(const int MR_, const int SW_, const float *restrict x, long xs_col,
                              long xs_h, int nkh, const float *restrict w, long ws_h,
-                             long ws_w, float *restrict y, long ys_pix, irc_vf bias, int vact) {
+                             long ws_w, float *restrict y, long ys_pix, irc_vf start,
+                             irc_vf bias, int vact) {
   irc_vf acc[IRC_DW_MR];
-  for (int m = 0; m < MR_; ++m) acc[m] = (irc_vf){0.0f};
+  for (int m = 0; m < MR_; ++m) acc[m] = start;
   for (int kh = 0; kh < nkh; ++kh) {
     const float *restrict xt = x + kh * xs_h;
     const float *restrict wt = w + kh * ws_h;
@@ -70,11 +98,16 @@ IRC_INLINE void irc_dw_tile3(const int MR_, const int SW_, const float *restrict
 
 /* One output pixel x 4 * IRC_VL channels (four vectors: four independent accumulator
    chains where one block alone would wait on each FMA's latency), arguments as for
-   irc_dw_tile; bias: those channels' bias or NULL. */
+   irc_dw_tile; start: where the sums start (irc_dw_start of the first of the 4 * IRC_VL
+   channels' taps w0, rows of KW * C); bias: those channels' bias or NULL. */
 IRC_INLINE void irc_dw_pixel64(const float *restrict x, long xs_h, long xs_w, int nkh, int nkw,
                                const float *restrict w, long ws_h, long ws_w,
-                               float *restrict y, const float *restrict bias, int vact) {
-  irc_vf acc[4] = {{0.0f}, {0.0f}, {0.0f}, {0.0f}};
+                               float *restrict y, const float *restrict bias, int vact,
+                               const float *restrict w0, int KH, int KW, int C, int kh_lo,
+                               int kh_hi, int kw_lo, int kw_hi) {
+  irc_vf acc[4];
+  for (int j = 0; j < 4; ++j)
+    acc[j] = irc_dw_start(IRC_VL, w0 + IRC_VL * j, KH, KW, C, kh_lo, kh_hi, kw_lo, kw_hi);
   for (int kh = 0; kh < nkh; ++kh)
     for (int kw = 0; kw < nkw; ++kw) {
       const float *restrict xt = x + kh * xs_h + kw * xs_w;
@@ -83,7 +116,7 @@ IRC_INLINE void irc_dw_pixel64(const float *restrict x, long xs_h, long xs_w, in
         acc[j] += *(const irc_vfu *)(xt + IRC_VL * j) * *(const irc_vfu *)(wt + IRC_VL * j);
     }
   for (int j = 0; j < 4; ++j) {
-    const irc_vf bv = bias ? *(const irc_vfu *)(bias + IRC_VL * j) : (irc_vf){0.0f};
+    const irc_vf bv = bias ? *(const irc_vfu *)(bias + IRC_VL * j) : IRC_VF_NEG_ZERO;
     *(irc_vfu *)(y + IRC_VL * j) = irc_vf_act(acc[j] + bv, vact);
   }
 }
@@ -115,13 +148,14 @@ IRC_INLINE void irc_dw_row(const irc_dw_args *restrict a, long r, int c0, int c1
   const float *restrict wr = w + (long)kh_lo * KW * C;
   float *restrict yrow = a->y + r * OW * C;
   if (C < IRC_VL) { /* one partial vector: masked loads and stores */
-    const irc_vf bv = bias ? irc_vf_load_n(bias, C) : (irc_vf){0.0f};
+    const irc_vf bv = bias ? irc_vf_load_n(bias, C) : IRC_VF_NEG_ZERO;
+    const irc_vf row_start = irc_dw_start(C, w, KH, KW, C, kh_lo, kh_hi, 0, KW);
     int ow = 0;
     while (ow < OW) {
       const int iw0 = ow * SW - PL;
       if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
         irc_dw_tile_n(IRC_DW_MR, C, xr + (long)iw0 * C, xs_pix, xs_h, xs_w, nkh, KW, wr,
-                      (long)KW * C, C, yrow + (long)ow * C, C, bv, vact);
+                      (long)KW * C, C, yrow + (long)ow * C, C, row_start, bv, vact);
         ow += IRC_DW_MR;
         continue;
       }
@@ -130,7 +164,7 @@ IRC_INLINE void irc_dw_row(const irc_dw_args *restrict a, long r, int c0, int c1
       while (kw_hi > kw_lo && iw0 + (kw_hi - 1) * DW >= W) --kw_hi;
       irc_dw_tile_n(1, C, xr + (long)(iw0 + kw_lo * DW) * C, xs_pix, xs_h, xs_w, nkh,
                     kw_hi - kw_lo, wr + (long)kw_lo * C, (long)KW * C, C, yrow + (long)ow * C,
-                    C, bv, vact);
+                    C, irc_dw_start(C, w, KH, KW, C, kh_lo, kh_hi, kw_lo, kw_hi), bv, vact);
       ++ow;
     }
   } else {
@@ -142,13 +176,16 @@ IRC_INLINE void irc_dw_row(const irc_dw_args *restrict a, long r, int c0, int c1
       if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
         for (int cb = c0; cb < c1; cb += IRC_VL) {
           const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
-          const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
+          const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : IRC_VF_NEG_ZERO;
+          const irc_vf start = nkh == KH ? IRC_VF_NEG_ZERO
+                                         : irc_dw_start(IRC_VL, w + c, KH, KW, C, kh_lo, kh_hi,
+                                                        0, KW);
           if (KW == 3 && DW == 1 && SW == 1)
             irc_dw_tile3(IRC_DW_MR, 1, xr + (long)iw0 * C + c, C, xs_h, nkh, wr + c,
-                         (long)KW * C, C, yrow + (long)ow * C + c, C, bv, vact);
+                         (long)KW * C, C, yrow + (long)ow * C + c, C, start, bv, vact);
           else
             irc_dw_tile(IRC_DW_MR, xr + (long)iw0 * C + c, xs_pix, xs_h, xs_w, nkh, KW, wr + c,
-                        (long)KW * C, C, yrow + (long)ow * C + c, C, bv, vact);
+                        (long)KW * C, C, yrow + (long)ow * C + c, C, start, bv, vact);
         }
         ow += IRC_DW_MR;
         continue;
@@ -163,12 +200,14 @@ IRC_INLINE void irc_dw_row(const irc_dw_args *restrict a, long r, int c0, int c1
       int cb = c0;
       for (; cb + 4 * IRC_VL <= c1; cb += 4 * IRC_VL)
         irc_dw_pixel64(xp + cb, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + cb, (long)KW * C, C,
-                       yp + cb, bias ? bias + cb : NULL, vact);
+                       yp + cb, bias ? bias + cb : NULL, vact, w + cb, KH, KW, C, kh_lo, kh_hi,
+                       kw_lo, kw_hi);
       for (; cb < c1; cb += IRC_VL) {
         const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
-        const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : (irc_vf){0.0f};
+        const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : IRC_VF_NEG_ZERO;
         irc_dw_tile(1, xp + c, xs_pix, xs_h, xs_w, nkh, kw_hi - kw_lo, wp + c, (long)KW * C, C,
-                    yp + c, C, bv, vact);
+                    yp + c, C, irc_dw_start(IRC_VL, w + c, KH, KW, C, kh_lo, kh_hi, kw_lo, kw_hi),
+                    bv, vact);
       }
       ++ow;
     }
