@@ -3,10 +3,10 @@
 With `IRC_CPU_PROFILE=1` at lowering time, every op of a generated function is timed
 (`KernelProfiler`, used by `codegen`): the library exports
 `irc_fn_<i>_profile(&ns, &labels, &flops)`, the nanoseconds summed over calls, one label per
-op (dialect op name and shapes only) and its arithmetic operations. `kernel_tables(path)`
-reads those tables from a loaded library (dlopen returns the handle already loaded in this
-process, so the counters are the ones the executor's calls incremented); `reset()` zeroes
-them.
+op (dialect op name and shapes only; a fused kernel's with its fusion kind first) and its
+arithmetic operations. `kernel_tables(path)` reads those tables from a loaded library
+(dlopen returns the handle already loaded in this process, so the counters are the ones the
+executor's calls incremented); `reset()` zeroes them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from xdsl.ir import Operation
 
-from irc.dialects import nn
+from irc.dialects import cpu, nn
 from irc.sanitize import c_string_literal
 from irc.targets.cpu.qfusion import shape_of
 
@@ -62,8 +62,14 @@ class KernelProfiler:
         self.flops: list[int] = []
 
     def wrap(self, op: Operation, text: str, lines: Lines) -> Lines:
-        """`lines` (op's code) timed, labelled `text` (kept to letters, digits and ._-> ,)."""
+        """`lines` (op's code) timed, labelled `text` (kept to letters, digits and ._-> ,);
+        the kernel of a `cpu.fusion` (`op` one of its members) is labelled with the fusion's
+        kind first (`qtable quant.rescale 1x56x56x96 -> ...`): the row times the whole
+        fused chain, not that op alone."""
         index = len(self.labels)
+        parent = op.parent_op()
+        if isinstance(parent, cpu.FusionOp):
+            text = f"{parent.kind.data} {text}"
         label = "".join(ch for ch in text if ch.isalnum() or ch in "._-> ,")
         self.labels.append(label)
         self.flops.append(op_flops(op))
