@@ -177,16 +177,6 @@ static void irc_silu(const float *restrict x, float *restrict y, long n) {
   for (long k = vectors * IRC_VL; k < n; ++k) y[k] = x[k] / (1.0f + expf(-x[k]));
 }
 
-/* The dot product of a[0:n] and b[0:n] in float lanes. */
-IRC_INLINE float irc_dot(const float *restrict a, const float *restrict b, long n) {
-  irc_vf acc = {0.0f};
-  long j = 0;
-  for (; j + IRC_VL <= n; j += IRC_VL) acc += *(const irc_vfu *)(a + j) * *(const irc_vfu *)(b + j);
-  float sum = irc_vf_hsum(acc);
-  for (; j < n; ++j) sum += a[j] * b[j];
-  return sum;
-}
-
 /* Scaled dot-product attention: per batch (head) b, o[b] = softmax(scale * q[b] @ k[b]^T +
    mask) @ v[b]. A head's query rows go in blocks (irc_att_rows); a block's scores
    [rows][N] stay in a buffer on the thread's stack (in cache, never written out). Both
@@ -454,13 +444,16 @@ static void irc_attention_part(const void *ctx, long part) {
 
 /* The query rows per block: scores of at most IRC_ATT_SCORES floats, a whole number of
    tiles (at least one, at most IRC_ATT_TILES), fewer while that leaves under four tasks
-   per thread. */
+   per thread; then the blocks of a head evened out (198 rows: 56, 56, 56, 30, not 64,
+   64, 64, 6). */
 static long irc_att_rows(long B, long M, long ld, int threads) {
   long rows = IRC_ATT_SCORES / ld / IRC_ATT_MR * IRC_ATT_MR;
   if (rows < IRC_ATT_MR) rows = IRC_ATT_MR;
   if (rows > IRC_ATT_TILES * IRC_ATT_MR) rows = IRC_ATT_TILES * IRC_ATT_MR;
   while (rows > IRC_ATT_MR && B * ((M + rows - 1) / rows) < 4L * threads) rows -= IRC_ATT_MR;
-  return rows;
+  const long blocks = (M + rows - 1) / rows;
+  const long even = ((M + blocks - 1) / blocks + IRC_ATT_MR - 1) / IRC_ATT_MR * IRC_ATT_MR;
+  return even < rows ? even : rows;
 }
 
 static void irc_attention(const float *restrict q, const float *restrict k,
