@@ -98,7 +98,7 @@ if TYPE_CHECKING:
 
     from irc.diagnostics import Diagnostic
     from irc.runtime import Listener, Program, Step, TensorSpec
-    from irc.runtime.profiling import Profile
+    from irc.runtime.profiling import KernelRow, Profile, ProfileRow
     from irc.targets import LoadedExecutable
 
 __all__ = [
@@ -536,45 +536,48 @@ def _benchmark(
     return 0
 
 
-def _profile_rows(profile: Profile) -> list[dict[str, object]]:
-    """`Profile.rows(order="time")` as JSON objects, with each row's share of the step time."""
-    rows = profile.rows(order="time")
+PROFILE_ROW_FIELDS = {
+    name: name
+    for name in ("index", "kind", "name", "target", "location", "calls", "total_ms", "mean_ms")
+}
+"""JSON key -> `ProfileRow` attribute of each `--json` profile row."""
+KERNEL_ROW_FIELDS = {
+    "target": "target",
+    "dispatch": "dispatch",
+    "index": "index",
+    "kernel": "kernel",
+    "op": "description",
+    "calls": "calls",
+    "total_ms": "total_ms",
+    "mean_ms": "mean_ms",
+}
+"""JSON key -> `KernelRow` attribute of each `--json` kernel row."""
+
+
+def _json_rows(
+    rows: Sequence[ProfileRow] | Sequence[KernelRow], fields: Mapping[str, str]
+) -> list[dict[str, object]]:
+    """`rows` as JSON objects (each key of `fields` with the row's attribute it names), with
+    each row's share of the rows' total time (`percent`)."""
     total = sum(row.total_ms for row in rows) or 1.0
     return [
         {
-            "index": row.index,
-            "kind": row.kind,
-            "name": row.name,
-            "target": row.target,
-            "location": row.location,
-            "calls": row.calls,
-            "total_ms": row.total_ms,
-            "mean_ms": row.mean_ms,
+            **{key: getattr(row, attribute) for key, attribute in fields.items()},
             "percent": 100 * row.total_ms / total,
         }
         for row in rows
     ]
+
+
+def _profile_rows(profile: Profile) -> list[dict[str, object]]:
+    """`Profile.rows(order="time")` as JSON objects, with each row's share of the step time."""
+    return _json_rows(profile.rows(order="time"), PROFILE_ROW_FIELDS)
 
 
 def _kernel_rows(profile: Profile) -> list[dict[str, object]]:
     """`Profile.kernel_rows(order="time")` (device time of every kernel launch, from the
     device's events) as JSON objects, with each launch's share of the device time."""
-    rows = profile.kernel_rows(order="time")
-    total = sum(row.total_ms for row in rows) or 1.0
-    return [
-        {
-            "target": row.target,
-            "dispatch": row.dispatch,
-            "index": row.index,
-            "kernel": row.kernel,
-            "op": row.description,
-            "calls": row.calls,
-            "total_ms": row.total_ms,
-            "mean_ms": row.mean_ms,
-            "percent": 100 * row.total_ms / total,
-        }
-        for row in rows
-    ]
+    return _json_rows(profile.kernel_rows(order="time"), KERNEL_ROW_FIELDS)
 
 
 def _output_stats(value: np.ndarray) -> dict[str, object]:
