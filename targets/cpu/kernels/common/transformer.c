@@ -20,9 +20,10 @@ IRC_INLINE irc_vf irc_vf_exp(irc_vf x) {
   const irc_vfi tiny = x < zero - 69.0f;
   x = irc_vf_select(x > zero + 88.3762626647949f, zero + 88.3762626647949f, x);
   x = irc_vf_select(tiny, zero, x);
-  irc_vf fx = x * 1.44269504088896341f + 0.5f;
-  irc_vf t = __builtin_convertvector(__builtin_convertvector(fx, irc_vfi), irc_vf);
-  fx = irc_vf_select(t > fx, t - 1.0f, t); /* floor */
+  /* n = x / ln2 rounded to nearest: adding 1.5 * 2^23 leaves it in the low mantissa bits
+     (cheaper than floor(x / ln2 + 0.5) through two conversions; the same but at ties) */
+  const irc_vf t = x * 1.44269504088896341f + 12582912.0f;
+  const irc_vf fx = t - 12582912.0f;
   x = x - fx * 0.693359375f + fx * 2.12194440e-4f;
   const irc_vf z = x * x;
   irc_vf p = zero + 1.9875691500e-4f;
@@ -32,8 +33,7 @@ IRC_INLINE irc_vf irc_vf_exp(irc_vf x) {
   p = p * x + 1.6666665459e-1f;
   p = p * x + 5.0000001201e-1f;
   p = p * z + x + 1.0f;
-  const irc_vfi n = __builtin_convertvector(fx, irc_vfi);
-  const irc_vf scale = (irc_vf)((n + 127) << 23);
+  const irc_vf scale = (irc_vf)(((irc_vfi)t - 0x4B400000 + 127) << 23);
   return irc_vf_select(nan, x, irc_vf_select(tiny, zero, p * scale));
 }
 
