@@ -1,5 +1,6 @@
 """Data movement on any C type (storage integers included): reshape (free), transpose,
-broadcast_to, concat, split, slice and constant pad, as collapsed loop nests or row copies.
+broadcast_to, concat, split, slice and constant pad, as collapsed loop nests or row copies
+(pads up to rank 4: the `irc_pad` kernel).
 """
 
 from __future__ import annotations
@@ -185,17 +186,42 @@ def strided_slice(op: nn.SliceOp, ctx: LoweringContext) -> Lowered:
     return Lowered(emit)
 
 
+PAD_KERNEL_RANK = 4
+"""Pads of up to this rank run the `irc_pad` kernel (kernels/common/pad_nhwc.c): every
+output element written once, rows split over the threads when big (the channel pads of
+BlazeFace's residual branches, spatial pads); higher ranks run loop nests."""
+
+
 @lowering(nn.PadOp)
 def pad(op: nn.PadOp, ctx: LoweringContext) -> Lowered:
-    """Constant padding: the fill value, then the input copied inside."""
+    """Constant padding: `irc_pad` up to rank 4 (dimensions 1 in front), else the fill
+    value, then the input copied inside, as loop nests."""
     ct = ctype(op.input)
     dims, out = shape(op.input), shape(op.output)
     pads = ints_of(op.pads)
+    fill = op.value.value.data
+    value = c_float(fill) if ct == "float" else str(int(fill))
+    if len(dims) <= PAD_KERNEL_RANK and (ct != "uint16_t" or fill == 0.0):
+        front = PAD_KERNEL_RANK - len(dims)
+        d4 = [1] * front + list(dims)
+        lo4 = [0] * front + [pads[2 * k] for k in range(len(dims))]
+        hi4 = [0] * front + [pads[2 * k + 1] for k in range(len(dims))]
+
+        def emit_kernel(em: Emitter, res: list[str], _: list[str]) -> Lines:
+            decls = [
+                f"static const long d[4] = {{{', '.join(map(str, d4))}}};",
+                f"static const long lo[4] = {{{', '.join(map(str, lo4))}}};",
+                f"static const long hi[4] = {{{', '.join(map(str, hi4))}}};",
+                f"const {ct} fill = {value};",
+            ]
+            call = f"irc_pad({res[0]}, {em.ptr(op.input)}, sizeof({ct}), d, lo, hi, &fill);"
+            return block(describe(op), decls, [call])
+
+        return Lowered(emit_kernel, snippets=("pad_nhwc",))
+
     out_strides = contiguous_strides(out)
     base = sum(pads[2 * d] * out_strides[d] for d in range(len(dims)))
     cdims, (sx, so) = collapse(dims, [contiguous_strides(dims), out_strides])
-    fill = op.value.value.data
-    value = c_float(fill) if ct == "float" else str(int(fill))
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> Lines:
         decls = [

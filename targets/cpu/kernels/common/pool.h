@@ -168,9 +168,20 @@ static void irc_pool_register_fork(void) {
 #endif
 
 /* A run of a generated entry function starts / ends: workers spin between the run's jobs
-   (IRC_POOL_RUN_SPIN_NS) only while some run is in progress, and sleep when none is. */
+   (IRC_POOL_RUN_SPIN_NS) only while some run is in progress, and sleep when none is. A run
+   on more than one thread wakes the sleeping workers as it starts: they come up while the
+   caller runs its first kernel, and spin for the run's first parallel one (otherwise the
+   first job of every run waits for a wake-up, and the OS may place the woken worker on
+   the caller's busy core). */
 IRC_INLINE void irc_pool_run_begin(void) {
   atomic_fetch_add_explicit(&irc_pool.running, 1, memory_order_relaxed);
+#if IRC_POOL_THREADS
+  if (irc_pool.workers > 0 && atomic_load_explicit(&irc_pool.sleepers, memory_order_relaxed) > 0 &&
+      irc_nthreads() > 1 && atomic_load_explicit(&irc_pool.busy, memory_order_relaxed) == 0) {
+    atomic_fetch_add_explicit(&irc_pool.wake, 1, memory_order_release);
+    syscall(SYS_futex, &irc_pool.wake, FUTEX_WAKE_PRIVATE, irc_nthreads() - 1, NULL, NULL, 0);
+  }
+#endif
 }
 IRC_INLINE void irc_pool_run_end(void) {
   atomic_fetch_sub_explicit(&irc_pool.running, 1, memory_order_relaxed);
@@ -226,6 +237,10 @@ static void irc_parallel(irc_task_fn fn, const void *ctx, long total, int thread
   }
   atomic_store_explicit(&irc_pool.busy, 0, memory_order_release);
 }
+
+/* Work per part of a generated loop nest run on the pool (targets/cpu/outline.py):
+   elements (~1-2 us of one core for an elementwise op or a copy) or multiply-adds. */
+#define IRC_LOOP_PART_WORK 8192.0
 
 /* Ranges ("parts") of a kernel's `tasks` that the threads claim one at a time: about one per
    `part_work` multiply-adds of the op's `work`, at least 4 per thread (a thread that the OS

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""How each kernel of irc's CPU target scales from one thread to more, per model.
+
+For every model of ../shared/models/manifest.json (and, with `--detection`, the 640x640
+text-detection network of cpu_vs_ort.py), in one process: the model compiled with
+`IRC_CPU_PROFILE=1` (every kernel of the generated C timed), run with 1 and N threads in
+turn (`cpu_vs_ort.kernel_profiles`: medians per kernel), then per kernel the times at both
+counts, the speedup and the time lost against a perfect split (t_N - t_1 / N), the kernels
+that lose the most first, and the whole run's sum. Which kernels do not speed up is what
+this answers; the absolute figures move with the shared machine's load (printed). Asserts
+nothing.
+
+usage: python benchmarks/cpu_thread_scaling.py [--models DIR] [--only NAME ...] [--detection]
+                                               [--threads 2] [--repeat K] [--warmup W] [--top N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from cpu_vs_ort import detection_model, kernel_kind, kernel_profiles
+from side_by_side import DEFAULT_MODELS
+
+
+def print_scaling(rows1: list[list], rowsn: list[list], threads: int, top: int) -> None:
+    """Per kernel (matched by position and label): ms at 1 and `threads` threads."""
+    by_label1: dict[str, list[float]] = {}
+    for label, ms, _ in rows1:
+        by_label1.setdefault(label, []).append(ms)
+    table = []
+    seen: dict[str, int] = {}
+    for label, ms, _ in rowsn:
+        k = seen.get(label, 0)
+        seen[label] = k + 1
+        ones = by_label1.get(label, [])
+        if k < len(ones):
+            table.append((label, ones[k], ms))
+    t1 = sum(r[1] for r in table)
+    tn = sum(r[2] for r in table)
+    print(f"    all kernels: {t1:8.3f} ms at 1, {tn:8.3f} ms at {threads}: x{t1 / tn:.2f}")
+    kinds: dict[str, list[float]] = {}
+    for label, a, b in table:
+        entry = kinds.setdefault(kernel_kind(label), [0.0, 0.0, 0.0])
+        entry[0] += a
+        entry[1] += b
+        entry[2] += 1
+    print(f"    {'kind':30} {'n':>4} {'ms@1':>8} {f'ms@{threads}':>8} {'speedup':>7} {'lost':>7}")
+    for kind, (a, b, n) in sorted(kinds.items(), key=lambda kv: -(kv[1][1] - kv[1][0] / threads)):
+        print(f"    {kind:30} {int(n):4} {a:8.3f} {b:8.3f} {a / b:7.2f} {b - a / threads:7.3f}")
+    print(f"    kernels losing most against a perfect split (top {top}):")
+    for label, a, b in sorted(table, key=lambda r: -(r[2] - r[1] / threads))[:top]:
+        print(f"      {a:7.3f} {b:7.3f} x{a / b:5.2f} lost {b - a / threads:6.3f}  {label}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--models", type=Path, default=DEFAULT_MODELS)
+    parser.add_argument("--only", nargs="*", default=None, help="model names to run")
+    parser.add_argument("--detection", action="store_true", help="add the 640x640 network")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args(argv)
+    manifest = json.loads((args.models / "manifest.json").read_text())
+    paths = [
+        args.models / entry["file"]
+        for entry in manifest["models"]
+        if not args.only or entry["name"] in args.only
+    ]
+    print(f"load average before: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="irc-scaling-") as folder:
+        if args.detection:
+            paths.append(detection_model(Path(folder)))
+        for path in paths:
+            profiles = kernel_profiles(path, [1, args.threads], args.repeat, args.warmup)
+            print(f"{path.stem}:")
+            print_scaling(profiles[1], profiles[args.threads], args.threads, args.top)
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
