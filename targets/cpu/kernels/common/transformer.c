@@ -448,6 +448,10 @@ static void irc_attention_part(const void *ctx, long part) {
    64, 64, 6). */
 static long irc_att_rows(long B, long M, long ld, int threads) {
   long rows = IRC_ATT_SCORES / ld / IRC_ATT_MR * IRC_ATT_MR;
+  if (rows < 4 * IRC_ATT_MR) { /* long rows: up to 4 tiles within 4x the budget */
+    rows = 4 * IRC_ATT_SCORES / ld / IRC_ATT_MR * IRC_ATT_MR;
+    rows = rows > 4 * IRC_ATT_MR ? 4 * IRC_ATT_MR : rows;
+  }
   if (rows < IRC_ATT_MR) rows = IRC_ATT_MR;
   if (rows > IRC_ATT_TILES * IRC_ATT_MR) rows = IRC_ATT_TILES * IRC_ATT_MR;
   while (rows > IRC_ATT_MR && B * ((M + rows - 1) / rows) < 4L * threads) rows -= IRC_ATT_MR;

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""GFLOP/s of the CPU target's fused attention kernel per ISA profile, one thread, CPU time.
+
+Builds one small C program per profile (`IRC_CPU_ISA` names: the host's best and `--isa`
+others it can run) from the library's own kernel text (`csrc.source_for(["transformer"])`)
+and the profile's build flags, then times `irc_attention` (scores, mask, softmax and the
+value product of every head) on the heads of the transformer models in
+`benchmarks/bert_cpu_vs_ort.py` and `benchmarks/transformer_models_vs_ort.py`, with
+`CLOCK_THREAD_CPUTIME_ID` (a loaded machine's waits for a core do not count), best of
+`--reps`. Prints GFLOP/s (2 * heads * Lq * Lk * (D + Dv)) per shape and profile, and the
+ratio to the best profile. Compare with the machine's FMA peak in PERF_NOTES.md.
+
+usage: python benchmarks/cpu_attention_kernel.py [--isa avx2 generic] [--reps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+# (label, heads, Lq, Lk, D, Dv, key transposed, additive mask over the keys)
+SHAPES = [
+    ("BERT-base seq 128", 12, 128, 128, 64, 64, 1, 1),
+    ("DeiT-tiny", 3, 198, 198, 64, 64, 1, 0),
+    ("DeiT-tiny, keys [Lk][D]", 3, 198, 198, 64, 64, 0, 0),
+    ("MobileViT (head 24)", 8, 256, 256, 24, 24, 1, 0),
+    ("MobileViT (head 36)", 4, 256, 256, 36, 36, 1, 0),
+    ("Whisper-tiny encoder", 6, 1500, 1500, 64, 64, 1, 0),
+]
+
+_MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+int main(int argc, char **argv) {
+  const long B = atol(argv[1]), M = atol(argv[2]), N = atol(argv[3]), D = atol(argv[4]);
+  const long E = atol(argv[5]);
+  const int key_t = atoi(argv[6]), masked = atoi(argv[7]), reps = atoi(argv[8]);
+  float *q = malloc(4 * B * M * D), *k = malloc(4 * B * N * D), *v = malloc(4 * B * N * E);
+  float *mask = malloc(4 * N), *o = malloc(4 * B * M * E);
+  long *mo = calloc(B, sizeof(long));
+  for (long i = 0; i < B * M * D; ++i) q[i] = (float)(i % 13) * 0.01f - 0.06f;
+  for (long i = 0; i < B * N * D; ++i) k[i] = (float)(i % 7) * 0.02f - 0.06f;
+  for (long i = 0; i < B * N * E; ++i) v[i] = (float)(i % 5) * 0.1f - 0.2f;
+  for (long i = 0; i < N; ++i) mask[i] = i >= N - N / 8 ? -10000.0f : 0.0f;
+  irc_set_threads(1);
+  double best = 1e9;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now();
+    irc_attention(q, k, v, masked ? mask : NULL, o, B, M, N, D, E, key_t, 0.125f, mo, 0, 1);
+    const double t = now() - t0;
+    if (t < best) best = t;
+  }
+  printf("%.9f\n", best);
+  return 0;
+}
+"""
+
+
+def build(profile_name: str, folder: Path) -> Path:
+    """The benchmark program built with the profile's flags."""
+    import irc.targets.cpu.lowerings.transformer  # noqa: F401  (defines the "transformer" snippet)
+    from irc.targets.cpu import csrc, isa
+
+    profile = isa.PROFILES[profile_name]
+    source = folder / f"attention_{profile_name}.c"
+    source.write_text(csrc.source_for(["transformer"]) + _MAIN)
+    binary = folder / f"attention_{profile_name}"
+    native = profile_name == isa.best().name
+    flags = ["-O3", "-pthread", *profile.build_flags(native)]
+    subprocess.run(["gcc", *flags, str(source), "-o", str(binary), "-lm"], check=True)
+    return binary
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--isa", nargs="*", default=["avx2"], help="profiles besides the best")
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args(argv)
+    from irc.targets.cpu import isa
+
+    best = isa.best().name
+    names = [best] + [n for n in args.isa if n != best and not isa.missing(isa.PROFILES[n])]
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown CPU",
+    )
+    print(f"{cpu}; profiles {', '.join(names)}; 1 thread, best of {args.reps}, CPU time")
+    print(f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    with tempfile.TemporaryDirectory() as tmp:
+        binaries = {n: build(n, Path(tmp)) for n in names}
+        print(f"{'attention':44s}" + "".join(f"{n:>14s}" for n in names) + "  (GFLOP/s)")
+        for label, b, m, n, d, e, key_t, masked in SHAPES:
+            flop = 2.0 * b * m * n * (d + e)
+            reps = max(2, min(args.reps, int(args.reps * 2e8 / flop)))
+            rates = {}
+            for name, binary in binaries.items():
+                argv_ = [str(binary), *map(str, (b, m, n, d, e, key_t, masked, reps))]
+                seconds = float(subprocess.run(argv_, capture_output=True, text=True).stdout)
+                rates[name] = flop / seconds * 1e-9
+            shape = f"{label} {b}x{m}x{n}x{d}"
+            row = "".join(f"{rates[n]:14.1f}" for n in names)
+            ratio = "  ".join(f"{n}/{best} {rates[best] / rates[n]:.2f}x" for n in names[1:])
+            print(f"{shape:44s}{row}  {ratio}")
+
+
+if __name__ == "__main__":
+    main()
