@@ -47,7 +47,7 @@ from irc.dialects.nn import array_from_dense, dense_from_array
 from irc.dialects.nn.base import get_str
 from irc.targets.opencl.fuse import is_bufferized, opencl_executables
 from irc.targets.opencl.lowerings import LoweringError, emit
-from irc.targets.opencl.lowerings.epilogue import epilogue_inputs
+from irc.targets.opencl.lowerings.epilogue import channel_pad_view, epilogue_inputs
 from irc.targets.opencl.lowerings.helpers import (
     CTYPE_BYTES,
     REAL,
@@ -137,6 +137,8 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
         if isinstance(op, nn.ConstantOp):
             lazy[op.output] = op
             continue
+        if isinstance(op, nn.PadOp) and channel_pad_view(op.output) is not None:
+            continue  # read unpadded by the fused epilogue that uses it
         producer, epilogue, final = _fusion_parts(op)
         _check_layout(producer)
         # an op with several results (nn.split) writes all of them in each of its launches

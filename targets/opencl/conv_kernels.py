@@ -54,6 +54,7 @@ from xdsl.ir import SSAValue
 from irc.dialects import nn
 from irc.dialects.nn import array_from_dense
 from irc.dialects.nn.base import get_int, get_ints
+from irc.targets.opencl.residuals import padded_residual, padded_residual_vector
 
 TileKernel = tuple[str, list[SSAValue | str], list[int]]
 """(kernel name, inputs, global size) as a lowering (`lowerings.registry`) returns them."""
@@ -123,6 +124,8 @@ class TiledKernels:
             out_index = f"({pixel}) * {channels // vw} + {vector}"
 
             def load(m: re.Match[str]) -> str:
+                if m.group(3) is not None:
+                    return padded_residual_vector(m, vw, pixel, f"({vector}) * {vw}")
                 index = out_index if m.group(2) is None else vector
                 return f"WIDEN{vw}(((__global const {real}*)RESIDUAL{m.group(1)})[{index}])"
 
@@ -141,8 +144,13 @@ class TiledKernels:
                 element, channel = f"(e0 + c0) / 4 + {quad}", f"c0 / 4 + {quad}"
 
                 def quad_load(
-                    m: re.Match[str], element: str = element, channel: str = channel
+                    m: re.Match[str],
+                    element: str = element,
+                    channel: str = channel,
+                    quad: int = quad,
                 ) -> str:
+                    if m.group(3) is not None:
+                        return padded_residual_vector(m, 4, pixel, f"c0 + {4 * quad}")
                     index = element if m.group(2) is None else channel
                     return f"WIDEN4(((__global const REAL4*)RESIDUAL{m.group(1)})[{index}])"
 
@@ -157,6 +165,8 @@ class TiledKernels:
             element, channel = f"e0 + c0 + {lane}", f"c0 + {lane}"
 
             def scalar(m: re.Match[str], element: str = element, channel: str = channel) -> str:
+                if m.group(3) is not None:
+                    return padded_residual(m, element, channel, pixel=pixel)
                 index = element if m.group(2) is None else channel
                 return f"WIDEN(RESIDUAL{m.group(1)}[{index}])"
 
@@ -612,6 +622,8 @@ class TiledKernels:
         `channel`) and store it."""
 
         def scalar(m: re.Match[str]) -> str:
+            if m.group(3) is not None:
+                return padded_residual(m, element, channel)
             index = element if m.group(2) is None else channel
             return f"WIDEN(RESIDUAL{m.group(1)}[{index}])"
 

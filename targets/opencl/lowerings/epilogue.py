@@ -16,9 +16,9 @@ import numpy as np
 from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from irc.dialects import nn, quant
+from irc.dialects import nn, ocl, quant
 from irc.dialects.nn import array_from_dense
-from irc.dialects.nn.base import get_float, get_str
+from irc.dialects.nn.base import get_float, get_ints, get_str
 from irc.dialects.quant import UniformQuantizedType
 from irc.targets.opencl.build import BUILD_OPTIONS, FAST_MATH_BUILD_OPTIONS
 from irc.targets.opencl.lowerings.helpers import (
@@ -30,6 +30,7 @@ from irc.targets.opencl.lowerings.helpers import (
     _shape,
     real_literals,
 )
+from irc.targets.opencl.residuals import padded_residual
 
 BINARY_EXPR: dict[type[Operation], str] = {
     nn.AddOp: "a + b",
@@ -140,6 +141,37 @@ def is_channel_vector(shape: Sequence[int], out_shape: Sequence[int]) -> bool:
     return bool(out_shape) and len(shape) <= len(out_shape) and inner == [out_shape[-1]]
 
 
+def channel_pad_view(value: SSAValue) -> tuple[SSAValue, int] | None:
+    """(unpadded tensor, its channels `Cin`) when `value` is an `nn.pad` of the last axis
+    only — zeros (+0.0) after the channels, float32 — read once, as the residual of a fused
+    epilogue op of an `ocl.fusion` (not its producer): the epilogue reads the unpadded tensor
+    below `Cin` channels and +0.0 above (residuals.py), and `opencl-bufferize` launches no
+    kernel for the pad. None otherwise."""
+    pad = value.owner
+    if not isinstance(pad, nn.PadOp) or not value.has_one_use():
+        return None
+    props = properties_of(pad)
+    fill = get_float(props, "value")
+    if get_str(props, "mode") != "constant" or fill != 0.0 or np.signbit(fill or 0.0):
+        return None
+    source = pad.operands[0]
+    if not isinstance(source.type, TensorType) or not isinstance(value.type, TensorType):
+        return None
+    if not all(isinstance(t.element_type, Float32Type) for t in (source.type, value.type)):
+        return None
+    in_shape, out_shape = _shape(source), _shape(value)
+    pads = list(get_ints(props, "pads"))
+    if not in_shape or in_shape[-1] == 0 or any(pads[:-1]) or out_shape[:-1] != in_shape[:-1]:
+        return None
+    user = value.get_user_of_unique_use()
+    fusion = user.parent_op() if user is not None else None
+    if not isinstance(fusion, ocl.FusionOp) or user is fusion.producer:
+        return None
+    if type(user) not in BINARY_EXPR:
+        return None
+    return source, in_shape[-1]
+
+
 def _other_operand(op: Operation, chain: SSAValue) -> SSAValue:
     a, b = op.operands
     return b if a is chain else a
@@ -211,7 +243,9 @@ def epilogue_inputs(producer: Operation, epilogue: Sequence[Operation]) -> list[
     for op in epilogue:
         if _is_chain_binary(op, chain):
             other = _other_operand(op, chain)
-            if scalar_constant(other) is None:
+            if (view := channel_pad_view(other)) is not None:
+                out.append(view[0])
+            elif scalar_constant(other) is None:
                 out.append(other)
         chain = op.results[0]
     return out
@@ -229,8 +263,12 @@ def epilogue_exprs(producer: Operation, epilogue: Sequence[Operation]) -> list[s
         if _is_chain_binary(op, chain):
             other_value = _other_operand(op, chain)
             literal = scalar_constant(other_value)
+            view = channel_pad_view(other_value)
             if literal is not None:
                 other = _f(literal)
+            elif view is not None and _shape(other_value) == _shape(chain):
+                other = f"RESIDUAL{residual}[gid pad {view[1]} {_shape(chain)[-1]}]"
+                residual += 1
             elif _shape(other_value) == _shape(chain):
                 other = f"RESIDUAL{residual}[gid]"
                 residual += 1
@@ -258,10 +296,15 @@ def epilogue_exprs(producer: Operation, epilogue: Sequence[Operation]) -> list[s
 def compose(exprs: list[str], real: bool = False) -> str:
     """Statements applying activation expressions of `v` in order. `v` is `REAL` with `real`
     (its literals become `REAL`), else float (an accumulator: residual reads are widened)."""
+
+    def load(m: re.Match[str]) -> str:
+        if m.group(3) is not None:  # a channel-padded residual
+            return padded_residual(m, "gid", f"gid % {m.group(4)}", widen=not real)
+        return m.group(0) if real else f"WIDEN({m.group(0)})"
+
     if real:
         exprs = [real_literals(e) for e in exprs]
-    else:
-        exprs = [RESIDUAL_LOAD.sub(lambda m: f"WIDEN({m.group(0)})", e) for e in exprs]
+    exprs = [RESIDUAL_LOAD.sub(load, e) for e in exprs]
     lines = "".join(f"    v = {e};\n" for e in exprs if e != "v")
     return lines
 

@@ -65,9 +65,12 @@ def softmax_shift(z: str) -> str:
 
 RESIDUAL = re.compile(r"RESIDUAL([0-9]+)")
 """An epilogue's extra tensor input in kernel templates: `RESIDUAL<j>[gid]` (or `[gid % C]`
-for a per-channel vector), made the kernel parameter after its regular inputs by `_kernel`."""
+for a per-channel vector, `[gid pad Cin C]` for a tensor of `Cin` channels read as its
+zero-padding to `C`), made the kernel parameter after its regular inputs by `_kernel`."""
 
-RESIDUAL_LOAD = re.compile(r"RESIDUAL([0-9]+)\[gid(?: % ([0-9]+))?\]")
+RESIDUAL_LOAD = re.compile(r"RESIDUAL([0-9]+)\[gid(?: % ([0-9]+)| pad ([0-9]+) ([0-9]+))?\]")
+"""A residual read: group 2 the channels of a per-channel vector, groups 3 and 4 the `Cin`
+and `C` of a channel-padded one (`epilogue.channel_pad_view`), none for a same-shape one."""
 
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
