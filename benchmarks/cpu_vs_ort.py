@@ -48,7 +48,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from side_by_side import DEFAULT_MODELS, NOT_APPLICABLE, fmt_ms, load_inputs, ratio
+from side_by_side import (
+    DEFAULT_MODELS,
+    NOT_APPLICABLE,
+    fmt_ms,
+    load_inputs,
+    ort_runner,
+    ratio,
+    tflite_runner,
+)
 
 # ---- irc, in this process -----------------------------------------------------------------------
 
@@ -114,41 +122,10 @@ def compile_times(path: Path) -> tuple[float, float]:
 
 def peer_runner(path: Path, kind: str, threads: int) -> Callable[[], object] | str:
     """One run of `path` on onnxruntime ("ort") or the TFLite interpreter ("tflite") with
-    `threads` threads, or why there is none ("—": not its format, "missing")."""
-    inputs = load_inputs(path.parent)
-    if kind == "ort":
-        if path.suffix != ".onnx":
-            return NOT_APPLICABLE
-        try:
-            import onnxruntime as ort
-        except ImportError:
-            return "missing"
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # its pool threads do not spin after a run: interleaved, they would take the cores of
-        # irc's next run (as in opencl_vs_ort.py)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        feed = {i.name: inputs[i.name] for i in session.get_inputs()}
-        return lambda: session.run(None, feed)
-    if path.suffix != ".tflite":
-        return NOT_APPLICABLE
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError:
-        return "missing"
-    interpreter = Interpreter(model_path=str(path), num_threads=threads)
-    interpreter.allocate_tensors()
-    details = interpreter.get_input_details()
-
-    def run() -> None:
-        for d in details:
-            interpreter.set_tensor(d["index"], inputs[d["name"]])
-        interpreter.invoke()
-
-    return run
+    `threads` threads, or why there is none ("—": not its format, "missing"). onnxruntime's
+    pool threads do not spin after a run: interleaved, they would take the cores of irc's
+    next run (side_by_side.interleaved_ort_session)."""
+    return ort_runner(path, threads) if kind == "ort" else tflite_runner(path, threads)
 
 
 RUNS_PER_TURN = 2

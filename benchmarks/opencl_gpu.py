@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 from opencl_vs_ort import kernel_flops, launch_geometry
-from side_by_side import DEFAULT_MODELS, load_inputs
+from side_by_side import DEFAULT_MODELS, load_inputs, timed_runs
 
 CONFIGS = ("gpu", "gpu-wide", "gpu-narrow", "gpu-tuned", "cpu")
 _DEFAULT_ITEMS: dict[str, int] = {}
@@ -50,13 +50,7 @@ _DEFAULT_ITEMS: dict[str, int] = {}
 
 def median_ms(fn: Callable[[], object], repeat: int, warmup: int) -> tuple[float, float]:
     """(median, minimum) wall-clock ms of `fn`."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
+    times = timed_runs(fn, repeat, warmup)
     return statistics.median(times) * 1e3, min(times) * 1e3
 
 

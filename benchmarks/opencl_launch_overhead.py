@@ -16,11 +16,11 @@ usage: python benchmarks/opencl_launch_overhead.py [--launches N] [--repeat K]
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from side_by_side import timed_runs
 
 SHAPE = "1x4x4x8"
 
@@ -37,14 +37,7 @@ def chain(n: int) -> str:
 
 
 def median_us(fn: Callable[[], object], repeat: int, warmup: int = 5) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e6
+    return float(np.median(timed_runs(fn, repeat, warmup))) * 1e6
 
 
 def irc_times(launches: int, repeat: int) -> tuple[float, float, str]:

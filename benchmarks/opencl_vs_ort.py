@@ -48,52 +48,12 @@ from typing import Any
 import numpy as np
 from side_by_side import (
     DEFAULT_MODELS,
-    NOT_APPLICABLE,
     fmt_ms,
     load_inputs,
+    ort_runner,
     ratio,
+    tflite_runner,
 )
-
-
-def ort_runner(path: Path, threads: int) -> Callable[[], object] | str:
-    """One onnxruntime inference of the model's golden inputs (.onnx only), else why not."""
-    if path.suffix != ".onnx":
-        return NOT_APPLICABLE
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return "missing"
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    # interleaved with irc: spinning pool threads would take the cores from PoCL's
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    inputs = load_inputs(path.parent)
-    feed = {i.name: inputs[i.name] for i in session.get_inputs()}
-    return lambda: session.run(None, feed)
-
-
-def tflite_runner(path: Path, threads: int) -> Callable[[], object] | str:
-    """One TFLite (XNNPACK) inference of the golden inputs (.tflite only), else why not."""
-    if path.suffix != ".tflite":
-        return NOT_APPLICABLE
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError:
-        return "missing"
-    interpreter = Interpreter(model_path=str(path), num_threads=threads)
-    interpreter.allocate_tensors()
-    inputs = load_inputs(path.parent)
-    details = interpreter.get_input_details()
-
-    def run() -> None:
-        for d in details:
-            interpreter.set_tensor(d["index"], inputs[d["name"]])
-        interpreter.invoke()
-
-    return run
 
 
 def interleaved_medians(

@@ -1,7 +1,7 @@
-"""What the side-by-side benchmarks share: timing, golden inputs, onnxruntime and the TFLite
-interpreter on a model file, interleaved runs, and table cells. Imported by the scripts of this
-folder (run as scripts: their folder is on `sys.path`); it imports numpy, so a script that sets
-thread-count variables for BLAS imports it after setting them."""
+"""What the side-by-side benchmarks share: timing, golden inputs, one run of a model file on
+onnxruntime or the TFLite interpreter, interleaved runs, and table cells. Imported by the
+scripts of this folder (run as scripts: their folder is on `sys.path`); it imports numpy, so
+a script that sets thread-count variables for BLAS imports it after setting them."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ NOT_APPLICABLE = "—"
 """A runtime that cannot read the model's format."""
 
 
-def median_ms(fn: Callable[[], object], repeat: int, warmup: int) -> float:
+def timed_runs(fn: Callable[[], object], repeat: int, warmup: int) -> list[float]:
+    """Seconds of each of `repeat` calls of `fn`, after `warmup` untimed ones."""
     for _ in range(warmup):
         fn()
     times = []
@@ -27,7 +28,11 @@ def median_ms(fn: Callable[[], object], repeat: int, warmup: int) -> float:
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    return times
+
+
+def median_ms(fn: Callable[[], object], repeat: int, warmup: int) -> float:
+    return statistics.median(timed_runs(fn, repeat, warmup)) * 1e3
 
 
 def interleaved_ms(
@@ -47,13 +52,15 @@ def interleaved_ms(
 
 def interleaved_ort_session(path: Path, threads: int) -> Any:
     """An onnxruntime CPU session to run interleaved with irc in one process: its pool threads
-    do not spin (they would take the cores of whichever runtime runs next)."""
+    do not spin (they would take the cores of whichever runtime runs next); all graph
+    optimizations (onnxruntime's default, named)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
@@ -81,24 +88,23 @@ def load_inputs(folder: Path) -> dict[str, np.ndarray]:
     return dict(np.load(folder / "inputs_0.npz"))
 
 
-def run_ort(path: Path, threads: int, repeat: int, warmup: int) -> float | str:
+def ort_runner(path: Path, threads: int) -> Callable[[], object] | str:
+    """One onnxruntime inference of the model's golden inputs (`interleaved_ort_session`;
+    .onnx only), else why there is none ("—": not its format, "missing")."""
     if path.suffix != ".onnx":
         return NOT_APPLICABLE
     try:
-        import onnxruntime as ort
+        session = interleaved_ort_session(path, threads)
     except ImportError:
         return "missing"
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     inputs = load_inputs(path.parent)
     feed = {i.name: inputs[i.name] for i in session.get_inputs()}
-    return median_ms(lambda: session.run(None, feed), repeat, warmup)
+    return lambda: session.run(None, feed)
 
 
-def run_tflite(path: Path, threads: int, repeat: int, warmup: int) -> float | str:
+def tflite_runner(path: Path, threads: int) -> Callable[[], object] | str:
+    """One TFLite interpreter (XNNPACK) inference of the golden inputs (.tflite only), else
+    why there is none ("—": not its format, "missing")."""
     if path.suffix != ".tflite":
         return NOT_APPLICABLE
     try:
@@ -115,7 +121,7 @@ def run_tflite(path: Path, threads: int, repeat: int, warmup: int) -> float | st
             interpreter.set_tensor(d["index"], inputs[d["name"]])
         interpreter.invoke()
 
-    return median_ms(run, repeat, warmup)
+    return run
 
 
 def fmt_ms(value: float | str) -> str:
