@@ -83,6 +83,66 @@ def _pool_vector(
     return name, [op.input], [n * oh * ow * blocks]
 
 
+INSIDE_TAPS = 16
+"""Windows of up to this many taps are unrolled by `_pool_inside`."""
+
+
+def _pool_inside(
+    op: nn.MaxPool2DOp | nn.AvgPool2DOp,
+    act: list[str],
+    program: Program,
+    desc: str,
+    out_shape: tuple[int, ...],
+) -> tuple[str, list[SSAValue | str], list[int]] | None:
+    """A pool whose every window lies inside the image (no padding taps: BlazeFace's and
+    most CNNs' 2x2 stride-2 max pools): one output pixel per work-item, all its channel
+    vectors in a loop, the taps unrolled without bounds checks (measured 2-3x faster on
+    PoCL than one channel vector per work-item, whose work is a few loads). Same sums and
+    maxima, in the same order, as `_pool_vector`; None when a window may leave the image."""
+    n, h, w, c = _shape(op.input)
+    vw = next((v for v in POOL_VECTORS if c % v == 0), 0)
+    _, oh, ow, _ = out_shape
+    props = op.all_properties()
+    kh, kw = get_ints(props, "kernel")
+    sh, sw = get_ints(props, "strides")
+    dh, dw = get_ints(props, "dilations")
+    pt, pl = get_ints(props, "pads")[:2]
+    inside = (oh - 1) * sh + (kh - 1) * dh < h and (ow - 1) * sw + (kw - 1) * dw < w
+    if not vw or any("RESIDUAL" in e for e in act) or pt or pl or not inside:
+        return None
+    if kh * kw > INSIDE_TAPS:
+        return None
+    is_max = isinstance(op, nn.MaxPool2DOp)
+    vec, real = f"float{vw}", f"REAL{vw}"
+    blocks = c // vw
+    taps = [(i * dh * w + j * dw) * blocks for i in range(kh) for j in range(kw)]
+    loads = [f"WIDEN{vw}(xp[{offset} + cb])" for offset in taps]
+    lines = [
+        f"    const int ow = gid % {ow}; const int t = gid / {ow};\n",
+        f"    const int oh = t % {oh}; const int n = t / {oh};\n",
+        f"    __global const {real}* xp = (__global const {real}*)x0"
+        f" + ((n * {h} + oh * {sh}) * {w} + ow * {sw}) * {blocks};\n",
+        f"    __global {real}* yp = (__global {real}*)y + gid * {blocks};\n",
+        f"    for (int cb = 0; cb < {blocks}; ++cb) {{\n",
+    ]
+    if is_max:
+        lines.append(f"        {vec} acc = {loads[0]};\n")
+        for load in loads[1:]:
+            lines.append(
+                f"        {{ const {vec} xv = {load};"
+                " acc = select(acc, xv, xv > acc || isnan(xv)); }\n"
+            )
+        lines.append(f"        {vec} v = acc;\n")
+    else:  # a sum of the window from -0.0, the exact additive identity, over its area
+        lines.append(f"        {vec} acc = ({vec})(-0.0f);\n")
+        lines += [f"        acc += {load};\n" for load in loads]
+        lines.append(f"        {vec} v = acc / {_f(kh * kw)};\n")
+    lines += [f"        v = {e};\n" for e in act if e != "v"]
+    lines += [f"        yp[cb] = NARROW{vw}(v);\n", "    }\n"]
+    name = program.kernel(_kernel(1, "".join(lines)), f"{desc} (x{vw}, pixel per item)")
+    return name, [op.input], [n * oh * ow]
+
+
 @lowering(nn.MaxPool2DOp, nn.AvgPool2DOp)
 def pool_vectorised(
     op: nn.MaxPool2DOp | nn.AvgPool2DOp, epilogue: list[Operation], program: Program
@@ -92,8 +152,8 @@ def pool_vectorised(
         return None
     pre = prelude(op, epilogue)
     desc, act, out_shape = pre.desc, pre.act, pre.out_shape
-    vectorised = _pool_vector(op, act, program, desc, out_shape)
-    return _one(vectorised)
+    inside = _pool_inside(op, act, program, desc, out_shape)
+    return _one(inside or _pool_vector(op, act, program, desc, out_shape))
 
 
 @lowering(nn.MaxPool2DOp, nn.AvgPool2DOp)
