@@ -73,6 +73,8 @@ def _float_cases() -> list[Case]:
             # more than 512 keys and a head over 512 wide (products in k chunks)
             ((1, 9, 600), 700, 20, False, (9, 700)),
             ((2, 33, 24), 530, 24, True, None),
+            # an empty head: every score 0, uniform weights
+            ((1, 2, 3, 0), 6, 5, True, None),
         ]
     ):
         *batch, _, d = q_shape

@@ -324,11 +324,11 @@ static void irc_att_product(const float *restrict a, long lda, long rows,
                             const float *restrict x, long ldx, int x_t, long K, long n,
                             float *restrict y, long ldy, const float *restrict rs, float scale,
                             const float *const *restrict mask) {
-  const long chunk = K < IRC_ATT_PACK_K ? K : IRC_ATT_PACK_K;
+  const long chunk = K < 1 ? 1 : (K < IRC_ATT_PACK_K ? K : IRC_ATT_PACK_K);
   float xp[chunk * 2 * IRC_VL] __attribute__((aligned(64)));
   for (long j = 0; j < n; j += 2 * IRC_VL) {
     const int cols = n - j < 2 * IRC_VL ? (int)(n - j) : 2 * IRC_VL;
-    for (long k0 = 0; k0 < K; k0 += chunk) {
+    for (long k0 = 0; k0 == 0 || k0 < K; k0 += chunk) { /* K = 0: one empty chunk */
       const long kc = K - k0 < chunk ? K - k0 : chunk;
       irc_att_pack(x_t ? x + k0 : x + k0 * ldx, ldx, x_t, kc, j, cols, xp);
       for (long r0 = 0; r0 < rows; r0 += IRC_ATT_MR) {
@@ -464,6 +464,10 @@ static void irc_attention(const float *restrict q, const float *restrict k,
                           const float *restrict v, const float *restrict mask,
                           float *restrict o, long B, long M, long N, long D, long E,
                           int key_t, float scale, const long *restrict mo, long msm, long msn) {
+  if (N == 0) { /* no keys: an empty sum */
+    memset(o, 0, sizeof(float) * (size_t)(B * M * E));
+    return;
+  }
   const double work = (double)B * M * N * (D + E);
   const long ld = (N + IRC_VL - 1) / IRC_VL * IRC_VL;
   const int threads = work > IRC_PARALLEL_WORK ? irc_nthreads() : 1;
