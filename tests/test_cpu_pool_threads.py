@@ -1,4 +1,4 @@
-"""The CPU target's float pools and constant pads on one and two threads, on every ISA.
+"""The CPU target's pools, pads, resizes and pool-run loop nests on 1 and 2 threads, every ISA.
 
 Pools run in channel vectors (IRC_VL lanes and a partial last vector: C = 5, 16, 28, 42,
 70, 1280 cover a tail only, whole vectors only and both) and split their output rows over
@@ -6,10 +6,13 @@ the threads from ~32k window taps x channels; NaN inputs (a NaN wins the max), p
 count_include_pad, dilation and the fused activations (tanh in scalar code). Pads are the
 `irc_pad` kernel (output rows split over the threads; zero or other fill values, the
 channel padding of BlazeFace's residual branches, int8 and int32 storage, ranks 1 to 4)
-or, for other ranks, loop nests. One executable holds all cases; it runs on 1 and 2 threads
-and, on 2 threads, with every other ISA profile this host runs: every run must agree bit
-for bit (a pool computes the same operations per lane on any vector width and any split),
-max pools and pads exactly equal to the reference, average pools within float tolerance.
+or, for other ranks, loop nests. Resizes split their output rows; loop nests that a
+lowering marks parallel (elementwise, concat, integer ops, transposed convolutions) run as
+tasks of the same pool (`outline`). One executable holds all cases; it runs on 1 and 2 threads
+and, on 2 threads, with every other ISA profile this host runs: 1 and 2 threads agree bit
+for bit (a split never changes a value), and so do the ISAs on pools (the same operations
+per lane on any vector width) and copies; max pools, pads, nearest resizes and copies
+equal the reference exactly, arithmetic within float tolerance.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from cpu_support import (
     RUNNABLE_ISAS,
     Case,
     build_executable,
+    generated_source,
     load_with_isa,
     lower,
     needs_compiler,
@@ -117,7 +121,54 @@ PAD_CASES = [
     pad("pad_rank5_loops", rand(2, 3, 4, 5, 6), [0, 0, 1, 0, 0, 1, 1, 1, 0, 2]),
 ]
 
-CASES = POOL_CASES + PAD_CASES
+RESIZE_CASES = [
+    op_case(
+        "resize_nearest_2x_split",
+        nn.ResizeOp,
+        [rand(2, 20, 21, 24)],
+        size=[40, 42],
+        layout="NHWC",
+    ),
+    op_case(
+        "resize_bilinear_split",
+        nn.ResizeOp,
+        [rand(1, 17, 23, 19)],
+        size=[50, 41],
+        mode="bilinear",
+        layout="NHWC",
+    ),
+]
+
+# Loop nests marked parallel run as tasks of the pool (targets/cpu/outline.py): an
+# elementwise op, a concat of rows, an integer op, a transposed convolution's rows.
+LOOP_CASES = [
+    op_case("loop_add_split", nn.AddOp, [rand(1, 64, 64, 24), rand(1, 64, 64, 24)]),
+    op_case("loop_sigmoid_split", nn.SigmoidOp, [rand(1, 1, 200, 200)]),
+    op_case(
+        "loop_concat_split",
+        nn.ConcatOp,
+        [[rand(1, 64, 64, 24), rand(1, 64, 64, 8)]],
+        axis=3,
+    ),
+    op_case(
+        "loop_int32_maximum_split",
+        nn.MaximumOp,
+        [
+            _RNG.integers(-9, 9, size=(4, 100, 100)).astype(np.int32),
+            _RNG.integers(-9, 9, size=(4, 100, 100)).astype(np.int32),
+        ],
+    ),
+    op_case(
+        "loop_conv_transpose_split",
+        nn.Conv2DTransposeOp,
+        [rand(1, 40, 40, 32), rand(16, 2, 2, 32), None],
+        [1],
+        strides=[2, 2],
+        layout="NHWC",
+    ),
+]
+
+CASES = POOL_CASES + PAD_CASES + RESIZE_CASES + LOOP_CASES
 
 OTHER_ISAS = tuple(RUNNABLE_ISAS[1:])
 
@@ -150,13 +201,30 @@ def results() -> dict[str, list[tuple[np.ndarray, ...]]]:
 
 @pytest.mark.parametrize("case_id", [c.id for c in CASES])
 def test_pools_and_pads_on_threads_and_isas(results, case_id: str) -> None:
-    exact = not case_id.startswith("avg")
-    for one, *others, expected in results[case_id]:
+    exact = case_id.startswith(("max", "pad", "resize_nearest", "loop_concat", "loop_int32"))
+    same_on_every_isa = exact or case_id.startswith("avg")  # the same operations per lane
+    for one, two, *isas, expected in results[case_id]:
         assert one.shape == expected.shape
         assert one.dtype == expected.dtype
         if exact:
             np.testing.assert_array_equal(one, expected)
         else:
             np.testing.assert_allclose(one, expected, rtol=RTOL, atol=ATOL)
-        for other in others:  # 2 threads, then the other ISA profiles
-            np.testing.assert_array_equal(one, other)
+        np.testing.assert_array_equal(one, two)  # a split never changes a value
+        for name, other in zip(OTHER_ISAS, isas, strict=True):
+            if same_on_every_isa:
+                np.testing.assert_array_equal(one, other, err_msg=name)
+            else:
+                np.testing.assert_allclose(other, expected, rtol=RTOL, atol=ATOL, err_msg=name)
+
+
+def test_marked_loops_run_as_pool_tasks() -> None:
+    """The loop cases' nests are outlined into tasks of the pool: no OpenMP loop is left
+    in the generated functions, one task per case (the float add, sigmoid, concat, integer
+    maximum and the transposed convolution's rows)."""
+    module, executable, _ = build_executable(LOOP_CASES, name="test_cpu_pool_loops")
+    lower(module)
+    source = generated_source(executable)
+    entry = source[source.index("} irc_fn_0_loops;") :]
+    assert "IRC_PARFOR(" not in entry
+    assert entry.count("irc_parallel(irc_fn_0_loop") == len(LOOP_CASES)

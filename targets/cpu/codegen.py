@@ -89,6 +89,7 @@ from irc.targets.cpu.lowerings.registry import (
     LoweringContext,
     LoweringError,
 )
+from irc.targets.cpu.outline import LoopContext
 from irc.targets.cpu.profiling import KernelProfiler, profile_enabled
 from irc.targets.cpu.support import check_op
 
@@ -328,13 +329,17 @@ class FunctionCodegen:
         emitter = Emitter(self)
         profiling = profile_enabled()
         profiler = KernelProfiler(self.c_name)
+        params = [(f"const {ctype(a)} *", f"in{i}") for i, a in enumerate(block.args)]
+        params += [(f"{ctype(v)} *", f"out{j}") for j, v in enumerate(returned)]
+        shared = [*params, ("const float *const *", "K"), ("float *", "ws")]
+        loops = LoopContext(self.c_name, shared)
         body: Lines = []
         snippets: set[str] = {"common"}
         for op, lowered in plans:
             if lowered.alias:
                 continue
             results = [self.pointer(r) for r in op.results]
-            lines = lowered.emit(emitter, results, temps_of[op])
+            lines = loops.outline(lowered.emit(emitter, results, temps_of[op]))
             if profiling:
                 timed, data = lowered.timed or (op, tuple(op.operands))
                 element = ctype(self.base(data[0])) if data else ctype(op.results[0])
@@ -348,21 +353,22 @@ class FunctionCodegen:
                 size = f"sizeof({ctype(value)}) * {count}"
                 body.append(f"memcpy(out{j}, {src}, {size}); /* result {j} */")
 
-        params = [f"const {ctype(a)} *in{i}" for i, a in enumerate(block.args)]
-        params += [f"{ctype(v)} *out{j}" for j, v in enumerate(returned)]
-        params += ["const void *const *consts", "float *ws"]
+        signature = [f"{ct}{name}" for ct, name in params]
+        signature += ["const void *const *consts", "float *ws"]
         header = [
             f"/* {c_comment(self.c_name)}: {len(plans)} ops, "
             f"workspace {plan.workspace_floats * 4} bytes. */",
             *self._plan_comment,
-            f"void {self.c_name}({', '.join(params)}) {{",
+            f"void {self.c_name}({', '.join(signature)}) {{",
             "  const float *const *K = (const float *const *)consts;",
             "  (void)K;",
             "  (void)ws;",
             "  irc_pool_run_begin(); /* the pool's workers spin between this run's kernels */",
+            *("  " + line for line in loops.entry_declaration()),
         ]
         body.append("irc_pool_run_end(); /* and sleep after it */")
         source = "\n".join([*header, *("  " + line for line in body), "}"]) + "\n"
+        source = loops.definitions() + source
         if profiling:
             source = profiler.table() + source
             snippets.add("profile")

@@ -47,6 +47,7 @@ from xdsl.ir import Operation, SSAValue
 from irc.dialects import nn
 from irc.dialects.nn.base import ints_of
 from irc.targets.cpu.lowerings.helpers import (
+    PARFOR,
     activation_code,
     block,
     collapse,
@@ -81,9 +82,10 @@ ACC_CHAINS = 8
 """Float accumulator vectors per block (NV vectors times U partial sums over the input
 channels): enough independent FMA chains to hide the FMA latency on both ports."""
 
-PARALLEL_MACS = 1_000_000
-"""Multiply-adds from which the output rows are split across OpenMP threads (the float
-convolutions' IRC_PARALLEL_CONV_WORK)."""
+PARALLEL_MACS = 250_000
+"""Multiply-adds from which the output rows are split across threads (~5-10 us of one
+core): the loop is marked `helpers.parallel`'s way and runs as a task of the library's
+pool (`outline`), one part per output row or more rows when they are many."""
 
 
 def _taps(
@@ -522,7 +524,7 @@ def _gather_loops(
         f"typedef {acc_type} irc_tvu __attribute__((vector_size({size}), aligned(4)));",
     ]
     if macs >= PARALLEL_MACS and n * oh >= 2:
-        lines.append("IRC_PARFOR(schedule(static))")
+        lines.append(f"{PARFOR} /* work: {macs} */")
     lines += [
         f"for (long r = 0; r < {n * oh}; ++r) {{",
         f"  const long n = r / {oh}, oy = r % {oh};",

@@ -3,8 +3,8 @@ literal, the fused activation), float unary ops, and the integer form's i32 bina
 (wrapping, as numpy's) and unary ops (relu, neg, abs, clip; widening casts: `casts.py`).
 
 Each loop nest has its dimensions collapsed where every array walks them contiguously, so
-the innermost loop is long and gcc vectorises it; the integer loops split across OpenMP
-threads when large (`helpers.parallel`).
+the innermost loop is long and gcc vectorises it; loops split across the threads when
+large (`helpers.parallel`: tasks of the library's pool, `outline`).
 """
 
 from __future__ import annotations
@@ -266,7 +266,8 @@ def binary(op: nn.ElementwiseBinaryOp, ctx: LoweringContext) -> Lowered | None:
 
 @lowering(*UNARY_OPS)
 def unary(op: nn.NNOp, ctx: LoweringContext) -> Lowered | None:
-    """A float unary op: one loop over the elements (`unary_expr`)."""
+    """A float unary op: one loop over the elements (`unary_expr`), split over the threads
+    when large."""
     if integer_result(op):
         return None
     expr = unary_expr(op)
@@ -282,6 +283,6 @@ def unary(op: nn.NNOp, ctx: LoweringContext) -> Lowered | None:
             [(0, [1])],
             lambda ix: [f"const float x = px[{ix[0]}];", f"po[{ix[0]}] = {expr};"],
         )
-        return block(describe(op), decls, body)
+        return block(describe(op), decls, parallel([count], body))
 
     return Lowered(emit, snippets=("common",))

@@ -110,15 +110,21 @@ def index_expr(offset: int, strides: Sequence[int]) -> str:
     return " + ".join(terms)
 
 
-PAR_ELEMENTS = 1 << 17
-"""Elements from which an integer elementwise loop nest is split across OpenMP threads."""
+PAR_ELEMENTS = 1 << 15
+"""Elements from which a loop nest is split across threads (~5 us of one core)."""
+
+PARFOR = "IRC_PARFOR(schedule(static))"
+"""The line `parallel` puts before a loop nest that may be split: codegen outlines the
+op's block into a task of the library's pool (`outline`), else an OpenMP loop."""
 
 
 def parallel(dims: Sequence[int], lines: Lines) -> Lines:
-    """`lines` (a loop nest over `dims`) split across OpenMP threads when it is large enough."""
+    """`lines` (a loop nest over `dims`, iterations of its outer loop independent) marked to
+    be split across threads when it is large enough: the pool runs it when it is its op's
+    only statement after declarations (`outline`), OpenMP otherwise."""
     if numel(dims) < PAR_ELEMENTS or not dims or dims[0] < 2:
         return lines
-    return ["IRC_PARFOR(schedule(static))", *lines]
+    return [f"{PARFOR} /* work: {numel(dims)} */", *lines]
 
 
 def loop_nest(
