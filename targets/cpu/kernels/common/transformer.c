@@ -9,6 +9,34 @@ IRC_INLINE float irc_vf_hsum(irc_vf v) {
   return s;
 }
 
+/* The largest lane of v (NaN lanes ignored), as a tree where the ISA has one. */
+IRC_INLINE float irc_vf_hmax(irc_vf v) {
+#if IRC_VL == 16 && defined(__AVX512F__)
+  return _mm512_reduce_max_ps((__m512)v);
+#elif IRC_VL == 8 && defined(__AVX__)
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+#else
+  float m = v[0];
+  for (int i = 1; i < IRC_VL; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+#endif
+}
+
+/* The sum of the lanes of v, as a tree where the ISA has one. */
+IRC_INLINE float irc_vf_hsum_tree(irc_vf v) {
+#if IRC_VL == 16 && defined(__AVX512F__)
+  return _mm512_reduce_add_ps((__m512)v);
+#elif IRC_VL == 8 && defined(__AVX__)
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+#else
+  return irc_vf_hsum(v);
+#endif
+}
+
 /* exp on IRC_VL lanes (Cephes' expf: x = n ln2 + r, a degree-6 polynomial of r, times 2^n),
    within 2 ulp of expf above e^-69; below (results under 1e-30) it is 0, so that what is
    computed from it never meets denormals (a masked score's softmax weight times a value
@@ -127,7 +155,7 @@ static void irc_layer_norm_part(const void *ctx, long part) {
     irc_vf acc = {0.0f};
     long k = 0;
     for (; k + IRC_VL <= n; k += IRC_VL) acc += *(const irc_vfu *)(xr + k);
-    float sum = irc_vf_hsum(acc);
+    float sum = irc_vf_hsum_tree(acc);
     for (; k < n; ++k) sum += xr[k];
     const float mean = sum / (float)n;
     irc_vf sq = {0.0f};
@@ -135,7 +163,7 @@ static void irc_layer_norm_part(const void *ctx, long part) {
       const irc_vf c = *(const irc_vfu *)(xr + k) - mean;
       sq += c * c;
     }
-    float ss = irc_vf_hsum(sq);
+    float ss = irc_vf_hsum_tree(sq);
     for (; k < n; ++k) ss += (xr[k] - mean) * (xr[k] - mean);
     const float inv = 1.0f / sqrtf(ss / (float)n + eps);
     for (k = 0; k + IRC_VL <= n; k += IRC_VL) {
@@ -194,34 +222,6 @@ static void irc_silu(const float *restrict x, float *restrict y, long n) {
 #define IRC_ATT_SCORES 16384 /* floats of a block's scores (64 KiB), at least IRC_ATT_MR rows */
 #define IRC_ATT_TILES 8      /* at most this many row tiles per block */
 #define IRC_ATT_PACK_K 512   /* products over at most this many k pack their column slices */
-
-/* The largest lane of v (NaN lanes ignored), as a tree where the ISA has one. */
-IRC_INLINE float irc_vf_hmax(irc_vf v) {
-#if IRC_VL == 16 && defined(__AVX512F__)
-  return _mm512_reduce_max_ps((__m512)v);
-#elif IRC_VL == 8 && defined(__AVX__)
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
-#else
-  float m = v[0];
-  for (int i = 1; i < IRC_VL; ++i) m = v[i] > m ? v[i] : m;
-  return m;
-#endif
-}
-
-/* The sum of the lanes of v, as a tree where the ISA has one. */
-IRC_INLINE float irc_vf_hsum_tree(irc_vf v) {
-#if IRC_VL == 16 && defined(__AVX512F__)
-  return _mm512_reduce_add_ps((__m512)v);
-#elif IRC_VL == 8 && defined(__AVX__)
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
-#else
-  return irc_vf_hsum(v);
-#endif
-}
 
 /* How a tile stores its rows: c * rs[r] (the value product: rs the rows' 1 / sum), else
    c * scale; plus the row's mask (unit stride along the keys) where it has one; plus what
