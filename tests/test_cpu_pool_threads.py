@@ -103,6 +103,8 @@ POOL_CASES = [
 PAD_CASES = [
     pad("pad_channels_c24_to_28_split", rand(1, 64, 64, 24), [0, 0, 0, 0, 0, 0, 0, 4]),
     pad("pad_channels_small", rand(1, 16, 16, 42), [0, 0, 0, 0, 0, 0, 0, 6]),
+    pad("pad_channels_both_sides", rand(1, 8, 9, 20), [0, 0, 1, 0, 0, 2, 3, 2]),
+    pad("pad_channels_wide", rand(1, 4, 5, 3), [0, 0, 0, 0, 0, 0, 0, 40]),
     pad("pad_spatial_split", rand(1, 130, 127, 3), [0, 0, 1, 2, 2, 1, 0, 0]),
     pad("pad_all_dims_value", rand(2, 5, 6, 7), [1, 0, 2, 1, 0, 3, 2, 1], value=-1.5),
     pad("pad_rank2", rand(9, 13), [1, 2, 3, 0]),

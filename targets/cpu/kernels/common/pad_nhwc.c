@@ -18,6 +18,10 @@ typedef struct {
 /* n elements of the fill at p. */
 IRC_INLINE void irc_pad_fill(const irc_pad_args *restrict a, char *restrict p, long n) {
   if (n <= 0) return;
+  if (a->zero && a->esize == 4 && n <= IRC_VL) { /* a pixel's padding channels */
+    irc_vf_store_n((float *)p, (irc_vf){0.0f}, (int)n);
+    return;
+  }
   if (a->zero) {
     memset(p, 0, (size_t)n * a->esize);
     return;
@@ -45,9 +49,20 @@ IRC_INLINE void irc_pad_fill(const irc_pad_args *restrict a, char *restrict p, l
   }
 }
 
-/* n elements copied from x to o (typed loops: short rows, e.g. a pixel's channels, are not
-   worth a memcpy call each). */
+/* n elements copied from x to o (short rows, e.g. a pixel's channels, are not worth a
+   memcpy call each): 4-byte elements as float vectors (moves keep every bit) with a partial
+   last vector, the others in typed loops. */
 IRC_INLINE void irc_pad_copy(int esize, char *restrict o, const char *restrict x, long n) {
+  if (esize == 4) {
+    long i = 0;
+    for (; i + IRC_VL <= n; i += IRC_VL)
+      *(irc_vfu *)(o + 4 * i) = *(const irc_vfu *)(x + 4 * i);
+    if (i < n) {
+      const int rest = (int)(n - i);
+      irc_vf_store_n((float *)(o + 4 * i), irc_vf_load_n((const float *)(x + 4 * i), rest), rest);
+    }
+    return;
+  }
   switch (esize) {
     case 1: for (long i = 0; i < n; ++i) o[i] = x[i]; break;
     case 2:
@@ -79,6 +94,23 @@ static void irc_pad_rows(const irc_pad_args *restrict a, long r0, long r1) {
     char *in = o + lo2 * od3 * es;
     if (lo3 == 0 && hi3 == 0)
       memcpy(in, x, (size_t)(d2 * d3 * es));
+    else if (lo3 == 0 && a->zero && es == 4)
+      /* channels padded after with zeros (a residual branch's channel pad): each output
+         vector is a load of what is left of the pixel's input, zero lanes past it */
+      for (long w = 0; w < d2; ++w) {
+        float *ow = (float *)in + w * od3;
+        const float *xw = (const float *)x + w * d3;
+        for (long j = 0; j < od3; j += IRC_VL) {
+          const long have = d3 - j, room = od3 - j;
+          const irc_vf v = have >= IRC_VL ? *(const irc_vfu *)(xw + j)
+                           : have > 0     ? irc_vf_load_n(xw + j, (int)have)
+                                          : (irc_vf){0.0f};
+          if (room >= IRC_VL)
+            *(irc_vfu *)(ow + j) = v;
+          else
+            irc_vf_store_n(ow + j, v, (int)room);
+        }
+      }
     else
       for (long w = 0; w < d2; ++w) {
         char *ow = in + w * od3 * es;
