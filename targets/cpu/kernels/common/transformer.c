@@ -219,7 +219,7 @@ static void irc_silu(const float *restrict x, float *restrict y, long n) {
 #else
 #define IRC_ATT_MR 6 /* 12 accumulators of 16 registers */
 #endif
-#define IRC_ATT_SCORES 16384 /* floats of a block's scores (64 KiB), at least IRC_ATT_MR rows */
+#define IRC_ATT_SCORES 16384 /* floats of a block's scores (64 KiB; see irc_att_rows) */
 #define IRC_ATT_TILES 8      /* at most this many row tiles per block */
 #define IRC_ATT_PACK_K 512   /* products over at most this many k pack their column slices */
 
@@ -442,10 +442,10 @@ static void irc_attention_part(const void *ctx, long part) {
   }
 }
 
-/* The query rows per block: scores of at most IRC_ATT_SCORES floats, a whole number of
-   tiles (at least one, at most IRC_ATT_TILES), fewer while that leaves under four tasks
-   per thread; then the blocks of a head evened out (198 rows: 56, 56, 56, 30, not 64,
-   64, 64, 6). */
+/* The query rows per block: a whole number of tiles, at most IRC_ATT_TILES, whose scores
+   fit IRC_ATT_SCORES floats (long rows: up to 4 tiles within 4x that; always one tile, at
+   most 512 KiB at 16384 keys), fewer while that leaves under four tasks per thread; then
+   the blocks of a head evened out (198 rows: 56, 56, 56, 30, not 64, 64, 64, 6). */
 static long irc_att_rows(long B, long M, long ld, int threads) {
   long rows = IRC_ATT_SCORES / ld / IRC_ATT_MR * IRC_ATT_MR;
   if (rows < 4 * IRC_ATT_MR) { /* long rows: up to 4 tiles within 4x the budget */
