@@ -80,10 +80,14 @@ def kernel_file(path: str) -> str:
 
 
 def per_isa(name: str) -> str:
-    """`<isa>/<name>` of every ISA directory, each under its condition (#if / #elif)."""
+    """`<isa>/<name>` of every ISA directory, each under its condition (#if / #elif); an ISA
+    directory without the file takes generic's (it has nothing of its own there)."""
+    assert __package__ is not None  # a module of the irc.targets.cpu package
     parts = []
     for i, (condition, directory) in enumerate(ISA_DIRECTORIES):
         keyword = "#if" if i == 0 else "#elif"
+        if not resources.files(__package__).joinpath(KERNELS, directory, name).is_file():
+            directory = "generic"
         parts += [f"{keyword} {condition}", kernel_file(f"{directory}/{name}").rstrip("\n")]
     return "\n".join([*parts, "#endif"]) + "\n"
 

@@ -1,5 +1,6 @@
-/* irc CPU kernels, portable C: the fused int8 conv runs its portable dot product; no
-   separate tile function. */
+/* irc CPU kernels, portable C and AVX-512 (x86_64_avx512/ has no file of its own): the fused
+   int8 conv runs its dot product in the kernel itself (the portable one, or zmm registers with
+   vpdpbusd on VNNI); no separate tile function. */
 #define IRC_QCONV_AVX2 0
 #define IRC_QCONV_WIDE_X 0
 IRC_INLINE void irc_qwiden_word(uint32_t a, uint32_t *restrict dst) { dst[0] = a; }
