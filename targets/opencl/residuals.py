@@ -43,3 +43,61 @@ def padded_residual_vector(m: re.Match[str], vw: int, pixel: str, c0: str) -> st
             zero = f"(float{g})(0.0f)"
         pieces.append(f"({start} < {cin} ? {load} : {zero})")
     return pieces[0] if len(pieces) == 1 else f"(float{vw})({', '.join(pieces)})"
+
+
+QDIV = "\x1fqdiv"
+"""Marks an epilogue step `epilogue.qcast_exprs` writes as one statement block (a quantizing
+division by multiplication, checked; `statements` expands it for the value's type)."""
+
+NEAR_HALF = 0.5 - 2.0**-13
+"""A product `v * (1/scale)` whose saturated value lies within `0.5 - NEAR_HALF` of a
+half-integer may round differently from the quotient `v / scale`: those divide."""
+
+
+def qdiv_marker(recip: str, scale: str, saturate: str, rounding: str) -> str:
+    """The epilogue step `v = rounding(saturate(v / scale))` computed as
+    `rounding(saturate(v * recip))` where that is provably the same integer (see
+    `statements`), by the correctly rounded division elsewhere."""
+    return "\x1f".join((QDIV, recip, scale, saturate, rounding))
+
+
+def _any_lane(mask: str, lanes: int) -> str:
+    """Statements setting `int any_` to whether the int mask `mask` (of `lanes` lanes, 1 for
+    a scalar) has a nonzero lane: operators only (PoCL does not inline `any` on wide
+    vectors)."""
+    if lanes == 1:
+        return f"const int any_ = {mask};"
+    code = [f"const int{lanes} m{lanes}_ = {mask};"]
+    while lanes > 2:
+        code.append(f"const int{lanes // 2} m{lanes // 2}_ = m{lanes}_.lo | m{lanes}_.hi;")
+        lanes //= 2
+    code.append("const int any_ = m2_.x | m2_.y;")
+    return " ".join(code)
+
+
+def statements(exprs: list[str], vec: str, lanes: int, indent: str = " ") -> str:
+    """C statements applying epilogue expressions of `v` (a `vec` of `lanes` lanes) in order;
+    a `qdiv_marker` step becomes a block:
+
+    `t = v * recip` differs from the float quotient `q = v / scale` by less than 2**-13 where
+    |v / scale| < 512 (each of `recip` and the product rounds by at most 2**-24 relatively),
+    and saturation (1-Lipschitz, bounds below 512 in magnitude) keeps that; so unless the
+    saturated `t` lies within 2**-13 of a half-integer, `t` and `q` round to the same integer
+    (beyond 512 both saturate). Where any lane does, the vector divides instead. NaN and inf
+    take the fast path with the same result (0, or the bound)."""
+    out = []
+    for e in exprs:
+        if e == "v":
+            continue
+        if not e.startswith(QDIV):
+            out.append(f"{indent}v = {e};")
+            continue
+        recip, scale, saturate, rounding = e[len(QDIV) + 1 :].split("\x1f")
+        limit = f"{NEAR_HALF!r}f"
+        out.append(
+            f"{indent}{{ const {vec} u_ = v; v = u_ * {recip}; v = {saturate};"
+            f" const {vec} s_ = v; v = {rounding}; const {vec} d_ = s_ - v;"
+            f" {_any_lane(f'd_ > {limit} || d_ < -{limit}', lanes)} if (any_) {{"
+            f" v = u_ / {scale}; v = {saturate}; v = {rounding}; }} }}"
+        )
+    return "\n".join(out) + ("\n" if out else "")
