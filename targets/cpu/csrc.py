@@ -30,12 +30,14 @@ kernels ("qfused" and its instances `fused_conv_kernel`, `fused_depthwise_quads_
 when the compiler targets it (depthwise: on input columns gathered into quads of 4 kernel
 rows), AVX-512 requantization; on AVX2 without VNNI exact int16 pair sums (vpmaddwd) and a
 vectorised mode-0 requantization; portable C paths for all (the generic profile, tested).
-The float kernels of the library (conv2d, depthwise, pool2d, batch_matmul, the transformer
-kernels), the fused int8 kernels and irc_qpad split over the threads with the library's own
-pool (`irc_parallel`, kernels/common/pool.h, in the "common" snippet: whoever runs claims
-the next range of tasks, the caller never waits for a worker the OS has not scheduled), not
-OpenMP, on the library's thread count; `IRC_PARFOR` (OpenMP) is left to loops generated
-inline (elementwise and integer ops) and the unfused integer kernels.
+The float kernels of the library (conv2d, depthwise, pool2d, pad, resize, batch_matmul, the
+transformer kernels), the fused int8 kernels and irc_qpad split over the threads with the
+library's own pool (`irc_parallel`, kernels/common/pool.h, in the "common" snippet: whoever
+runs claims the next range of tasks, the caller never waits for a worker the OS has not
+scheduled), not OpenMP, on the library's thread count, and so do the loop nests generated
+inline that a lowering marks parallel (`outline`: tasks of the same pool); `IRC_PARFOR`
+(OpenMP) is left to a marked loop sharing its block with other statements and the unfused
+integer kernels.
 
 Float semantics follow the reference kernels: NaN propagates through max/min/relu/clip like
 numpy's `maximum`/`minimum`, fused activations are TFLite's.

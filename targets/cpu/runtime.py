@@ -14,13 +14,15 @@ are fresh arrays, so one loaded executable can serve several threads at once wit
 share one library in the process (dlopen returns the loaded one): their constants and
 workspaces are still their own, only the thread count below is per library.
 
-A library's kernels split over its own pool (csrc `irc_parallel`, kernels/common/pool.h):
-its workers are started on the first parallel kernel, unbound, and sleep 20 us after their
-last job. The thread count is the default (OpenMP's, `OMP_NUM_THREADS`, where the library
-links OpenMP; else `OMP_NUM_THREADS` or the CPU affinity) unless `IRC_CPU_THREADS` is set
-when it loads, or `set_threads(n)` is called on the loaded executable (any time, per
-library). The loops still generated as OpenMP loops use the same count; OpenMP threads are
-bound to cores (`toolchain.prepare_openmp`) before the first library using OpenMP loads.
+A library's kernels, and the loop nests generated as its tasks (`outline`), split over its own
+pool (csrc `irc_parallel`, kernels/common/pool.h): its workers are started on the first
+parallel kernel, unbound, woken as a run on 2+ threads starts, spin up to 20 us between the
+run's jobs and sleep as soon as it ends. The thread count is the default (OpenMP's,
+`OMP_NUM_THREADS`, where the library links OpenMP; else `OMP_NUM_THREADS` or the CPU affinity)
+unless `IRC_CPU_THREADS` is set when it loads, or `set_threads(n)` is called on the loaded
+executable (any time, per library). The few loops still generated as OpenMP loops use the same
+count; OpenMP threads are bound to cores (`toolchain.prepare_openmp`) before the first library
+using OpenMP loads.
 """
 
 from __future__ import annotations

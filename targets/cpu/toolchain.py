@@ -5,9 +5,10 @@
   flags are kept when they work here: `-march=native`, `-mprefer-vector-width=512` (gcc
   defaults to 256-bit vectors on AVX-512 machines, PERF_NOTES.md) and `-fopenmp` (the
   library must also load). OpenMP is kept for the loops still generated as `omp parallel`
-  loops (`IRC_PARFOR`: elementwise and integer loops emitted inline by the code generator,
-  conv2d_transpose, the unfused integer kernels); the library's kernels split over its own
-  pool (kernels/common/pool.h) and run the same without OpenMP, which a compiler lacking
+  loops (`IRC_PARFOR` where a marked loop shares its op's block with other statements, the
+  unfused integer kernels conv_int.c / qgemm_dynamic.c / IRC_QDW); the library's kernels
+  and the marked loop nests outlined as tasks (`outline`) split over its own pool
+  (kernels/common/pool.h) and run the same without OpenMP, which a compiler lacking
   it does (its default thread count then comes from `OMP_NUM_THREADS` or the CPU affinity).
   At build time the ISA profile (`isa.select()`, `$IRC_CPU_ISA`)
   replaces the first two with its own flags (`flags_for`): `-march=native` only for the

@@ -3,7 +3,7 @@
 #define IRC_DEPTHWISE_F32_MR 8 /* output pixels per register tile (the ISA profile's) */
 #endif
 #define IRC_DW_MR IRC_DEPTHWISE_F32_MR
-#define IRC_PARALLEL_DW_WORK 200000.0 /* depthwise taps x channels below which one thread */
+#define IRC_PARALLEL_DW_WORK 50000.0 /* depthwise taps x channels below which one thread */
 
 /* -0.0 in every lane: the exact additive identity, where float sums start (the sum of
    products that are all -0.0 is -0.0, as the reference's; +0.0 + -0.0 would be +0.0). A

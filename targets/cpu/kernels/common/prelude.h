@@ -5,7 +5,7 @@
 
 #define IRC_INLINE static inline __attribute__((always_inline))
 #define IRC_PARALLEL_WORK 4000000.0 /* multiply-adds below which an op stays on one thread */
-#define IRC_PARALLEL_CONV_WORK 1000000.0 /* the same for the float implicit-GEMM convs */
+#define IRC_PARALLEL_CONV_WORK 200000.0 /* the same for the float implicit-GEMM convs */
 #if defined(_OPENMP)
 #include <omp.h>
 #define IRC_PRAGMA(x) _Pragma(#x)
