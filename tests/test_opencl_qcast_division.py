@@ -1,9 +1,10 @@
-"""The fused qcast's division by multiplication (residuals.py's `statements`): bit for bit the
+"""The fused qcast's division (lowerings/epilogue.py's `qcast_exprs`): bit for bit the
 reference's `round(saturate(v / scale))` for scales whose reciprocal is inexact, on values at
 and within a few ulps of every rounding boundary (`(k + 1/2) * scale`), NaN, ±inf, -0.0 and
 values past the storage range; in every store form of the tiled conv (float16, float4 and
-scalar vectors, float4 pieces, lanes), the one-element kernel and the GPU-style kernels.
-Subnormal scales (their reciprocal overflows) keep the plain division."""
+scalar vectors, float4 pieces, lanes), the one-element kernel and the GPU-style kernels. A
+multiplication by the reciprocal rounds ~1 in 50 of these values differently (the test
+fails with it); checked only near boundaries it was exact but 12 % slower on PoCL."""
 
 from __future__ import annotations
 
@@ -102,13 +103,6 @@ def _run(cases: list[Case], kernels: str) -> str:
 @pytest.mark.parametrize("kernels", ["cpu", "gpu"])
 @pytest.mark.parametrize("rounding", ["half_away_from_zero", "half_to_even"])
 @pytest.mark.parametrize("scale", SCALES)
-def test_division_by_multiplication_is_bit_exact(scale: float, rounding: str, kernels: str) -> None:
+def test_qcast_rounding_boundaries_are_bit_exact(scale: float, rounding: str, kernels: str) -> None:
     source = _run(_cases(scale, rounding), kernels)
-    assert "any_" in source
-    assert "v = u_ * " in source
-
-
-@pytest.mark.parametrize("scale", [1e-39, 5e-39])
-def test_scales_without_a_normal_reciprocal_divide(scale: float) -> None:
-    source = _run(_cases(scale, "half_to_even")[:1], "cpu")
-    assert "any_" not in source
+    assert source.count("fused quant.qcast, quant.dcast") >= 5

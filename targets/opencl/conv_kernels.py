@@ -54,7 +54,7 @@ from xdsl.ir import SSAValue
 from irc.dialects import nn
 from irc.dialects.nn import array_from_dense
 from irc.dialects.nn.base import get_int, get_ints
-from irc.targets.opencl.residuals import padded_residual, padded_residual_vector, statements
+from irc.targets.opencl.residuals import padded_residual, padded_residual_vector
 
 TileKernel = tuple[str, list[SSAValue | str], list[int]]
 """(kernel name, inputs, global size) as a lowering (`lowerings.registry`) returns them."""
@@ -130,7 +130,7 @@ class TiledKernels:
                 return f"WIDEN{vw}(((__global const {real}*)RESIDUAL{m.group(1)})[{index}])"
 
             exprs = [self.residual_pattern.sub(load, e) for e in self.act]
-            body = statements(exprs, vec, vw, "            ")
+            body = "".join(f"            v = {e};\n" for e in exprs if e != "v")
             return (
                 f"        {{ {vec} v = {acc};\n{body}"
                 f"            ((__global {real}*)y)[{out_index}] = NARROW{vw}(v); }}\n"
@@ -155,7 +155,7 @@ class TiledKernels:
                     return f"WIDEN4(((__global const REAL4*)RESIDUAL{m.group(1)})[{index}])"
 
                 exprs = [self.residual_pattern.sub(quad_load, e) for e in self.act]
-                body = statements(exprs, "float4", 4).replace("\n", "")
+                body = "".join(f" v = {e};" for e in exprs if e != "v")
                 lines.append(
                     f"            if (c0 + {4 * quad} < {channels}) {{ float4 v = {acc}.s{lanes};"
                     f"{body} ((__global REAL4*)y)[{element}] = NARROW4(v); }}\n"
@@ -171,7 +171,7 @@ class TiledKernels:
                 return f"WIDEN(RESIDUAL{m.group(1)}[{index}])"
 
             exprs = [self.residual_pattern.sub(scalar, e) for e in self.act]
-            body = statements(exprs, "float", 1).replace("\n", "")
+            body = "".join(f" v = {e};" for e in exprs if e != "v")
             lines.append(
                 f"            if ({channel} < {channels}) {{ float v = {acc}.s{lane:x};{body}"
                 f" y[{element}] = v; }}\n"
@@ -598,7 +598,7 @@ class TiledKernels:
                 # (a builtin call on it is not inlined by PoCL and breaks the AVX2 ABI)
                 whole = vw <= 8 and not any(self.residual_pattern.search(e) for e in self.act)
                 if whole:
-                    body = statements(self.act, vec, vw).replace("\n", "")
+                    body = "".join(f" v = {e};" for e in self.act if e != "v")
                     lines.append(f"        {{ {vec} v = {acc};{body}\n")
                 for lane in range(taps * oc):
                     (a, b), channel = divmod(lane // oc, kw), lane % oc
@@ -628,7 +628,7 @@ class TiledKernels:
             return f"WIDEN(RESIDUAL{m.group(1)}[{index}])"
 
         exprs = [self.residual_pattern.sub(scalar, e) for e in self.act]
-        body = statements(exprs, "float", 1).replace("\n", "")
+        body = "".join(f" v = {e};" for e in exprs if e != "v")
         return f"        {{ float v = {value};{body} y[{element}] = v; }}\n"
 
     def conv(

@@ -30,7 +30,7 @@ from irc.targets.opencl.lowerings.helpers import (
     _shape,
     real_literals,
 )
-from irc.targets.opencl.residuals import padded_residual, qdiv_marker, statements
+from irc.targets.opencl.residuals import padded_residual
 
 BINARY_EXPR: dict[type[Operation], str] = {
     nn.AddOp: "a + b",
@@ -194,13 +194,7 @@ def qcast_exprs(op: quant.QCastOp) -> list[str]:
     storage range *before* rounding (rounding is monotonic and the bounds are integers, so
     this equals saturating after it), then `ROUNDING_MAGIC` rounds ties to even; half away
     from zero moves a tie (`v - r` is exactly +-0.5, computed exactly) to `v +- 0.5`, which is
-    exact too. Under fast math (which may fold the magic addition) the builtin forms.
-
-    The division is a multiplication by the reciprocal wherever that provably rounds to the
-    same integer, and the division only where a lane lies near a rounding boundary
-    (residuals.py's `statements`: ~19 % of MobileNetV2 int8's heaviest kernel was the
-    division); kept as a plain division for a scale whose reciprocal is not a normal float
-    or a storage range beyond 512."""
+    exact too. Under fast math (which may fold the magic addition) the builtin forms."""
     element = op.output.type.element_type
     assert isinstance(element, UniformQuantizedType)
     scale = _f(float(np.float32(element.scale_values[0])))
@@ -225,13 +219,6 @@ def qcast_exprs(op: quant.QCastOp) -> list[str]:
             f"(v - {even} == 0.5f || v - {even} == -0.5f ? (v < 0.0f ? v - 0.5f : v + 0.5f)"
             f" : {even})"
         )
-    scale32 = np.float32(element.scale_values[0])
-    with np.errstate(over="ignore", divide="ignore"):
-        recip = np.float32(1.0) / scale32
-    tiny = np.finfo(np.float32).tiny
-    if max(abs(low - zp), abs(high - zp)) < 512 and np.isfinite(recip) and recip >= tiny:
-        if scale32 >= tiny:  # normal scale and reciprocal: the product's error bound holds
-            return [qdiv_marker(_f(float(recip)), scale, saturate, rounding), f"v + {_f(zp)}"]
     return [f"v / {scale}", saturate, rounding, f"v + {_f(zp)}"]
 
 
@@ -318,7 +305,8 @@ def compose(exprs: list[str], real: bool = False) -> str:
     if real:
         exprs = [real_literals(e) for e in exprs]
     exprs = [RESIDUAL_LOAD.sub(load, e) for e in exprs]
-    return statements(exprs, "float", 1, "    ")
+    lines = "".join(f"    v = {e};\n" for e in exprs if e != "v")
+    return lines
 
 
 def _activations(op: Operation, epilogue: list[Operation]) -> list[str]:
