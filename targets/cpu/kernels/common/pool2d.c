@@ -19,7 +19,8 @@ typedef struct {
 IRC_INLINE void irc_pool2d_vec(const irc_pool2d_args *restrict a, const float *restrict xn,
                                int oh, int ow, int c0, int n, float *restrict o) {
   const int H = a->H, W = a->W, C = a->C, KH = a->KH, KW = a->KW;
-  irc_vf acc = (irc_vf){0.0f} + (a->is_max ? -INFINITY : -0.0f);
+  /* -0.0 in every lane (the exact additive identity: +0.0 + -0.0 would be +0.0) */
+  irc_vf acc = -(irc_vf){0.0f} - (a->is_max ? INFINITY : 0.0f);
   int count = 0;
   for (int kh = 0; kh < KH; ++kh) {
     const int ih = oh * a->SH - a->PT + kh * a->DH;
