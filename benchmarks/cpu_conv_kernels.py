@@ -6,8 +6,11 @@ others it can run) from the library's own kernel text (`csrc.source_for`) and th
 build flags, then times `irc_conv2d` / `irc_depthwise` on the shapes below (MobileNetV2's
 1x1 convs and 3x3 depthwise, the 640x640 detection net's 3x3 96->24 conv at 160x160) with
 `CLOCK_THREAD_CPUTIME_ID` (a loaded machine's waits for a core do not count), best of
-`--reps`. Prints GFLOP/s per shape and profile and the ratio to the best profile; compare
-them with the machine's measured peak (`benchmarks/cpu_vs_ort.py` prints it).
+`--reps`; and the matrix-product form (`irc_gemm`: fully connected layers, M rows x K -> N)
+at BERT-base's and DeiT-tiny's sizes, cycling through 4 copies of the weights, as a model's
+layers stream theirs from memory. Prints GFLOP/s per shape and profile and the ratio to the
+best profile; compare them with the machine's measured peak (`benchmarks/cpu_vs_ort.py`
+prints it).
 
 usage: python benchmarks/cpu_conv_kernels.py [--isa avx2 generic] [--reps 20]
 """
@@ -20,8 +23,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-# (kind, C, OC, H=W, K, stride): dense (OC output channels) or depthwise (OC ignored).
+# (kind, C, OC, H=W, K, stride): dense (OC output channels) or depthwise (OC ignored);
+# fc: (kind, K, N, M rows, 1, 1).
 SHAPES = [
+    ("fc", 768, 768, 128, 1, 1),
+    ("fc", 768, 3072, 128, 1, 1),
+    ("fc", 3072, 768, 128, 1, 1),
+    ("fc", 192, 576, 197, 1, 1),
+    ("fc", 768, 192, 197, 1, 1),
     ("dense", 16, 96, 112, 1, 1),
     ("dense", 24, 144, 56, 1, 1),
     ("dense", 144, 24, 56, 1, 1),
@@ -45,8 +54,32 @@ static double now(void) {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 int main(int argc, char **argv) {
-  const int dw = atoi(argv[1]), C = atoi(argv[2]), OC = dw ? C : atoi(argv[3]);
+  const int kind = atoi(argv[1]), dw = kind == 1, fc = kind == 2;
+  const int C = atoi(argv[2]), OC = dw ? C : atoi(argv[3]);
   const int H = atoi(argv[4]), K = atoi(argv[5]), S = atoi(argv[6]), reps = atoi(argv[7]);
+  if (fc) { /* M = H rows, 4 weight copies */
+    const int NV = OC > 16 ? 2 : 1, NB = 16 * NV;
+    const long nw = (long)(OC + NB - 1) / NB * NB * C;
+    float *x = malloc(4L * H * C), *b = malloc(4L * OC), *y = malloc(4L * H * OC), *w[4];
+    for (long i = 0; i < (long)H * C; ++i) x[i] = (float)(i % 7) * 0.1f;
+    for (int c = 0; c < 4; ++c) {
+      w[c] = malloc(4 * nw);
+      for (long i = 0; i < nw; ++i) w[c][i] = (float)((i + c) % 5) * 0.1f;
+    }
+    for (int i = 0; i < OC; ++i) b[i] = 0.01f * (float)i;
+    irc_set_threads(1);
+    double best = 1e9;
+    for (int r = 0; r < reps; ++r) {
+      const double t0 = now();
+      for (int c = 0; c < 4; ++c)
+        irc_conv2d(NV, x, 1, 1, H, C, w[c], b, y, 1, H, OC, 1, 1, 1, 1, 1, 1, 1, C, OC,
+                   IRC_ACT_NONE, NULL, 0);
+      const double t = (now() - t0) / 4;
+      if (t < best) best = t;
+    }
+    printf("%.9f\n", best);
+    return 0;
+  }
   const int P = K / 2, OH = (H + 2 * P - K) / S + 1, NV = OC > 16 ? 2 : 1, NB = 16 * NV;
   const int Hp = dw ? H : H + 2 * P;
   const long nx = (long)Hp * Hp * C;
@@ -113,13 +146,18 @@ def main(argv: list[str] | None = None) -> None:
         for kind, c, oc, h, k, s in SHAPES:
             oh = (h + 2 * (k // 2) - k) // s + 1
             flop = 2.0 * oh * oh * (c * k * k if kind == "dense" else k * k) * (oc or c)
+            if kind == "fc":
+                flop = 2.0 * h * c * oc
             rates = {}
             for name, binary in binaries.items():
-                argv_ = [str(binary), str(int(kind == "depthwise")), str(c), str(oc)]
+                code = {"dense": 0, "depthwise": 1, "fc": 2}[kind]
+                argv_ = [str(binary), str(code), str(c), str(oc)]
                 argv_ += [str(h), str(k), str(s), str(args.reps)]
                 seconds = float(subprocess.run(argv_, capture_output=True, text=True).stdout)
                 rates[name] = flop / seconds * 1e-9
             label = f"{kind} {c}->{oc or c} {k}x{k}/{s} @{h}"
+            if kind == "fc":
+                label = f"fc {h}x{c} -> {oc}"
             row = "".join(f"{rates[n]:14.1f}" for n in names)
             ratio = "  ".join(f"{n}/{best} {rates[best] / rates[n]:.2f}x" for n in names[1:])
             print(f"{label:34s}{row}  {ratio}")

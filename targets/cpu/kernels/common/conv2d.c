@@ -227,11 +227,8 @@ static void irc_conv2d_part2(const void *a, long part) { irc_conv2d_part(2, a, p
 #ifndef IRC_GEMM_KC
 #define IRC_GEMM_KC 256
 #endif
-#ifndef IRC_GEMM_RANGE
-#define IRC_GEMM_RANGE 3 /* output-channel blocks per task, at least (where there are) */
-#endif
 #ifndef IRC_GEMM_MC
-#define IRC_GEMM_MC 256 /* rows per task, at most (their x rows of a K block stay in L2) */
+#define IRC_GEMM_MC 64 /* rows per task, at most (their x rows of a K block stay in L2) */
 #endif
 
 /* Fetch up to `step` bytes from *p into L2 (of the *left still to fetch), line by line. */
@@ -295,13 +292,13 @@ IRC_INLINE void irc_gemm_part(const int NV, const irc_gemm_args *restrict a, lon
           const int kc = K - k0 < a->kc ? K - k0 : a->kc;
           const int resume = k0 > 0, finish = k0 + kc == K;
           const float *restrict wb = a->w + (b * K + k0) * NB + s;
-          /* The weights the next K block reads (of this block, or of the task's next one),
+          /* The weights the next K block reads (of this block, or of the next one),
              fetched into L2 a share per row tile while these tiles compute: the first tile
              of a block would wait on memory for each of its weights, where the other
              tiles find them in L1. */
           const char *restrict pf = (const char *)(a->w + (b * K + k0 + kc) * NB);
           long pf_left = 0; /* bytes to fetch */
-          if (s == 0 && (k0 + kc < K || b + 1 < b1)) {
+          if (s == 0 && (k0 + kc < K || b + 1 < a->nblk)) {
             const int rest = k0 + kc < K ? K - k0 - kc : K;
             pf_left = (long)(rest < a->kc ? rest : a->kc) * NB * sizeof(float);
           }
@@ -360,10 +357,7 @@ static void irc_gemm(int NV, const float *restrict x, int M, int K, const float 
   const int threads = work > IRC_PARALLEL_CONV_WORK ? irc_nthreads() : 1;
   const long want = irc_pool_parts(mchunks * nblk, work, IRC_CONV_PART_WORK, threads);
   long nsplit = (want + mchunks - 1) / mchunks;
-  /* Ranges of IRC_GEMM_RANGE blocks at least, where there are enough: a task's next
-     block is fetched while it computes one. */
-  const long most = nblk / IRC_GEMM_RANGE > 0 ? nblk / IRC_GEMM_RANGE : 1;
-  if (nsplit > most) nsplit = most;
+  if (nsplit > nblk) nsplit = nblk;
   const int kblocks = (K + IRC_GEMM_KC - 1) / IRC_GEMM_KC;
   const int kc = ((K + kblocks - 1) / kblocks + 7) / 8 * 8; /* equal blocks */
   irc_gemm_args a = {x, w, bias, res, y, M, K, N, act, act2, mc, kc, mchunks, nblk, nsplit,
