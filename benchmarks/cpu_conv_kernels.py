@@ -6,7 +6,7 @@ others it can run) from the library's own kernel text (`csrc.source_for`) and th
 build flags, then times `irc_conv2d` / `irc_depthwise` on the shapes below (MobileNetV2's
 1x1 convs and 3x3 depthwise, the 640x640 detection net's 3x3 96->24 conv at 160x160) with
 `CLOCK_THREAD_CPUTIME_ID` (a loaded machine's waits for a core do not count), best of
-`--reps`; and the matrix-product form (`irc_gemm`: fully connected layers, M rows x K -> N)
+`--reps`; and the matrix-product form (fully connected layers, M rows x K -> N, one row)
 at BERT-base's and DeiT-tiny's sizes, cycling through 4 copies of the weights, as a model's
 layers stream theirs from memory. Prints GFLOP/s per shape and profile and the ratio to the
 best profile; compare them with the machine's measured peak (`benchmarks/cpu_vs_ort.py`

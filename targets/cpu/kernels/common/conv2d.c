@@ -31,27 +31,15 @@ IRC_INLINE irc_vf irc_conv_start(int G, int C) {
    accumulated in registers over the KH x KW x Cg reduction. x: input of pixel 0 at tap
    (0, 0); xs_pix: floats between the inputs of consecutive output pixels; xs_h/xs_w:
    between taps; w: the slice's first weights, in rows of NB floats per input channel;
-   start: where the sums start (irc_conv_start), also the bias when there is none.
-   A reduction split in parts (irc_gemm_part: K blocks): `resume` continues the sums the
-   tile stored in y (the same sums in the same order), and without `finish` the tile
-   stores its sums as they are, with no epilogue. */
+   start: where the sums start (irc_conv_start), also the bias when there is none. */
 IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const float *restrict x,
                               long xs_pix, long xs_h, long xs_w, int KH, int KW, int Cg,
                               const float *restrict w, float *restrict y, long ys_pix,
                               int nvalid, const float *restrict bias, int act,
-                              const float *restrict res, int act2, irc_vf start,
-                              const int resume, const int finish) {
+                              const float *restrict res, int act2, irc_vf start) {
   irc_vf acc[IRC_MR][2];
-  if (resume)
-    for (int m = 0; m < MR_; ++m)
-      for (int v = 0; v < TV; ++v) {
-        const int n = nvalid - IRC_VL * v < IRC_VL ? nvalid - IRC_VL * v : IRC_VL;
-        const float *o = y + m * ys_pix + IRC_VL * v;
-        acc[m][v] = n >= IRC_VL ? *(const irc_vfu *)o : n > 0 ? irc_vf_load_n(o, n) : start;
-      }
-  else
-    for (int m = 0; m < MR_; ++m)
-      for (int v = 0; v < TV; ++v) acc[m][v] = start;
+  for (int m = 0; m < MR_; ++m)
+    for (int v = 0; v < TV; ++v) acc[m][v] = start;
   for (int kh = 0; kh < KH; ++kh)
     for (int kw = 0; kw < KW; ++kw) {
       const float *restrict xt = x + kh * xs_h + kw * xs_w;
@@ -66,20 +54,6 @@ IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const f
         }
       }
     }
-  if (!finish) {
-    for (int v = 0; v < TV; ++v) {
-      const int n = nvalid - IRC_VL * v < IRC_VL ? nvalid - IRC_VL * v : IRC_VL;
-      if (n <= 0) break;
-      for (int m = 0; m < MR_; ++m) {
-        float *o = y + m * ys_pix + IRC_VL * v;
-        if (n == IRC_VL)
-          *(irc_vfu *)o = acc[m][v];
-        else
-          irc_vf_store_n(o, acc[m][v], n);
-      }
-    }
-    return;
-  }
   /* Epilogue in registers: v = act(acc + bias), then v = act2(v + res) with a residual;
      tanh (act or act2 = -1 here) is left to the caller's scalar epilogue. */
   for (int v = 0; v < TV; ++v) {
@@ -116,7 +90,7 @@ IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, int ow,
   float *restrict o = yrow + (long)ow * OC + oc0;
   const float *restrict ro = res ? res + (o - y) : NULL;
   irc_conv_tile(MR_, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
-                (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2, start, 0, 1);
+                (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2, start);
   if (vact < 0 || (res && vact2 < 0))
     for (int m = 0; m < MR_; ++m) {
       if (vact < 0) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
@@ -217,157 +191,6 @@ static void irc_conv2d_part2(const void *a, long part) { irc_conv2d_part(2, a, p
 /* Multiply-adds per part of a split conv (~2-4 us of one core: a claim is one atomic). */
 #define IRC_CONV_PART_WORK 250000.0
 
-/* The matrix-product form (a pointwise conv without padding or groups, a fully connected
-   layer): y[M][N] = act(x[M][K] . w + bias), w packed as [N / NB][K][NB]. The reduction runs
-   in blocks of IRC_GEMM_KC input channels: a block's weights of one output-channel slice
-   (IRC_GEMM_KC x 32 floats, 32 KiB) stay in L1 while every row tile of the task's rows
-   reads them, where a whole K x 32 panel (96 KiB at K = 768) came from L2 for each tile;
-   the tiles keep their sums in y between blocks (stored and reloaded as they are: the same
-   sums in the same order, bit-identical) and apply the epilogue after the last block. */
-#ifndef IRC_GEMM_KC
-#define IRC_GEMM_KC 256
-#endif
-#ifndef IRC_GEMM_MC
-#define IRC_GEMM_MC 64 /* rows per task, at most: tasks of 64 rows x one block measured
-                          faster at 2 threads than 256 rows x 3 blocks (BERT-base, in-model) */
-#endif
-
-/* Fetch up to `step` bytes from *p into L2 (of the *left still to fetch), line by line. */
-IRC_INLINE void irc_prefetch_l2(const char *restrict *p, long *left, long step) {
-  const long n = step < *left ? step : *left;
-  for (long i = 0; i < n; i += 64) __builtin_prefetch(*p + i, 0, 2);
-  *p += n;
-  *left -= n;
-}
-
-typedef struct {
-  const float *x, *w, *bias, *res;
-  float *y;
-  int M, K, N, act, act2, mc, kc;
-  long mchunks, nblk, nsplit, tasks, parts;
-} irc_gemm_args;
-
-/* Rows [m, m + MR_) of one K block of one output-channel slice (irc_conv_tile), then the
-   scalar epilogues it leaves after the last block. */
-IRC_INLINE void irc_gemm_rows(const int MR_, const int TV, const int NB,
-                              const irc_gemm_args *restrict a, int m, int k0, int kc,
-                              const float *restrict wb, int oc0, int nvalid,
-                              const float *restrict bb, int vact, int vact2, int resume,
-                              int finish) {
-  const int K = a->K, N = a->N;
-  float *restrict o = a->y + (long)m * N + oc0;
-  const float *restrict ro = a->res ? a->res + (long)m * N + oc0 : NULL;
-  irc_conv_tile(MR_, TV, NB, a->x + (long)m * K + k0, K, 0, 0, 1, 1, kc, wb, o, N, nvalid, bb,
-                vact, ro, vact2, (irc_vf){0.0f}, resume, finish);
-  if (finish && (vact < 0 || (ro && vact2 < 0)))
-    for (int i = 0; i < MR_; ++i) {
-      if (vact < 0) irc_epilogue(o + (long)i * N, nvalid, bb, a->act);
-      if (ro) irc_residual(o + (long)i * N, nvalid, ro + (long)i * N, a->act2);
-    }
-}
-
-/* Part `part` of irc_gemm: task t is block range t / mchunks, row chunk t % mchunks (the
-   tasks of one block range are adjacent: the threads share its weights). */
-IRC_INLINE void irc_gemm_part(const int NV, const irc_gemm_args *restrict a, long part) {
-  const int NB = 16 * NV;
-  const int SL = NB < IRC_CONV_F32_NR ? NB : IRC_CONV_F32_NR;
-  const int K = a->K, N = a->N;
-  const int vact = a->act == IRC_ACT_TANH ? -1 : a->act;
-  const int vact2 = vact < 0 || a->act2 == IRC_ACT_TANH ? -1 : a->act2;
-  long t0, t1;
-  irc_pool_range(part, a->parts, a->tasks, &t0, &t1);
-  for (long t = t0; t < t1; ++t) {
-    const long sp = t / a->mchunks;
-    const int m0 = (int)(t % a->mchunks) * a->mc;
-    const int m1 = m0 + a->mc < a->M ? m0 + a->mc : a->M;
-    const long b0 = sp * a->nblk / a->nsplit, b1 = (sp + 1) * a->nblk / a->nsplit;
-    const int tiles = (m1 - m0 + IRC_MR - 1) / IRC_MR;
-    for (long b = b0; b < b1; ++b)
-      for (int s = 0; s < NB; s += SL) {
-        const int left = N - (int)b * NB - s;
-        if (left <= 0) break;
-        const int nvalid = left < SL ? left : SL;
-        const int oc0 = (int)b * NB + s;
-        const float *restrict bb = a->bias ? a->bias + oc0 : NULL;
-        for (int k0 = 0; k0 < K; k0 += a->kc) {
-          const int kc = K - k0 < a->kc ? K - k0 : a->kc;
-          const int resume = k0 > 0, finish = k0 + kc == K;
-          const float *restrict wb = a->w + (b * K + k0) * NB + s;
-          /* The weights the next K block reads (of this block, or of the next one),
-             fetched into L2 a share per row tile while these tiles compute: the first tile
-             of a block would wait on memory for each of its weights, where the other
-             tiles find them in L1. */
-          const char *restrict pf = (const char *)(a->w + (b * K + k0 + kc) * NB);
-          long pf_left = 0; /* bytes to fetch */
-          if (s == 0 && (k0 + kc < K || b + 1 < a->nblk)) {
-            const int rest = k0 + kc < K ? K - k0 - kc : K;
-            pf_left = (long)(rest < a->kc ? rest : a->kc) * NB * sizeof(float);
-          }
-          const long pf_step = (pf_left / 64 + tiles - 1) / tiles * 64;
-          int m = m0;
-          if (SL == 2 * IRC_VL) {
-            for (; m + IRC_MR <= m1; m += IRC_MR) {
-              irc_prefetch_l2(&pf, &pf_left, pf_step);
-              irc_gemm_rows(IRC_MR, 2, NB, a, m, k0, kc, wb, oc0, nvalid, bb, vact, vact2,
-                            resume, finish);
-            }
-            if (IRC_MR >= 4 && m + IRC_MR / 2 <= m1) {
-              irc_gemm_rows(IRC_MR / 2, 2, NB, a, m, k0, kc, wb, oc0, nvalid, bb, vact, vact2,
-                            resume, finish);
-              m += IRC_MR / 2;
-            }
-            for (; m < m1; ++m)
-              irc_gemm_rows(1, 2, NB, a, m, k0, kc, wb, oc0, nvalid, bb, vact, vact2, resume,
-                            finish);
-          } else {
-            for (; m + IRC_MR <= m1; m += IRC_MR) {
-              irc_prefetch_l2(&pf, &pf_left, pf_step);
-              irc_gemm_rows(IRC_MR, 1, NB, a, m, k0, kc, wb, oc0, nvalid, bb, vact, vact2,
-                            resume, finish);
-            }
-            if (IRC_MR >= 4 && m + IRC_MR / 2 <= m1) {
-              irc_gemm_rows(IRC_MR / 2, 1, NB, a, m, k0, kc, wb, oc0, nvalid, bb, vact, vact2,
-                            resume, finish);
-              m += IRC_MR / 2;
-            }
-            for (; m < m1; ++m)
-              irc_gemm_rows(1, 1, NB, a, m, k0, kc, wb, oc0, nvalid, bb, vact, vact2, resume,
-                            finish);
-          }
-        }
-      }
-  }
-}
-static void irc_gemm_part1(const void *a, long part) { irc_gemm_part(1, a, part); }
-static void irc_gemm_part2(const void *a, long part) { irc_gemm_part(2, a, part); }
-
-/* y[M][N] = act(x[M][K] . w + bias) (then act2(y + res) with a residual), w packed by
-   irc_pack_filter (G = 1, KH = KW = 1, NB = 16 * NV). Tasks: chunks of up to IRC_GEMM_MC
-   rows (equal, multiples of IRC_MR) times ranges of output-channel blocks, as many ranges
-   as the threads need parts (few rows, as in a transformer's layers: the threads split the
-   output channels too; the chunks of one range are adjacent tasks, so the threads read a
-   block's weights at the same time). */
-static void irc_gemm(int NV, const float *restrict x, int M, int K, const float *restrict w,
-                     const float *restrict bias, float *restrict y, int N, int act,
-                     const float *restrict res, int act2) {
-  const int NB = 16 * NV;
-  const long nblk = (N + NB - 1) / NB;
-  const long mchunks = (M + IRC_GEMM_MC - 1) / IRC_GEMM_MC;
-  const int per = (int)((M + mchunks - 1) / mchunks);
-  const int mc = (per + IRC_MR - 1) / IRC_MR * IRC_MR;
-  const double work = (double)M * K * N;
-  const int threads = work > IRC_PARALLEL_CONV_WORK ? irc_nthreads() : 1;
-  const long want = irc_pool_parts(mchunks * nblk, work, IRC_CONV_PART_WORK, threads);
-  long nsplit = (want + mchunks - 1) / mchunks;
-  if (nsplit > nblk) nsplit = nblk;
-  const int kblocks = (K + IRC_GEMM_KC - 1) / IRC_GEMM_KC;
-  const int kc = ((K + kblocks - 1) / kblocks + 7) / 8 * 8; /* equal blocks */
-  irc_gemm_args a = {x, w, bias, res, y, M, K, N, act, act2, mc, kc, mchunks, nblk, nsplit,
-                     mchunks * nsplit, 1};
-  a.parts = irc_pool_parts(a.tasks, work, IRC_CONV_PART_WORK, threads);
-  irc_parallel(NV == 2 ? irc_gemm_part2 : irc_gemm_part1, &a, a.parts, threads);
-}
-
 /* y[N][OH][OW][OC] = act(conv(x[N][Hp][Wp][C] (already padded), w packed by
    irc_pack_filter with NB = 16 * NV) + bias), groups G (Cg = C / G, OCg = OC / G); with a
    residual `res` (same shape as y, or NULL) then y = act2(y + res), tile by tile. Tasks are
@@ -385,10 +208,6 @@ static void irc_conv2d(int NV, const float *restrict x, int N, int Hp, int Wp, i
     /* A pointwise conv without padding: its pixels are one row of N * OH * OW (tiles then
        run across the rows: a 7x7 image is 6 full tiles and one pixel, not 7 x 7 pixels). */
     OW = N * OH * OW, Wp = OW, N = 1, OH = 1, Hp = 1;
-    if (G == 1) {
-      irc_gemm(NV, x, OW, C, w, bias, y, OC, act, res, act2);
-      return;
-    }
   }
   const int NB = 16 * NV;
   const long blocks = (long)G * ((OCg + NB - 1) / NB);
