@@ -18,10 +18,11 @@ usage: python benchmarks/cpu_conv_kernels.py [--isa avx2 generic] [--reps 20]
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import tempfile
 from pathlib import Path
+
+from side_by_side import build_kernel_program, isa_names, print_kernel_header
 
 # (kind, C, OC, H=W, K, stride): dense (OC output channels) or depthwise (OC ignored);
 # fc: (kind, K, N, M rows, 1, 1).
@@ -109,16 +110,9 @@ int main(int argc, char **argv) {
 
 def build(profile_name: str, folder: Path) -> Path:
     """The benchmark program built with the profile's flags."""
-    from irc.targets.cpu import csrc, isa
-
-    profile = isa.PROFILES[profile_name]
-    source = folder / f"bench_{profile_name}.c"
-    source.write_text(csrc.source_for(["conv2d", "depthwise"]) + _MAIN)
-    binary = folder / f"bench_{profile_name}"
-    native = profile_name == isa.best().name
-    flags = ["-O3", "-pthread", *profile.build_flags(native)]
-    subprocess.run(["gcc", *flags, str(source), "-o", str(binary), "-lm"], check=True)
-    return binary
+    return build_kernel_program(
+        ["conv2d", "depthwise"], _MAIN, profile_name, folder / f"bench_{profile_name}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -126,20 +120,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--isa", nargs="*", default=["avx2"], help="profiles besides the best")
     parser.add_argument("--reps", type=int, default=20)
     args = parser.parse_args(argv)
-    from irc.targets.cpu import isa
-
-    best = isa.best().name
-    names = [best] + [n for n in args.isa if n != best and not isa.missing(isa.PROFILES[n])]
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        "unknown CPU",
-    )
-    print(f"{cpu}; profiles {', '.join(names)}; 1 thread, best of {args.reps}, CPU time")
-    print(f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    names = isa_names(args.isa)
+    best = names[0]
+    print_kernel_header(names, args.reps)
     with tempfile.TemporaryDirectory() as tmp:
         binaries = {n: build(n, Path(tmp)) for n in names}
         print(f"{'kernel':34s}" + "".join(f"{n:>14s}" for n in names) + "  (GFLOP/s)")

@@ -5,10 +5,12 @@ a script that sets thread-count variables for BLAS imports it after setting them
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
+import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,37 @@ def cpu_name() -> str:
     except OSError:
         pass
     return "unknown CPU"
+
+
+def isa_names(extra: Sequence[str]) -> list[str]:
+    """The host's best cpu ISA profile, then each of `extra` (`IRC_CPU_ISA` names) this host
+    runs."""
+    from irc.targets.cpu import isa
+
+    best = isa.best().name
+    return [best] + [n for n in extra if n != best and not isa.missing(isa.PROFILES[n])]
+
+
+def build_kernel_program(
+    snippets: Sequence[str], main_c: str, profile_name: str, path: Path
+) -> Path:
+    """A C program of irc's cpu kernel `snippets` and `main_c`, built at `path` (its source
+    beside it) with the ISA profile's flags (`-march=native` for the host's best)."""
+    from irc.targets.cpu import csrc, isa
+
+    profile = isa.PROFILES[profile_name]
+    source = path.with_suffix(".c")
+    source.write_text(csrc.source_for(list(snippets)) + main_c)
+    native = profile_name == isa.best().name
+    flags = ["-O3", "-pthread", *profile.build_flags(native)]
+    subprocess.run(["gcc", *flags, str(source), "-o", str(path), "-lm"], check=True)
+    return path
+
+
+def print_kernel_header(names: Sequence[str], reps: int) -> None:
+    """The CPU, the profiles compared and the load average, above a kernel benchmark's table."""
+    print(f"{cpu_name()}; profiles {', '.join(names)}; 1 thread, best of {reps}, CPU time")
+    print(f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 def load_inputs(folder: Path) -> dict[str, np.ndarray]:
