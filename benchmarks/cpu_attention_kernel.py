@@ -15,12 +15,16 @@ usage: python benchmarks/cpu_attention_kernel.py [--isa avx2 generic] [--reps 20
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import tempfile
 from pathlib import Path
 
-from side_by_side import build_kernel_program, isa_names, print_kernel_header
+from side_by_side import (
+    build_kernel_program,
+    isa_names,
+    kernel_benchmark_args,
+    print_kernel_header,
+)
 
 # (label, heads, Lq, Lk, D, Dv, key transposed, additive mask over the keys)
 SHAPES = [
@@ -76,10 +80,7 @@ def build(profile_name: str, folder: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--isa", nargs="*", default=["avx2"], help="profiles besides the best")
-    parser.add_argument("--reps", type=int, default=20)
-    args = parser.parse_args(argv)
+    args = kernel_benchmark_args(__doc__.split("\n\n")[0], argv)
     names = isa_names(args.isa)
     best = names[0]
     print_kernel_header(names, args.reps)

@@ -5,6 +5,7 @@ a script that sets thread-count variables for BLAS imports it after setting them
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import statistics
@@ -84,6 +85,15 @@ def cpu_name() -> str:
     except OSError:
         pass
     return "unknown CPU"
+
+
+def kernel_benchmark_args(description: str, argv: Sequence[str] | None) -> argparse.Namespace:
+    """A kernel benchmark's options: `--isa` (profiles besides the host's best, default avx2)
+    and `--reps` (timed repetitions, default 20)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--isa", nargs="*", default=["avx2"], help="profiles besides the best")
+    parser.add_argument("--reps", type=int, default=20)
+    return parser.parse_args(argv)
 
 
 def isa_names(extra: Sequence[str]) -> list[str]:
