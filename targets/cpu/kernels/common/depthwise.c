@@ -12,6 +12,15 @@
 #define IRC_VF_NEG_ZERO (-(irc_vf){0.0f})
 #endif
 
+/* *s += (+0.0) * w for the taps [kw0, kw1) of the tap row w (NL channels). */
+IRC_INLINE void irc_dw_pad_taps(const int NL, irc_vf *restrict s, const float *restrict w,
+                                 int C, int kw0, int kw1) {
+  const irc_vf zero = {0.0f};
+  for (int kw = kw0; kw < kw1; ++kw) {
+    const float *restrict wt = w + (long)kw * C;
+    *s += zero * (NL == IRC_VL ? *(const irc_vfu *)wt : irc_vf_load_n(wt, NL));
+  }
+}
 /* Where the sums of NL channels start when the taps outside rows [kh_lo, kh_hi) or columns
    [kw_lo, kw_hi) fall in the zero padding, which the kernels skip: -0.0 plus their products
    (+0.0) * w, as the reference's sum over the zero-padded input has them. Each is +-0.0
@@ -20,13 +29,16 @@
 IRC_INLINE irc_vf irc_dw_start(const int NL, const float *restrict w, int KH, int KW, int C,
                                int kh_lo, int kh_hi, int kw_lo, int kw_hi) {
   irc_vf s = IRC_VF_NEG_ZERO;
-  const irc_vf zero = {0.0f};
-  for (int kh = 0; kh < KH; ++kh)
-    for (int kw = 0; kw < KW; ++kw)
-      if (kh < kh_lo || kh >= kh_hi || kw < kw_lo || kw >= kw_hi) {
-        const float *restrict wt = w + ((long)kh * KW + kw) * C;
-        s += zero * (NL == IRC_VL ? *(const irc_vfu *)wt : irc_vf_load_n(wt, NL));
-      }
+  if (kh_lo == 0 && kh_hi == KH && kw_lo == 0 && kw_hi == KW) return s; /* nothing skipped */
+  for (int kh = 0; kh < KH; ++kh) {
+    const float *restrict wr = w + (long)kh * KW * C;
+    if (kh < kh_lo || kh >= kh_hi) {
+      irc_dw_pad_taps(NL, &s, wr, C, 0, KW);
+    } else {
+      irc_dw_pad_taps(NL, &s, wr, C, 0, kw_lo);
+      irc_dw_pad_taps(NL, &s, wr, C, kw_hi, KW);
+    }
+  }
   return s;
 }
 
