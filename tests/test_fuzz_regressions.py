@@ -332,10 +332,11 @@ def test_avg_pool_of_negative_zero_keeps_its_sign(target: str, channels: int) ->
 
 # seed 1100519 (cpu, opencl; onnxruntime too): conv2d whose every product is -0.0 (+0.0 taps
 # times negative weights, no bias). Its exact sum is -0.0 and the reference's sum of the
-# products keeps it; the native conv kernels start their accumulators at +0.0, and
-# +0.0 + -0.0 is +0.0, so `x ** -1` after it is +inf against the reference's -inf. Open (the
-# avg_pool2d fix above, an accumulator starting at -0.0, applies to every conv kernel form);
-# documented in docs/semantics.md.
+# products keeps it (a depthwise-form conv: groups == input channels, multiplier 2). The
+# native conv kernels started their accumulators at +0.0, and +0.0 + -0.0 is +0.0, so `x ** -1`
+# after it was +inf against the reference's -inf. Fixed: depthwise-form sums start at -0.0 on
+# cpu (7866942) and opencl (a3ba388); matrix-product forms keep BLAS's +0.0 like the reference
+# (docs/semantics.md).
 CONV_OF_NEGATIVE_PRODUCTS = """
 func.func @main(%x: tensor<1x3x4x3xf32>) -> tensor<1x6x2x3xf32> {
   %w = nn.constant dense<[[[[0.5], [-1.25]]], [[[-0.5], [0.25]]], [[[-0.875], [0.375]]],
@@ -348,11 +349,6 @@ func.func @main(%x: tensor<1x3x4x3xf32>) -> tensor<1x6x2x3xf32> {
   func.return %r : tensor<1x6x2x3xf32>
 }
 """
-
-
-_CONV_SUM_STARTS_AT_POSITIVE_ZERO = pytest.mark.xfail(
-    strict=True, reason="native conv sums start at +0.0 (docs/semantics.md)"
-)
 
 
 @pytest.mark.parametrize(
