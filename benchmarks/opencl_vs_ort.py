@@ -18,6 +18,11 @@ on this shared machine; compare the ratios of one run (PERF_NOTES.md).
 
 usage: python benchmarks/opencl_vs_ort.py [--models DIR] [--only NAME ...] [--threads 2]
                                           [--repeat K] [--warmup W] [--tune] [--kernels N]
+                                          [--geometry] [--detection]
+
+`--detection` adds cpu_vs_ort.py's 640x640 DBNet-style text-detection network
+("text_detection_640", built by examples/build_detection_net.py, seeded input) to the models;
+`--only text_detection_640` runs it alone.
 
 `--tune` lowers with `lower-opencl{tune=true}` (IRC_OPENCL_TUNE=1): each kernel's work-group
 size measured once among a few candidates and cached on disk; without it, the default rule.
@@ -39,6 +44,7 @@ import json
 import os
 import re
 import statistics
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -54,6 +60,9 @@ from side_by_side import (
     ratio,
     tflite_runner,
 )
+
+DETECTION = "text_detection_640"
+"""The name of `--detection`'s network (as benchmarks/cpu_vs_ort.py's)."""
 
 
 def interleaved_medians(
@@ -212,6 +221,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="also print the device profile and every OpenCL launch's work-items",
     )
+    parser.add_argument(
+        "--detection",
+        action="store_true",
+        help="add the 640x640 text-detection network (text_detection_640)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("POCL_CPU_MAX_CU_NUM", str(args.threads))
     if args.tune:
@@ -219,6 +233,13 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     manifest = json.loads((args.models / "manifest.json").read_text())
     entries = {e["name"]: e for e in manifest["models"]}
+    paths = {name: args.models / entry["file"] for name, entry in entries.items()}
+    scratch = tempfile.TemporaryDirectory(prefix="irc-bench-models-")
+    if args.detection:
+        from cpu_vs_ort import detection_model
+
+        paths[DETECTION] = detection_model(Path(scratch.name))
+        entries[DETECTION] = {"name": DETECTION, "file": paths[DETECTION].name}
     names = [n for n in entries if args.only is None or n in args.only]
     header = (
         f"{'model':28} {'irc/ocl':>8} {'ort':>8} {'tflite':>8} {'irc/ort':>7} "
@@ -235,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     geometry_lines: dict[str, list[str]] = {}
     for name in names:
         entry = entries[name]
-        path = args.models / entry["file"]
+        path = paths[name]
         if not path.exists():
             print(f"{name:28} missing {path}")
             continue
@@ -275,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for name, lines in geometry_lines.items():
             print(f"\n{name}: OpenCL launch geometry")
             print("\n".join(lines))
+    scratch.cleanup()
 
 
 if __name__ == "__main__":
