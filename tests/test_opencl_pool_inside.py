@@ -1,7 +1,9 @@
 """Pools whose every window lies inside the image (`lowerings/pool.py`'s `_pool_inside`: one
 output pixel per work-item, unrolled taps) against the reference, bit for bit: NaN, ±inf,
 -0.0 windows, max and average, strides, dilations, bottom/right pads that no window reaches,
-and the kernels chosen (the padded pools keep the one-vector-per-work-item form)."""
+and the kernels chosen (the padded pools keep the one-vector-per-work-item form). Those are
+`kernels=cpu` kernels (PoCL's default); the same pools with `kernels=gpu` (a GPU's default:
+one output element per work-item) are checked bit for bit too."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from opencl_support import needs_device
 
 import irc
+from irc.targets.opencl.target import KERNELS_ENV
 
 pytestmark = [pytest.mark.private_cache, needs_device]
 
@@ -76,8 +79,10 @@ def _out_shape(x: tuple[int, ...], attrs: str) -> tuple[int, ...]:
     return (x[0], oh, ow, x[3])
 
 
+@pytest.mark.parametrize("style", ["cpu", "gpu"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_pool_matches_the_reference(case: str) -> None:
+def test_pool_matches_the_reference(case: str, style: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KERNELS_ENV, style)
     kind, shape, attrs, inside = CASES[case]
     text = _pool(kind, shape, attrs, _out_shape(shape, attrs))
     x = RNG.standard_normal(shape).astype(np.float32) * 4
@@ -101,4 +106,6 @@ def test_pool_matches_the_reference(case: str) -> None:
         for loaded in compiled.program.loaded.values()  # type: ignore[attr-defined]
         for description, _, _ in loaded.launch_geometry("entry")
     ]
-    assert any("pixel per item" in d for d in launches) == inside, launches
+    # kernels=gpu pools: one output element per work-item, no channel vectors
+    assert any("pixel per item" in d for d in launches) == (inside and style == "cpu"), launches
+    assert any("(x" in d for d in launches) == (style == "cpu" and shape[3] % 2 == 0), launches
