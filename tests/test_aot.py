@@ -21,6 +21,7 @@ from test_dynamic_shapes import expected, write_model
 
 import irc
 import irc.artifact as artifact
+import irc.cache
 import irc.compiler
 import irc.context
 import irc.pipelines
@@ -52,10 +53,37 @@ def compiled(model_path: Path, targets: list[str] = TARGETS) -> irc.CompiledMode
 
 @pytest.fixture
 def fresh_program_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No OpenCL program in memory or on disk: a program that loads without a build came
-    from an embedded binary."""
+    """No OpenCL program in memory or in the disk cache before the test (a compile in the
+    test fills both: see `forget_programs`)."""
     monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(ocl_runtime, "_programs", {})
+
+
+def forget_programs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """From here on no OpenCL program in memory or on disk (an empty `IRC_CACHE_DIR`): a
+    program that then loads without a source build came from an embedded binary. (Where
+    irc keeps binaries on disk, as on NVIDIA's driver or with `IRC_OPENCL_BINARY_CACHE=on`,
+    the compile before a load has cached the program of the same source.)"""
+    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "load-cache"))
+    ocl_runtime._programs.clear()
+
+
+@pytest.fixture
+def driver_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | bytes]]:
+    """Every program handed to the OpenCL driver from now on, in order: `("source", text)`
+    or `("binary", bytes)` (embedded, cached or built: one `build` function takes them all)."""
+    import irc.targets.opencl.build as ocl_build
+
+    calls: list[tuple[str, str | bytes]] = []
+    original = ocl_build.build
+
+    def recording(device: object, *, source: str | None = None, binary: bytes | None = None):
+        calls.append(("source", source) if source is not None else ("binary", bytes(binary or b"")))
+        return original(device, source=source, binary=binary)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ocl_build, "build", recording)
+    monkeypatch.setattr(ocl_runtime, "build", recording)
+    return calls
 
 
 # ---- The format version ------------------------------------------------------------------------
@@ -68,7 +96,13 @@ def test_save_load_round_trip_runs_no_pass(
     path = tmp_path / "model.irc.mlir"
     model.save(path)
     text = path.read_text()
-    assert text.startswith("builtin.module attributes {irc.format_version = 2 : i64} {")
+    # the weights section first where a constant is big enough to leave the text (gpu-style
+    # kernels upload W's 4x3 floats padded to a float4 of outputs: 64 bytes, INLINE_LIMIT)
+    weights = text.startswith("{-# external_resources: {irc_weights: {")
+    assert weights == ('\n    file: "model.irc.weights",' in text[:80])
+    body = text[text.index("#-}\n") + 4 :] if weights else text
+    assert body.startswith("builtin.module attributes {irc.format_version = 2 : i64} {")
+    assert path.with_name("model.irc.weights").exists() == bool(weights)
     if AVAILABLE:
         assert '"ocl.program"' in text  # lowered: the kernel sources are in the artifact
     want = model.run(inputs())
@@ -420,9 +454,16 @@ def test_irc_opt_prints_an_artifact_self_contained(
 
 
 @needs_device
+@pytest.mark.parametrize("disk_cache", ["on", "off"])
 def test_embedded_binary_loads_without_a_build(
-    model_path: Path, tmp_path: Path, fresh_program_cache: None
+    model_path: Path,
+    tmp_path: Path,
+    fresh_program_cache: None,
+    driver_builds: list[tuple[str, str | bytes]],
+    monkeypatch: pytest.MonkeyPatch,
+    disk_cache: str,
 ) -> None:
+    monkeypatch.setenv(ocl_runtime.BINARY_CACHE_ENV, disk_cache)
     model = compiled(model_path)
     text = model.to_text(embed_binaries=True)
     assert f"{BINARIES_ATTR} = [{{platform = " in text
@@ -434,16 +475,30 @@ def test_embedded_binary_loads_without_a_build(
         assert f'"{field}"' in text
     path = tmp_path / "embedded.mlir"
     path.write_text(text)
-    ocl_runtime._programs.clear()
+    forget_programs(monkeypatch, tmp_path)
+    driver_builds.clear()
     loaded = irc.load(path)
     (executable,) = loaded.program.loaded.values()
     assert executable.from_cache  # no cache anywhere: the embedded binary was used
+    embedded, why = describe_embedded(device, _program(loaded))
+    assert why == "matches"
+    assert driver_builds == [("binary", embedded)]
     got = loaded.run(inputs())["y"]
     np.testing.assert_allclose(got, expected(inputs()["x"]), rtol=1e-4, atol=1e-5)
 
 
 def _program(module: irc.CompiledModel) -> ocl.ProgramOp:
     return next(op for op in module.module.walk() if isinstance(op, ocl.ProgramOp))
+
+
+def _tamper_binary(text: str) -> str:
+    """`text` with one hex digit of its first embedded binary changed."""
+    return re.sub(
+        r'(binary = dense<"0x[0-9A-F]{64})([0-9A-F])',
+        lambda m: m.group(1) + ("0" if m.group(2) != "0" else "1"),
+        text,
+        count=1,
+    )
 
 
 @needs_device
@@ -458,15 +513,7 @@ def _program(module: irc.CompiledModel) -> ocl.ProgramOp:
             lambda t, d: t.replace(f'device = "{d.name}"', 'device = "Another GPU"'),
             "built for another device",
         ),
-        (
-            lambda t, d: re.sub(
-                r'(binary = dense<"0x[0-9A-F]{64})([0-9A-F])',
-                lambda m: m.group(1) + ("0" if m.group(2) != "0" else "1"),
-                t,
-                count=1,
-            ),
-            "binary does not match its SHA-256",
-        ),
+        (lambda t, d: _tamper_binary(t), "binary does not match its SHA-256"),
         (
             lambda t, d: re.sub(r'source_sha256 = "[0-9a-f]+"', 'source_sha256 = "00"', t),
             "built from other source",
@@ -474,9 +521,18 @@ def _program(module: irc.CompiledModel) -> ocl.ProgramOp:
     ],
     ids=["driver", "device", "tampered", "source"],
 )
+@pytest.mark.parametrize("disk_cache", ["on", "off"])
 def test_mismatched_or_tampered_binary_is_not_loaded(
-    model_path: Path, tmp_path: Path, fresh_program_cache: None, edit: object, reason: str
+    model_path: Path,
+    tmp_path: Path,
+    fresh_program_cache: None,
+    driver_builds: list[tuple[str, str | bytes]],
+    monkeypatch: pytest.MonkeyPatch,
+    edit: object,
+    reason: str,
+    disk_cache: str,
 ) -> None:
+    monkeypatch.setenv(ocl_runtime.BINARY_CACHE_ENV, disk_cache)
     model = compiled(model_path)
     device = get_device()
     text = model.to_text(embed_binaries=True)
@@ -484,13 +540,53 @@ def test_mismatched_or_tampered_binary_is_not_loaded(
     assert edited != text
     path = tmp_path / "edited.mlir"
     path.write_text(edited)
-    ocl_runtime._programs.clear()
+    forget_programs(monkeypatch, tmp_path)
+    driver_builds.clear()
     loaded = irc.load(path)
     binary, why = describe_embedded(device, _program(loaded))
     assert binary is None
     assert why == reason
     (executable,) = loaded.program.loaded.values()
     assert not executable.from_cache  # built from the source instead
+    assert [kind for kind, _ in driver_builds] == ["source"]  # no binary reached the driver
+    got = loaded.run(inputs())["y"]
+    np.testing.assert_allclose(got, expected(inputs()["x"]), rtol=1e-4, atol=1e-5)
+
+
+@needs_device
+def test_rejected_embedded_binary_leaves_the_disk_cache_usable(
+    model_path: Path,
+    tmp_path: Path,
+    fresh_program_cache: None,
+    driver_builds: list[tuple[str, str | bytes]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where irc caches binaries on disk (NVIDIA, `IRC_OPENCL_BINARY_CACHE=on`), an
+    embedded binary that does not match is skipped, and the verified disk entry of the same
+    source (the compile's) may load instead: never the embedded bytes."""
+    monkeypatch.setenv(ocl_runtime.BINARY_CACHE_ENV, "on")
+    model = compiled(model_path)
+    device = get_device()
+    source = _program(model).source.data
+    cached = irc.cache.read_verified(
+        ocl_runtime.CACHE_NAMESPACE, ocl_runtime.program_key(device, source), ".bin"
+    )
+    assert cached is not None  # the compile saved its binary
+    text = model.to_text(embed_binaries=True)
+    tampered = _tamper_binary(text)
+    assert tampered != text
+    path = tmp_path / "tampered.mlir"
+    path.write_text(tampered)
+    ocl_runtime._programs.clear()  # the disk cache stays
+    driver_builds.clear()
+    loaded = irc.load(path)
+    assert describe_embedded(device, _program(loaded)) == (
+        None,
+        "binary does not match its SHA-256",
+    )
+    (executable,) = loaded.program.loaded.values()
+    assert executable.from_cache
+    assert driver_builds == [("binary", cached)]
     got = loaded.run(inputs())["y"]
     np.testing.assert_allclose(got, expected(inputs()["x"]), rtol=1e-4, atol=1e-5)
 
