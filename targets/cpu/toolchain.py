@@ -3,7 +3,10 @@
 * **Probing.** The compiler is `$IRC_CC`, else `$CC`, else the first of `cc`, `gcc`, `clang`
   on the PATH. It must build and load a shared library using GNU vector extensions. Optional
   flags are kept when they work here: `-march=native`, `-mprefer-vector-width=512` (gcc
-  defaults to 256-bit vectors on AVX-512 machines, PERF_NOTES.md) and `-fopenmp` (the
+  defaults to 256-bit vectors on AVX-512 machines, PERF_NOTES.md),
+  `--param=avoid-fma-max-bits=0` (gcc's tuning for some CPUs, Sapphire Rapids and Zen among
+  them, leaves loop-carried multiply-adds unfused, loop by loop: the same source then rounds
+  differently on those hosts, and differently in two loops of one kernel) and `-fopenmp` (the
   library must also load). OpenMP is kept for the loops still generated as `omp parallel`
   loops (`IRC_PARFOR` where a marked loop shares its op's block with other statements, the
   unfused integer kernels conv_int.c / qgemm_dynamic.c / IRC_QDW); the library's kernels
@@ -49,7 +52,12 @@ COMPILER_ENV = "IRC_CC"
 PORTABLE_ENV = isa.PORTABLE_ENV
 ISA_ENV = isa.ISA_ENV
 BASE_FLAGS = ("-O3", "-std=gnu99", "-fPIC", "-shared", "-ffp-contract=fast", "-fno-math-errno")
-OPTIONAL_FLAGS = (("-march=native",), ("-mprefer-vector-width=512",), ("-fopenmp",))
+OPTIONAL_FLAGS = (
+    ("-march=native",),
+    ("-mprefer-vector-width=512",),
+    ("--param=avoid-fma-max-bits=0",),
+    ("-fopenmp",),
+)
 LIBS = ("-lm",)
 COMPILE_TIMEOUT_S = 600
 

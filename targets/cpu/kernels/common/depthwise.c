@@ -141,7 +141,9 @@ typedef struct {
   long nsplit, nblk, tasks, parts;
 } irc_dw_args;
 
-/* Output row r (of N * OH), channels [c0, c1) (c0 a multiple of IRC_VL; c1 one too, or C). */
+/* Output row r (of N * OH), channels [c0, c1) (c0 a multiple of IRC_DW_GROUP; c1 one too,
+   or C): which code computes a channel (a border pixel's 4-vector block, its 1-vector tail)
+   depends on the channel only, never on the range. */
 IRC_INLINE void irc_dw_row(const irc_dw_args *restrict a, long r, int c0, int c1) {
   const float *restrict x = a->x, *restrict w = a->w, *restrict bias = a->bias;
   const int H = a->H, W = a->W, C = a->C, OH = a->OH, OW = a->OW, KH = a->KH, KW = a->KW;
@@ -228,16 +230,27 @@ IRC_INLINE void irc_dw_row(const irc_dw_args *restrict a, long r, int c0, int c1
     for (int ow = 0; ow < OW; ++ow) irc_epilogue(yrow + (long)ow * C + c0, c1 - c0, NULL, act);
 }
 
-/* Part `part` of irc_depthwise: task t is row t / nsplit, channel range t % nsplit. */
+/* Channels per block of a depthwise conv's channel split: the 4 vectors that a border
+   pixel computes together (irc_dw_pixel64). A range boundary inside such a block would move
+   that block's channels to the 1-vector tail code, whose sums a compiler may round
+   differently: gcc does not contract the multiply-adds of a loop-carried chain into FMAs
+   where the -march=native tuning asks it to avoid FMA chains (Sapphire Rapids, Zen), and
+   it decides per loop. Whole groups keep every channel on the same instructions for any
+   thread count. */
+#define IRC_DW_GROUP (4 * IRC_VL)
+
+/* Part `part` of irc_depthwise: task t is row t / nsplit, channel range t % nsplit (ranges
+   of nblk channel groups). */
 static void irc_dw_part(const void *ctx, long part) {
   const irc_dw_args *restrict a = (const irc_dw_args *)ctx;
   long t0, t1;
   irc_pool_range(part, a->parts, a->tasks, &t0, &t1);
   for (long t = t0; t < t1; ++t) {
     const long s = t % a->nsplit;
-    const int c0 = (int)(s * a->nblk / a->nsplit) * IRC_VL;
-    const int c1 = (int)((s + 1) * a->nblk / a->nsplit) * IRC_VL;
-    irc_dw_row(a, t / a->nsplit, c0, c1 < a->C ? c1 : a->C);
+    const int c0 = (int)(s * a->nblk / a->nsplit) * IRC_DW_GROUP;
+    const int c1 =
+        s + 1 == a->nsplit ? a->C : (int)((s + 1) * a->nblk / a->nsplit) * IRC_DW_GROUP;
+    irc_dw_row(a, t / a->nsplit, c0, c1);
   }
 }
 
@@ -251,8 +264,9 @@ static void irc_dw_part(const void *ctx, long part) {
    identically), in IRC_DW_MR-pixel register tiles where a window lies inside the row and
    1-pixel tiles at the borders, with the bias/activation epilogue in registers (tanh after
    the row). C < IRC_VL: a per-pixel loop and the scalar epilogue. Big ops split over the
-   threads (irc_parallel) by output rows, and by ranges of channel blocks as well when the
-   rows are too few to balance (C a multiple of IRC_VL: ranges never overlap). */
+   threads (irc_parallel) by output rows, and by ranges of IRC_DW_GROUP-channel groups as
+   well when the rows are too few to balance (C a multiple of IRC_VL: ranges never overlap;
+   any split computes every output with the same instructions, so the same bits). */
 static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
                           const float *restrict w, const float *restrict bias, float *restrict y,
                           int OH, int OW, int KH, int KW, int SH, int SW, int DH, int DW, int PT,
@@ -265,13 +279,13 @@ static void irc_depthwise(const float *restrict x, int N, int H, int W, int C,
   int ow_hi = last < 0 ? 0 : last / SW + 1;
   if (ow_hi > OW) ow_hi = OW;
   const int threads = rows > 1 && work > IRC_PARALLEL_DW_WORK ? irc_nthreads() : 1;
-  const long nblk = C >= IRC_VL && C % IRC_VL == 0 ? C / IRC_VL : 1;
+  const long nblk = C >= IRC_VL && C % IRC_VL == 0 ? (C + IRC_DW_GROUP - 1) / IRC_DW_GROUP : 1;
   const long want = irc_pool_parts(rows * nblk, work, IRC_DW_PART_WORK, threads);
   long nsplit = 1;
   if (rows < want) nsplit = (want + rows - 1) / rows < nblk ? (want + rows - 1) / rows : nblk;
   irc_dw_args a = {x,  w,  bias, y,  H,  W,  C,     OH,    OW,     KH,   KW,
                    SH, SW, DH,   DW, PT, PL, act,   ow_lo, ow_hi,  nsplit,
-                   C >= IRC_VL ? (C + IRC_VL - 1) / IRC_VL : 1, rows * nsplit, 1};
+                   nblk, rows * nsplit, 1};
   a.parts = irc_pool_parts(a.tasks, work, IRC_DW_PART_WORK, threads);
   irc_parallel(irc_dw_part, &a, a.parts, threads);
 }

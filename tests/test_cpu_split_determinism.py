@@ -1,0 +1,254 @@
+"""The CPU target's results do not depend on how a kernel is split over threads.
+
+A kernel splits its work into parts from the thread count (`irc_pool_parts`: at least 4
+per thread, so 16 threads on a 16-core host cut finer than 2 on a laptop): depthwise convs
+by rows and, when the rows are few, by ranges of channel blocks; implicit-GEMM convs and
+fully connected layers by pixels or output-channel blocks; pools by rows; elementwise ops by
+vectors or by the outer iterations of their generated loop nests. Whatever the split, every
+element must go through the same arithmetic (the same vector formula, the same order of
+sums, the same epilogue), so one executable run on 1, 2, 3, 5 and 16 threads (more threads
+than this host has cores: the pool starts that many workers all the same) must give the
+same bits, with transcendental epilogues (tanh, sigmoid, exp, erf, gelu, silu, hard-swish)
+and channel counts that are not multiples of any vector width, float and int8, for the
+host's best ISA profile and the AVX2 and generic profiles (`IRC_CPU_ISA`). A 16-core host
+ran `split_dw_c480_tanh` on 2 threads one ulp away from 1 thread: the channel split moved
+the edges of the depthwise conv's 4-vector border blocks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from cpu_support import (
+    RUNNABLE_ISAS,
+    QConvCase,
+    cases_executable,
+    load_with_isa,
+    lower,
+    needs_compiler,
+)
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from irc.dialects import nn
+from irc.dtypes import element_type
+from irc.targets.cpu import toolchain
+
+pytestmark = [needs_compiler, pytest.mark.private_cache]
+
+THREADS = (1, 2, 3, 5, 16)
+
+RNG = np.random.default_rng(20261127)
+
+
+@dataclass
+class FloatCase:
+    """One float32 op (or chain) on an entry argument `x`; `make(x, *constants)` returns
+    the ops, the last one's first result is the case's output."""
+
+    id: str
+    x: np.ndarray
+    make: Callable[..., Operation | list[Operation]]
+    constants: tuple[np.ndarray, ...] = ()
+
+    @property
+    def in_type(self) -> TensorType:
+        return TensorType(element_type(self.x.dtype), list(self.x.shape))
+
+    def build(self, ops: list[Operation], x: SSAValue) -> SSAValue:
+        consts = [nn.ConstantOp.from_array(c) for c in self.constants]
+        ops += consts
+        made = self.make(x, *(c.output for c in consts))
+        made = made if isinstance(made, list) else [made]
+        ops += made
+        return made[-1].results[0]
+
+
+def uniform(*shape: int, scale: float = 1.0) -> np.ndarray:
+    return (RNG.uniform(-1.0, 1.0, size=shape) * scale).astype(np.float32)
+
+
+def depthwise(case_id: str, shape: tuple[int, int, int, int], k: int, **props: object):
+    c = shape[-1]
+    w, b = uniform(c, k, k, 1, scale=0.5), uniform(c)
+    return FloatCase(
+        case_id,
+        uniform(*shape),
+        lambda x, wv, bv: nn.Conv2DOp.make(x, wv, bv, layout="NHWC", groups=c, **props),
+        (w, b),
+    )
+
+
+def conv(case_id: str, shape: tuple[int, int, int, int], oc: int, k: int, **props: object):
+    w, b = uniform(oc, k, k, shape[-1], scale=0.2), uniform(oc)
+    return FloatCase(
+        case_id,
+        uniform(*shape),
+        lambda x, wv, bv: nn.Conv2DOp.make(x, wv, bv, layout="NHWC", **props),
+        (w, b),
+    )
+
+
+def unary(case_id: str, make: Callable[[SSAValue], Operation]) -> FloatCase:
+    # 61 x 67 x 37 elements: big enough to split (gelu / silu above 131072), no multiple of
+    # any vector width
+    return FloatCase(case_id, uniform(1, 61, 67, 37, scale=4.0), make)
+
+
+FLOAT_CASES = [
+    depthwise("split_dw_c480_tanh", (1, 7, 7, 480), 3, pads=[1, 1, 1, 1], activation="tanh"),
+    depthwise("split_dw_c144_5x5_tanh", (1, 9, 9, 144), 5, pads=[2, 2, 2, 2], activation="tanh"),
+    depthwise(
+        "split_dw_c96_s2_relu6",
+        (1, 28, 27, 96),
+        3,
+        strides=[2, 2],
+        pads=[0, 0, 1, 1],
+        activation="relu6",
+    ),
+    depthwise("split_dw_c40_tanh", (1, 20, 21, 40), 3, pads=[1, 1, 1, 1], activation="tanh"),
+    conv("split_pointwise_oc40_tanh", (1, 7, 7, 96), 40, 1, activation="tanh"),
+    conv("split_pointwise_oc200_relu6", (1, 14, 14, 24), 200, 1, activation="relu6"),
+    conv("split_3x3_oc24_tanh", (1, 14, 15, 32), 24, 3, pads=[1, 1, 1, 1], activation="tanh"),
+    FloatCase(
+        "split_fully_connected_tanh",
+        uniform(3, 700),
+        lambda x, w, b: nn.FullyConnectedOp.make(x, w, b, activation="tanh"),
+        (uniform(200, 700, scale=0.1), uniform(200)),
+    ),
+    FloatCase(
+        "split_avg_pool_c40_tanh",
+        uniform(1, 29, 30, 40, scale=3.0),
+        lambda x: nn.AvgPool2DOp.make(
+            x, kernel=[3, 3], pads=[1, 1, 1, 1], layout="NHWC", activation="tanh"
+        ),
+    ),
+    FloatCase(
+        "split_max_pool_c24",
+        uniform(1, 56, 57, 24),
+        lambda x: nn.MaxPool2DOp.make(x, kernel=[2, 2], strides=[2, 2], layout="NHWC"),
+    ),
+    unary("split_sigmoid", lambda x: nn.SigmoidOp.make(x)),
+    unary("split_tanh", lambda x: nn.TanhOp.make(x)),
+    unary("split_exp", lambda x: nn.ExpOp.make(x)),
+    unary("split_erf", lambda x: nn.ErfOp.make(x)),
+    unary("split_hard_swish", lambda x: nn.HardSwishOp.make(x)),
+    unary("split_gelu", lambda x: nn.GeluOp.make(x)),
+    unary("split_gelu_tanh", lambda x: nn.GeluOp.make(x, approximate="tanh")),
+    unary("split_silu", lambda x: nn.SiluOp.make(x)),
+    FloatCase("split_softmax", uniform(37, 999, scale=5.0), lambda x: nn.SoftmaxOp.make(x)),
+]
+
+INT8_CASES = [
+    QConvCase(
+        "split_qdw_c40",
+        RNG,
+        (1, 30, 29, 40),
+        40,
+        (3, 3),
+        depthwise=True,
+        pads=(1, 1, 1, 1),
+        act="relu6",
+    ),
+    QConvCase(
+        "split_qdw_c480", RNG, (1, 7, 7, 480), 480, (3, 3), depthwise=True, pads=(1, 1, 1, 1)
+    ),
+    QConvCase(
+        "split_qdw_c72_s2",
+        RNG,
+        (1, 28, 27, 72),
+        72,
+        (3, 3),
+        depthwise=True,
+        strides=(2, 2),
+        pads=(0, 0, 1, 1),
+        dtype="uint8",
+        zp_in=131,
+        zp_out=120,
+    ),
+    QConvCase("split_qpointwise_oc40", RNG, (1, 14, 14, 48), 40),
+    QConvCase("split_qconv_3x3_oc24", RNG, (1, 14, 13, 24), 24, (3, 3), pads=(1, 1, 1, 1)),
+]
+
+KERNEL_CASES = [
+    c
+    for c in [*FLOAT_CASES, *INT8_CASES]
+    if not c.id.startswith(
+        ("split_point", "split_3x3", "split_fully", "split_qpoint", "split_qconv")
+    )
+]
+"""Built for every ISA profile in `ISAS` (cheap to compile)."""
+GEMM_CASES = [c for c in [*FLOAT_CASES, *INT8_CASES] if c not in KERNEL_CASES]
+"""The implicit-GEMM convs (slow to compile): built for the host's best profile only."""
+
+ISAS = tuple(dict.fromkeys(n for n in (RUNNABLE_ISAS[0], "avx2", "generic") if n in RUNNABLE_ISAS))
+"""The host's best profile, then the narrower ones it runs (AVX-512 with and without VNNI
+share their float kernels)."""
+
+AVOID_FMA = "--param=avoid-fma-max-bits="
+
+
+@contextlib.contextmanager
+def fma_chains_avoided():
+    """Builds as gcc's tuning for Sapphire Rapids does (gcc 13 and later): no multiply-add of
+    a loop-carried chain of vectors up to 512 bits contracted into an FMA, decided loop by
+    loop (the toolchain turns that off with `--param=avoid-fma-max-bits=0`; this undoes it,
+    so that a kernel whose split moves elements between two loops shows it on any host).
+    Without that flag (a compiler without gcc's params) the build is the usual one."""
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    if f"{AVOID_FMA}0" not in chain.flags:
+        yield
+        return
+    flags = tuple(f"{AVOID_FMA}512" if f == f"{AVOID_FMA}0" else f for f in chain.flags)
+    tuned = dataclasses.replace(chain, flags=flags)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(toolchain, "probe", lambda: toolchain.ProbeResult(tuned))
+        yield
+
+
+def runs_on_every_thread_count(executable, inputs, isa_name: str) -> list[list[np.ndarray]]:
+    with fma_chains_avoided():
+        loaded = load_with_isa(executable, isa_name)
+    runs = []
+    for threads in THREADS:
+        loaded.set_threads(threads)
+        assert loaded.threads == threads
+        runs.append(loaded.execute("entry", inputs))
+    return runs
+
+
+def assert_same_bits(cases, runs: list[list[np.ndarray]]) -> None:
+    failures = []
+    for threads, run in zip(THREADS[1:], runs[1:], strict=True):
+        for case, one, other in zip(cases, runs[0], run, strict=True):
+            assert one.dtype == other.dtype
+            if not np.array_equal(one, other, equal_nan=True):
+                failures.append(
+                    f"{case.id}: {threads} threads differ from 1 in "
+                    f"{int(np.sum(one != other))} of {one.size} elements"
+                )
+    assert not failures, "\n".join(failures)
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    module, executable, inputs = cases_executable("test_cpu_split_kernels", KERNEL_CASES)
+    lower(module)
+    return executable, inputs
+
+
+@pytest.mark.parametrize("isa_name", ISAS)
+def test_kernels_give_the_same_bits_on_every_thread_count(kernels, isa_name: str) -> None:
+    assert_same_bits(KERNEL_CASES, runs_on_every_thread_count(*kernels, isa_name))
+
+
+def test_implicit_gemm_convs_give_the_same_bits_on_every_thread_count() -> None:
+    module, executable, inputs = cases_executable("test_cpu_split_gemm", GEMM_CASES)
+    lower(module)
+    assert_same_bits(GEMM_CASES, runs_on_every_thread_count(executable, inputs, ISAS[0]))
