@@ -20,6 +20,7 @@ import math
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx_support import make_onnx_model
 from transformer_graphs import OnnxGraph
 
 __all__ = ["mobilenet_v3_small_like", "to_float16"]
@@ -108,7 +109,7 @@ def mobilenet_v3_small_like(
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, classes])],
         g.initializers,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = make_onnx_model(graph, opset=17)  # an IR version every onnxruntime loads
     onnx.checker.check_model(model)
     return model
 

@@ -17,6 +17,7 @@ TFLITE_HEAD = b"\x1c\x00\x00\x00TFL3" + bytes(24)
 
 def _onnx_bytes() -> bytes:
     from onnx import TensorProto, helper
+    from onnx_support import make_onnx_model
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"])],
@@ -24,7 +25,7 @@ def _onnx_bytes() -> bytes:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
     )
-    return helper.make_model(graph).SerializeToString()
+    return make_onnx_model(graph).SerializeToString()
 
 
 def _mode(path: Path) -> int:

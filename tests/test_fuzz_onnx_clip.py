@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
-from onnx_support import run_onnx
+from onnx_support import make_onnx_model, run_onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -70,7 +70,7 @@ def test_irc_imports_an_absent_clip_bound_as_the_float_maximum(tmp_path: Path) -
         [numpy_helper.from_array(np.array(0.0, np.float32), "lo")],
     )
     path = tmp_path / "clip.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+    onnx.save(make_onnx_model(graph, 18), path)
     (expected,) = run_onnx(node, {"X": EDGES}, constants={"lo": np.array(0.0, np.float32)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

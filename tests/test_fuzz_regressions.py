@@ -450,6 +450,7 @@ def test_onnx_pad_of_negative_infinity_compiles_through_the_cache(
 ) -> None:
     import onnx
     from onnx import TensorProto, helper
+    from onnx_support import make_onnx_model
 
     monkeypatch.setenv("IRC_COMPILE_CACHE", "1")
     monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "cache"))
@@ -462,7 +463,7 @@ def test_onnx_pad_of_negative_infinity_compiles_through_the_cache(
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
         [pads, fill],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = make_onnx_model(graph, 17)
     path = tmp_path / "pad.onnx"
     onnx.save(model, path)
     for _ in range(2):  # the second compile reads the cached artifact back

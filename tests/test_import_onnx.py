@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_support import make_onnx_model
 from xdsl.dialects.builtin import ModuleOp
 
 import irc
@@ -57,8 +58,7 @@ def make_model(
         [helper.make_empty_tensor_value_info(n) for n in (outputs or nodes[-1].output)],
         initializer=[numpy_helper.from_array(a, n) for n, a in (constants or {}).items()],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10  # onnx 1.23 writes 14, which onnxruntime 1.31 refuses
+    model = make_onnx_model(graph, opset)
     # The checker wants typed graph outputs: let shape inference fill them in.
     return onnx.shape_inference.infer_shapes(model)
 
@@ -917,10 +917,7 @@ def test_unsupported_ops_are_reported_together(tmp_path: Path) -> None:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
     )
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
-    )
+    model = make_onnx_model(graph, 17, domains={"com.example": 1})
     with pytest.raises(ModelImportError) as info:
         import_bytes(tmp_path, model)
     assert str(info.value).splitlines() == [
@@ -969,7 +966,7 @@ def test_use_before_definition_is_refused(tmp_path: Path) -> None:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
         [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = make_onnx_model(graph, 17)
     with pytest.raises(ModelImportError, match=r"invalid ONNX model: .*later"):
         import_bytes(tmp_path, model)
 

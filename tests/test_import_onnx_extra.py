@@ -20,6 +20,7 @@ import onnx
 import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_support import make_onnx_model
 from xdsl.dialects.builtin import ModuleOp
 
 import irc
@@ -69,9 +70,7 @@ def make_model(
         ],
         initializer=[numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10  # onnx 1.23 writes 14, which onnxruntime 1.31 refuses
-    return model
+    return make_onnx_model(graph, opset)
 
 
 def run_ort(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -1401,6 +1401,7 @@ def test_random_bytes_are_refused(tmp_path: Path) -> None:
 def test_onnx_renamed_tflite_is_refused(tmp_path: Path) -> None:
     onnx = pytest.importorskip("onnx")
     from onnx import helper
+    from onnx_support import make_onnx_model
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"])],
@@ -1408,7 +1409,7 @@ def test_onnx_renamed_tflite_is_refused(tmp_path: Path) -> None:
         [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])],
     )
-    data = helper.make_model(graph).SerializeToString()
+    data = make_onnx_model(graph).SerializeToString()
     assert "is it another format with a .tflite name?" in expect_import_error(tmp_path, data)
 
 

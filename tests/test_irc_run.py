@@ -488,6 +488,7 @@ def test_check_reports_differences(
 def test_check_of_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
+    from onnx_support import make_onnx_model
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])],
@@ -496,7 +497,7 @@ def test_check_of_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
     )
     path = tmp_path / "model.onnx"
-    onnx.save(helper.make_model(graph), path)
+    onnx.save(make_onnx_model(graph), path)
     out, _ = run_tool([path, *TARGETS, "--check"], capsys)
     assert "[testplugin]: max abs 0, max rel 0" in out
     assert "check: 1 of 1 dispatches compared with the reference" in out

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from onnx_support import run_onnx
+from onnx_support import make_onnx_model, run_onnx
 from transformer_graphs import bert_inputs, bert_like, gpt2_inputs, gpt2_like
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, SSAValue
@@ -156,9 +156,7 @@ def test_canonicalize_folds_silu(tmp_path: Path) -> None:
     x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8])
     y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 8])
     nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["s", "x"], ["y"])]
-    model = helper.make_model(
-        helper.make_graph(nodes, "silu", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]
-    )
+    model = make_onnx_model(helper.make_graph(nodes, "silu", [x], [y]), 17)
     path = tmp_path / "silu.onnx"
     onnx.save(model, path)
     text = _canonicalized(path, {})
