@@ -30,9 +30,10 @@ for an infinite one).
 The fused epilogue (activation, then the `ocl.fusion` ops) runs on every accumulator vector
 before its store; a residual read `RESIDUAL<j>[gid]` becomes a `floatVW` load at the
 accumulator's own output vector, `RESIDUAL<j>[gid % C]` one at its channel vector.
-Only constant filters are tiled. Output channel counts above 8 not divisible by 8 (GEMM and
-direct conv) are padded to whole vectors with zero filter rows (and a constant bias padded
-alike); their results are stored in float4 pieces or lane by lane, the padding dropped.
+Only constant filters are tiled. Output channel counts of the GEMM and direct conv are padded
+with zero filter rows (and a constant bias padded alike) to whole vectors and, where that
+makes a wider tile, past them (`channel_layout`: 36 -> 48 as 3 x float16); results are
+stored in float4 pieces or lane by lane, the padding dropped (whole padding vectors too).
 Depthwise convs need an even channel count (`float4` or `float2` vectors when not divisible
 by 8). The caller falls back to its one-element-per-work-item kernels otherwise (None).
 
@@ -81,6 +82,37 @@ def vectors_per_item(blocks: int, width: int) -> int:
     return 1
 
 
+TILE_RATE = {8: 45.0, 16: 36.0, 24: 61.0}
+"""GFLOP/s of the GEMM and direct conv per tile width (NV x VW output channels of 8 pixels)
+on PoCL, 2 threads, Xeon @ 2.50GHz AVX-512 (face detection's 1x1 convs): 32 or more channels
+ran at 90-110 (`WIDE_TILE_RATE`). Only their ratios matter."""
+WIDE_TILE_RATE = 100.0
+PADDING_DEPTH = 32
+"""The shortest dot product (K) for which output channels are padded past a multiple of 8 to
+widen the tile: face detection's 1x1 conv 24 -> 24 (K 24) ran 13 % slower as 24 of 32
+channels, its 32 -> 36 (K 32) 2x faster as 36 of 48 than as 8-channel tiles."""
+
+
+def channel_layout(channels: int, depth: int) -> tuple[int, int, int]:
+    """(padded channels, VW, NV) for `channels` output channels (8 or more) of dot products of
+    length `depth`: the padding to a multiple of 8, 16, 32 or 48 channels (at most a third
+    more, and past 8 only for `depth` >= PADDING_DEPTH) whose tile does the most useful work
+    (`TILE_RATE` x the share of channels that are not padding). 36 channels become 48 in
+    3 x float16 (not 40 in 5 x float8), 88 become 96, 28 become 32 in 2 x float16."""
+    best: tuple[float, int, int, int] | None = None
+    for step in (8, 16, 32, 48):
+        padded = -(-channels // step) * step
+        if step > 8 and (3 * padded > 4 * channels or depth < PADDING_DEPTH):
+            continue
+        vw = vector_width(padded)
+        nv = vectors_per_item(padded // vw, vw)
+        score = channels / padded * TILE_RATE.get(nv * vw, WIDE_TILE_RATE)
+        if best is None or score > best[0] + 1e-9:
+            best = (score, padded, vw, nv)
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
 def row_tile(count: int, candidates: tuple[int, ...] = ROW_TILES) -> int:
     """The pixel tile for `count` pixels (rows): fewest padded rows, larger tile on ties."""
     if count <= min(candidates):
@@ -114,11 +146,14 @@ class TiledKernels:
         self.make_kernel = kernel
         self.residual_pattern = residual_pattern
 
-    def _store(self, vw: int, acc: str, pixel: str, vector: str, channels: int) -> str:
+    def _store(
+        self, vw: int, acc: str, pixel: str, vector: str, channels: int, padded: bool = False
+    ) -> str:
         """Apply the epilogue to accumulator `acc` (channel vector `vector` of output pixel
         `pixel`) and store it: one `floatVW` store when `channels` divides by VW, else in
         `float4` pieces (channels divisible by 4) or lane by lane, the lanes past `channels`
-        (zero-padded filter rows) dropped."""
+        (zero-padded filter rows) dropped. `padded`: the filter has whole vectors of padding
+        past `channels`, whose stores are dropped too."""
         vec, real = f"float{vw}", f"REAL{vw}"
         if channels % vw == 0:
             out_index = f"({pixel}) * {channels // vw} + {vector}"
@@ -131,10 +166,13 @@ class TiledKernels:
 
             exprs = [self.residual_pattern.sub(load, e) for e in self.act]
             body = "".join(f"            v = {e};\n" for e in exprs if e != "v")
-            return (
+            store = (
                 f"        {{ {vec} v = {acc};\n{body}"
                 f"            ((__global {real}*)y)[{out_index}] = NARROW{vw}(v); }}\n"
             )
+            if padded:
+                store = f"        if (({vector}) < {channels // vw})\n{store}"
+            return store
         lines = [
             f"        {{ const int c0 = ({vector}) * {vw}; const int e0 = ({pixel}) * {channels};\n"
         ]
@@ -186,6 +224,7 @@ class TiledKernels:
         vectors: list[tuple[str, str]],
         channels: int,
         wrap: bool = False,
+        padded: bool = False,
     ) -> list[str]:
         """Stores of `count` consecutive pixels `ow0 + r` of output row `oh` (`shape`: OH, OW
         and the tiles per row, for the ragged guard): for each pixel, each (accumulator
@@ -198,7 +237,7 @@ class TiledKernels:
             pixel = f"(n * {oh} + oh) * {ow} + ow0 + {r}"
             pixel = f"({pixel})" if wrap else pixel
             for acc, vector in vectors:
-                lines.append(self._store(vw, acc.format(r=r), pixel, vector, channels))
+                lines.append(self._store(vw, acc.format(r=r), pixel, vector, channels, padded))
             lines.append("    }\n")
         return lines
 
@@ -216,7 +255,7 @@ class TiledKernels:
     ) -> TileKernel | None:
         """y[rows, N] = x[rows, K] * weights[N, K]^T (+ bias), register-blocked."""
         n_out, k = weights.shape
-        layout = self._channels(n_out, bias)
+        layout = self._channels(n_out, bias, k)
         if layout is None:
             return None
         vw, nv, groups, weights, bias_input = layout(weights)
@@ -258,11 +297,13 @@ class TiledKernels:
             for v in range(nv):
                 lines.append(f"        acc{r}_{v} += b{r} * w{v};\n")
         lines.append("    }\n")
+        padded = groups * nv * vw > n_out
         for r in range(mr):
             guard = f"    if (m0 + {r} < {rows}) {{\n" if tiles * mr > rows else "    {\n"
             lines.append(guard)
             for v in range(nv):
-                store = self._store(vw, f"acc{r}_{v}", f"m0 + {r}", f"cg * {nv} + {v}", n_out)
+                vector = f"cg * {nv} + {v}"
+                store = self._store(vw, f"acc{r}_{v}", f"m0 + {r}", vector, n_out, padded)
                 lines.append(store)
             lines.append("    }\n")
         inputs: list[SSAValue | str] = [x, self.program.constant(packed)]
@@ -273,12 +314,13 @@ class TiledKernels:
         return self._finish("".join(lines), inputs, tiles * groups, desc)
 
     def _channels(
-        self, channels: int, bias: SSAValue | np.ndarray | None
+        self, channels: int, bias: SSAValue | np.ndarray | None, depth: int
     ) -> Callable[[np.ndarray], tuple[int, int, int, np.ndarray, SSAValue | str | None]] | None:
         """How output channels are vectorised: a function of the filter `[OC, ...]` giving
         (VW, NV, groups of NV vectors, filter zero-padded to whole vectors, bias input).
-        Channel counts above 8 not divisible by 8 are padded to one (a constant bias is
-        padded too); fewer channels, or a computed bias with padding, give None (untiled)."""
+        Channel counts above 8 are padded as `channel_layout` says (a constant bias is
+        padded too); a computed bias is not padded past a multiple of 8; fewer than 8
+        channels, or a computed bias with padding, give None (untiled)."""
         if isinstance(bias, SSAValue) and isinstance(bias.owner, nn.ConstantOp):
             bias = array_from_dense(bias.owner.value).astype(np.float32)
         if isinstance(bias, np.ndarray) and bias.size != channels:
@@ -286,9 +328,12 @@ class TiledKernels:
         padded = -(-channels // 8) * 8
         if padded != channels and (channels < 8 or isinstance(bias, SSAValue)):
             return None  # under 8 channels, padding wastes most of the vector
-        vw = vector_width(padded)
+        if isinstance(bias, SSAValue):  # a computed bias: no padding past the multiple of 8
+            vw = vector_width(padded)
+            nv = vectors_per_item(padded // vw, vw) if padded == channels else 1
+        else:
+            padded, vw, nv = channel_layout(channels, depth)
         blocks = padded // vw
-        nv = vectors_per_item(blocks, vw) if padded == channels else 1
 
         def apply(weights: np.ndarray) -> tuple[int, int, int, np.ndarray, SSAValue | str | None]:
             extra = [(0, padded - channels)] + [(0, 0)] * (weights.ndim - 1)
@@ -317,7 +362,7 @@ class TiledKernels:
         n, h, w, c = in_shape
         oc, kh, kw, _ = weights.shape
         _, oh, ow, _ = out_shape
-        layout = self._channels(oc, bias)
+        layout = self._channels(oc, bias, kh * kw * c)
         if layout is None:
             return None
         vw, nv, groups, weights, bias_input = layout(weights)
@@ -413,7 +458,8 @@ class TiledKernels:
         lines += fma_loop(str(c), "wp", "                ")
         lines.append("            }\n        }\n    }\n")
         stores = [(f"acc{{r}}_{v}", f"cg * {nv} + {v}") for v in range(nv)]
-        lines += self._store_row(vw, mr, (oh, ow, tiles_w), stores, oc, wrap=True)
+        padded = groups * nv * vw > oc
+        lines += self._store_row(vw, mr, (oh, ow, tiles_w), stores, oc, True, padded)
         inputs: list[SSAValue | str] = [op.input, self.program.constant(packed), zeros]
         if bias_input is not None:
             inputs.append(bias_input)

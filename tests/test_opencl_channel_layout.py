@@ -1,0 +1,172 @@
+"""Output channels padded past a multiple of 8 to widen the register tile (conv_kernels.py's
+`channel_layout`): the choices, and the numerics of every store form they lead to.
+
+One module holds every case (one PoCL build per kernel style): 1x1 convs (the tiled GEMM)
+whose channels become whole padding vectors (80 -> 96 as 3 x float16: the sixth vector is
+all padding and stores nothing) with a same-shape residual and with BlazeFace's
+channel-padded residual, float4 pieces (36 -> 48), lane-by-lane stores (42 -> 48), a 5x5
+stride-2 direct conv with asymmetric pads (24 -> 32, face detection's first conv) and a
+fully_connected (100 -> 128). Outputs against the reference at rtol 1e-4 / atol 1e-5, with
+-0.0 and NaN in the inputs (the sign of zeros and NaN positions kept), in the `cpu` style
+and in the `gpu` style at 132 compute units (which does not tile this way: unchanged).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from opencl_support import needs_device
+
+import irc
+from irc.targets.opencl import target as opencl_target
+from irc.targets.opencl.conv_kernels import channel_layout
+
+pytestmark = pytest.mark.private_cache
+
+RNG = np.random.default_rng(50)
+
+
+def test_channel_layout_choices() -> None:
+    # (channels, depth) -> (padded channels, VW, NV)
+    assert channel_layout(36, 32) == (48, 16, 3)  # not 40 as 5 x float8
+    assert channel_layout(28, 24) == (32, 16, 2)  # a multiple of 8 needs no depth
+    assert channel_layout(24, 24) == (24, 8, 3)  # short dot products: no padding past 8
+    assert channel_layout(24, 75) == (32, 16, 2)
+    assert channel_layout(88, 80) == (96, 16, 3)
+    assert channel_layout(80, 72) == (96, 16, 3)
+    assert channel_layout(16, 64) == (16, 16, 1)  # 32 would be twice the work
+    assert channel_layout(96, 96) == (96, 16, 3)
+    assert channel_layout(1000, 1280) == (1008, 16, 3)
+
+
+def _t(*shape: int) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def _dense(a: np.ndarray) -> str:
+    return f"dense<{a.astype(np.float32).tolist()}>"
+
+
+def _const(name: str, *shape: int) -> str:
+    values = RNG.standard_normal(shape).astype(np.float32)
+    return f"  %{name} = nn.constant {_dense(values)} : {_t(*shape)}\n"
+
+
+def _conv(name: str, x: str, cin: int, c: int, hw: tuple[int, int], k: int = 1, **attrs) -> str:
+    """conv `name` of %`x` (1 x H x W x cin) to c channels, k x k, constant filter and bias."""
+    h, w = hw
+    extra = "".join(f" {key} = {value}" for key, value in attrs.items())
+    oh, ow = attrs.get("out", hw)
+    extra = extra.replace(f" out = {attrs['out']}", "") if "out" in attrs else extra
+    return (
+        _const(f"{name}_w", c, k, k, cin)
+        + _const(f"{name}_b", c)
+        + f'  %{name} = nn.conv2d %{x}, %{name}_w, %{name}_b layout = "NHWC"{extra} : '
+        f"{_t(1, h, w, cin)}, {_t(c, k, k, cin)}, {_t(c)} -> {_t(1, oh, ow, c)}\n"
+    )
+
+
+ARGS = {
+    "x72": (1, 4, 5, 72),
+    "x80": (1, 3, 6, 80),
+    "r80": (1, 3, 6, 80),
+    "x32": (1, 5, 5, 32),
+    "x36": (1, 3, 9, 36),
+    "img": (1, 13, 19, 3),
+    "v": (3, 64),
+}
+OUTPUTS = [
+    ("pad_res", (1, 4, 5, 80)),
+    ("same_res", (1, 3, 6, 80)),
+    ("quads", (1, 5, 5, 36)),
+    ("lanes", (1, 3, 9, 42)),
+    ("first", (1, 6, 9, 24)),
+    ("fc", (3, 100)),
+]
+TILES = {
+    "nn.conv2d 1x4x5x72, 80x1x1x72": "(tiled x16) [",
+    "nn.conv2d 1x3x6x80, 80x1x1x80": "x48 tile",
+    "nn.conv2d 1x5x5x32, 36x1x1x32": "x48 tile",
+    "nn.conv2d 1x3x9x36, 42x1x1x36": "x48 tile",
+    "nn.conv2d 1x13x19x3, 24x5x5x3": "x32 tile",
+    "nn.fully_connected 3x64, 100x64": "x32 tile",
+}
+"""The cpu style's launches and the tiles they must use (the padded layouts)."""
+
+
+def _module() -> str:
+    args = ", ".join(f"%{name}: {_t(*shape)}" for name, shape in ARGS.items())
+    results = ", ".join(_t(*shape) for _, shape in OUTPUTS)
+    y80a, y80b = _t(1, 4, 5, 80), _t(1, 3, 6, 80)
+    body = (
+        # 72 -> 80 (96 padded: a whole padding vector) + BlazeFace's channel-padded residual
+        _conv("c1", "x72", 72, 80, (4, 5))
+        + f"  %p1 = nn.pad %x72 pads = [0, 0, 0, 0, 0, 0, 0, 8] : {_t(1, 4, 5, 72)} -> {y80a}\n"
+        + f"  %a1 = nn.add %p1, %c1 : {y80a}, {y80a} -> {y80a}\n"
+        + f"  %pad_res = nn.relu %a1 : {y80a} -> {y80a}\n"
+        # 80 -> 80 (96) + a same-shape residual
+        + _conv("c2", "x80", 80, 80, (3, 6))
+        + f"  %same_res = nn.add %c2, %r80 : {y80b}, {y80b} -> {y80b}\n"
+        # 32 -> 36 (48, float4 pieces) with relu; 36 -> 42 (48, lane by lane)
+        + _conv("c3", "x32", 32, 36, (5, 5))
+        + f"  %quads = nn.relu %c3 : {_t(1, 5, 5, 36)} -> {_t(1, 5, 5, 36)}\n"
+        + _conv("lanes", "x36", 36, 42, (3, 9))
+        # face detection's first conv: 5x5 stride 2, asymmetric pads, 3 -> 24 (32)
+        + _conv(
+            "first", "img", 3, 24, (13, 19), 5, strides="[2, 2]", pads="[1, 1, 2, 2]", out=(6, 9)
+        )
+        + _const("fw", 100, 64)
+        + _const("fb", 100)
+        + f"  %fc = nn.fully_connected %v, %fw, %fb : {_t(3, 64)}, {_t(100, 64)}, {_t(100)}"
+        f" -> {_t(3, 100)}\n"
+    )
+    names = ", ".join(f"%{name}" for name, _ in OUTPUTS)
+    return f"func.func @main({args}) -> ({results}) {{\n{body}  func.return {names} : {results}\n}}"
+
+
+STYLES = {
+    "cpu": {opencl_target.KERNELS_ENV: "cpu"},
+    "gpu132": {opencl_target.KERNELS_ENV: "gpu", opencl_target.COMPUTE_UNITS_ENV: "132"},
+}
+
+
+def _feed() -> dict[str, np.ndarray]:
+    feed = {}
+    for i, shape in enumerate(ARGS.values()):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        flat = x.reshape(-1)
+        flat[::7] = -0.0
+        flat[3::29] = np.nan
+        feed[f"arg{i}"] = x
+    return feed
+
+
+@needs_device
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_padded_layouts_match_the_reference(style: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(opencl_target.COMPUTE_UNITS_ENV, raising=False)
+    for name, value in STYLES[style].items():
+        monkeypatch.setenv(name, value)
+    text = _module()
+    feed = _feed()
+    expected = irc.compile(irc.parse_module(text), targets=["reference"]).run(feed)
+    compiled = irc.compile(irc.parse_module(text), targets=["opencl"])
+    assert "host: 0 ops" in compiled.summary, compiled.summary
+    got = compiled.run(feed)
+    assert len(expected) == len(OUTPUTS)
+    for name, want in expected.items():
+        have = np.asarray(got[name])
+        np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-5, err_msg=name)
+        numbers = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(have[numbers]), np.signbit(want[numbers]))
+    if style != "cpu":
+        return
+    launches = [
+        description
+        for loaded in compiled.program.loaded.values()  # type: ignore[attr-defined]
+        for description, _, _ in loaded.launch_geometry("entry")
+    ]
+    for prefix, tile in TILES.items():
+        (description,) = [d for d in launches if d.startswith(prefix)]
+        assert tile in description, description
+    assert not any(d.startswith("nn.pad") for d in launches)  # read unpadded by the GEMM
