@@ -158,9 +158,10 @@ def test_plain_ir_files_still_load(tmp_path: Path) -> None:
 
 
 def _console(args: list[str]) -> subprocess.CompletedProcess[str]:
-    bin_dir = Path(sys.executable).parent
+    script = Path(sys.executable).parent / args[0]
+    assert script.exists(), f"{args[0]} is not installed next to this Python: pip install -e ."
     return subprocess.run(
-        [str(bin_dir / args[0]), *args[1:]],
+        [str(script), *args[1:]],
         cwd=ROOT,
         env=dict(os.environ),
         capture_output=True,
