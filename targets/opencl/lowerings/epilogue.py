@@ -30,6 +30,14 @@ from irc.targets.opencl.lowerings.helpers import (
     _shape,
     real_literals,
 )
+from irc.targets.opencl.lowerings.requantize import (
+    ROUNDING_MAGIC,
+    activation_subsumed,
+    fused_bounds,
+    is_round_trip,
+    round_trip_exprs,
+    unary_bounds,
+)
 from irc.targets.opencl.residuals import padded_residual
 
 BINARY_EXPR: dict[type[Operation], str] = {
@@ -177,13 +185,6 @@ def _other_operand(op: Operation, chain: SSAValue) -> SSAValue:
     return b if a is chain else a
 
 
-ROUNDING_MAGIC = "12582912.0f"
-"""1.5 * 2**23: `(v + M) - M` rounds a float with |v| < 2**22 to an integer, ties to even, in
-the default rounding mode — exactly `rint(v)`, with two additions instead of a call (PoCL
-does not inline builtins on `float16`: every call spills the register tile). Valid in a
-strict build only: `-cl-fast-relaxed-math` lets the compiler fold it back to `v`."""
-
-
 def qcast_exprs(op: quant.QCastOp) -> list[str]:
     """A per-tensor qcast of `v` as expressions (the stored integer, as a float): the
     reference's float32 division, its rounding and saturation. Exact where the build divides
@@ -251,15 +252,35 @@ def epilogue_inputs(producer: Operation, epilogue: Sequence[Operation]) -> list[
     return out
 
 
+def _folds_round_trips() -> bool:
+    """Whether qcast -> dcast pairs become requantize.py's round trip (strict builds)."""
+    return BUILD_OPTIONS != FAST_MATH_BUILD_OPTIONS
+
+
+def _clamp_dropped(bounds: tuple[float, float] | None, epilogue: Sequence[Operation], i: int):
+    """Whether a clamp to `bounds` just before `epilogue[i]` is subsumed by a round trip
+    starting there."""
+    return (
+        bounds is not None
+        and _folds_round_trips()
+        and is_round_trip(epilogue, i)
+        and activation_subsumed(bounds, epilogue[i])  # type: ignore[arg-type]  # a qcast
+    )
+
+
 def epilogue_exprs(producer: Operation, epilogue: Sequence[Operation]) -> list[str]:
     """The epilogue as expressions of `v` applied in order: unary activations, and binary
     ops with the chain value and either a residual tensor read at the output's index
     (`RESIDUAL<j>[gid]`), a per-channel vector (`RESIDUAL<j>[gid % C]`) or a one-element
-    constant as a literal, each followed by its own fused `activation`."""
+    constant as a literal, each followed by its own fused `activation`; a per-tensor qcast
+    -> dcast pair as one round trip (requantize.py), which also drops a clamp just before it
+    that it subsumes."""
     chain = producer.results[0]
     exprs: list[str] = []
     residual = 0
-    for op in epilogue:
+    index = 0
+    while index < len(epilogue):
+        op = epilogue[index]
         if _is_chain_binary(op, chain):
             other_value = _other_operand(op, chain)
             literal = scalar_constant(other_value)
@@ -281,15 +302,24 @@ def epilogue_exprs(producer: Operation, epilogue: Sequence[Operation]) -> list[s
             v_first = op.operands[0] is chain or isinstance(op, nn.MaximumOp | nn.MinimumOp)
             exprs.append(_binary_expr(op, "v", other) if v_first else _binary_expr(op, other, "v"))
             props = properties_of(op)
-            if props.get("activation") is not None:
+            if props.get("activation") is not None and not _clamp_dropped(
+                fused_bounds(props), epilogue, index + 1
+            ):
                 exprs.append(FUSED_ACTIVATION[get_str(props, "activation")])
+        elif _folds_round_trips() and is_round_trip(epilogue, index):
+            exprs += round_trip_exprs(
+                op,  # type: ignore[arg-type]  # is_round_trip: a qcast
+                last=index + 2 == len(epilogue),
+            )
+            index += 1
         elif isinstance(op, quant.QCastOp):
             exprs += qcast_exprs(op)
         elif isinstance(op, quant.DCastOp):
             exprs.append(dcast_expr(op))
-        else:
+        elif not _clamp_dropped(unary_bounds(op), epilogue, index + 1):
             exprs.append(unary_expr(op))
-        chain = op.results[0]
+        chain = epilogue[index].results[0]
+        index += 1
     return exprs
 
 
@@ -333,7 +363,9 @@ def prelude(op: Operation, epilogue: list[Operation]) -> Prelude:
     desc = _describe(op)
     props = properties_of(op)
     fused = props.get("activation")
-    act = [FUSED_ACTIVATION[get_str(props, "activation")]] if fused is not None else []
+    act = []
+    if fused is not None and not _clamp_dropped(fused_bounds(props), epilogue, 0):
+        act.append(FUSED_ACTIVATION[get_str(props, "activation")])
     act += epilogue_exprs(op, epilogue)
     out_shape = _shape(epilogue[-1].results[0] if epilogue else op.results[0])
     n_out = _numel(out_shape)
