@@ -1,14 +1,16 @@
-"""Output channels padded past a multiple of 8 to widen the register tile (conv_kernels.py's
-`channel_layout`): the choices, and the numerics of every store form they lead to.
+"""Tile shapes of the register-tiled OpenCL convs (conv_kernels.py): output channels padded
+past a multiple of 8 to widen the tile (`channel_layout`), depthwise rows in one tile; the
+choices, and the numerics of every store form they lead to.
 
 One module holds every case (one PoCL build per kernel style): 1x1 convs (the tiled GEMM)
 whose channels become whole padding vectors (80 -> 96 as 3 x float16: the sixth vector is
 all padding and stores nothing) with a same-shape residual and with BlazeFace's
 channel-padded residual, float4 pieces (36 -> 48), lane-by-lane stores (42 -> 48), a 5x5
 stride-2 direct conv with asymmetric pads (24 -> 32, face detection's first conv) and a
-fully_connected (100 -> 128). Outputs against the reference at rtol 1e-4 / atol 1e-5, with
--0.0 and NaN in the inputs (the sign of zeros and NaN positions kept), in the `cpu` style
-and in the `gpu` style at 132 compute units (which does not tile this way: unchanged).
+fully_connected (100 -> 128); and depthwise convs whose output rows are one tile (16 pixels at
+stride 1, 8 at stride 2: `WHOLE_ROW_DEPTHWISE*`). Outputs against the reference at rtol 1e-4
+/ atol 1e-5, with -0.0 and NaN in the inputs (the sign of zeros and NaN positions kept), in
+the `cpu` style and in the `gpu` style at 132 compute units (which does not tile this way).
 """
 
 from __future__ import annotations
@@ -52,17 +54,29 @@ def _const(name: str, *shape: int) -> str:
     return f"  %{name} = nn.constant {_dense(values)} : {_t(*shape)}\n"
 
 
-def _conv(name: str, x: str, cin: int, c: int, hw: tuple[int, int], k: int = 1, **attrs) -> str:
-    """conv `name` of %`x` (1 x H x W x cin) to c channels, k x k, constant filter and bias."""
+def _conv(
+    name: str,
+    x: str,
+    cin: int,
+    c: int,
+    hw: tuple[int, int],
+    k: int = 1,
+    out: tuple[int, int] | None = None,
+    groups: int = 1,
+    **attrs: str,
+) -> str:
+    """conv `name` of %`x` (1 x H x W x cin*groups) to c channels of `out` pixels (default:
+    H x W), k x k, constant filter and bias; `attrs` are further properties."""
     h, w = hw
+    oh, ow = out or hw
+    attrs = {"groups": str(groups), **attrs} if groups > 1 else attrs
     extra = "".join(f" {key} = {value}" for key, value in attrs.items())
-    oh, ow = attrs.get("out", hw)
-    extra = extra.replace(f" out = {attrs['out']}", "") if "out" in attrs else extra
+    filt = _t(c, k, k, cin)
     return (
         _const(f"{name}_w", c, k, k, cin)
         + _const(f"{name}_b", c)
         + f'  %{name} = nn.conv2d %{x}, %{name}_w, %{name}_b layout = "NHWC"{extra} : '
-        f"{_t(1, h, w, cin)}, {_t(c, k, k, cin)}, {_t(c)} -> {_t(1, oh, ow, c)}\n"
+        f"{_t(1, h, w, cin * groups)}, {filt}, {_t(c)} -> {_t(1, oh, ow, c)}\n"
     )
 
 
@@ -74,6 +88,8 @@ ARGS = {
     "x36": (1, 3, 9, 36),
     "img": (1, 13, 19, 3),
     "v": (3, 64),
+    "d16": (1, 5, 16, 48),
+    "d8": (1, 9, 16, 40),
 }
 OUTPUTS = [
     ("pad_res", (1, 4, 5, 80)),
@@ -82,6 +98,8 @@ OUTPUTS = [
     ("lanes", (1, 3, 9, 42)),
     ("first", (1, 6, 9, 24)),
     ("fc", (3, 100)),
+    ("dw_row16", (1, 5, 16, 48)),
+    ("dw_row8_s2", (1, 5, 8, 40)),
 ]
 TILES = {
     "nn.conv2d 1x4x5x72, 80x1x1x72": "(tiled x16) [",
@@ -90,6 +108,8 @@ TILES = {
     "nn.conv2d 1x3x9x36, 42x1x1x36": "x48 tile",
     "nn.conv2d 1x13x19x3, 24x5x5x3": "x32 tile",
     "nn.fully_connected 3x64, 100x64": "x32 tile",
+    "nn.conv2d 1x5x16x48, 48x3x3x1": "[16x16 tile]",
+    "nn.conv2d 1x9x16x40, 40x3x3x1": "[8x8 tile]",
 }
 """The cpu style's launches and the tiles they must use (the padded layouts)."""
 
@@ -112,13 +132,26 @@ def _module() -> str:
         + f"  %quads = nn.relu %c3 : {_t(1, 5, 5, 36)} -> {_t(1, 5, 5, 36)}\n"
         + _conv("lanes", "x36", 36, 42, (3, 9))
         # face detection's first conv: 5x5 stride 2, asymmetric pads, 3 -> 24 (32)
-        + _conv(
-            "first", "img", 3, 24, (13, 19), 5, strides="[2, 2]", pads="[1, 1, 2, 2]", out=(6, 9)
-        )
+        + _conv("first", "img", 3, 24, (13, 19), 5, (6, 9), strides="[2, 2]", pads="[1, 1, 2, 2]")
         + _const("fw", 100, 64)
         + _const("fb", 100)
         + f"  %fc = nn.fully_connected %v, %fw, %fb : {_t(3, 64)}, {_t(100, 64)}, {_t(100)}"
         f" -> {_t(3, 100)}\n"
+        # depthwise rows of 16 (stride 1) and 8 (stride 2) pixels: one tile per row
+        + _conv("dw_row16", "d16", 1, 48, (5, 16), 3, groups=48, pads="[1, 1, 1, 1]")
+        + _conv(
+            "dw_row8_s2",
+            "d8",
+            1,
+            40,
+            (9, 16),
+            3,
+            out=(5, 8),
+            groups=40,
+            strides="[2, 2]",
+            pads="[1, 0, 1, 1]",
+            activation='"relu6"',
+        )
     )
     names = ", ".join(f"%{name}" for name, _ in OUTPUTS)
     return f"func.func @main({args}) -> ({results}) {{\n{body}  func.return {names} : {results}\n}}"
