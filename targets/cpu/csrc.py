@@ -36,8 +36,8 @@ library's own pool (`irc_parallel`, kernels/common/pool.h, in the "common" snipp
 runs claims the next range of tasks, the caller never waits for a worker the OS has not
 scheduled), not OpenMP, on the library's thread count, and so do the loop nests generated
 inline that a lowering marks parallel (`outline`: tasks of the same pool); `IRC_PARFOR`
-(OpenMP) is left to a marked loop sharing its block with other statements and the unfused
-integer kernels.
+(OpenMP) is left to a marked loop sharing its block with other statements and the dynamic
+int8 GEMM (qgemm_dynamic.c); the int32 convs of conv_int.c and IRC_QDW use the pool too.
 
 Float semantics follow the reference kernels: NaN propagates through max/min/relu/clip like
 numpy's `maximum`/`minimum`, fused activations are TFLite's.
@@ -642,7 +642,7 @@ static long irc_qconv_chunks(long tasks, double work) {
    (zp - zp) * w = 0) adds zp * w back. x [N][H][W][C] of T (int8_t or uint8_t); w [KH][KW][Cp]
    int16 (Cp = C rounded up to 16, zero beyond C); bias [Cp] int32 (folded); q the
    requantization blocks; y [N][OH][OW][C] bytes. KHC/KWC: compile-time kernel size (the
-   taps of an interior pixel unroll) or 0. */
+   taps of an interior pixel unroll) or 0. Output rows split over the library's pool. */
 typedef int16_t irc_vh16 __attribute__((vector_size(32)));
 typedef int8_t irc_vsb16 __attribute__((vector_size(16)));
 typedef uint8_t irc_vub16 __attribute__((vector_size(16)));
@@ -672,17 +672,37 @@ IRC_INLINE irc_vi32 irc_dw_widen(irc_vh16 p) { return __builtin_convertvector(p,
 #define irc_dw_tap_irc_vub16(B, W) irc_dw_widen(irc_dw_prod_irc_vub16(B, W))
 
 #define IRC_QDW(NAME, T, TV, KHC, KWC, MODEC)                                                 \
-  static void NAME(const T *restrict x, long N, long H, long W, long C, long Cp, int zp_in,   \
-                   int pairs, const int16_t *restrict w, const int32_t *restrict bias,        \
-                   const int64_t *restrict q, int mode, int64_t zp, int64_t lo, int64_t hi,   \
-                   uint8_t *restrict y, long OH, long OW, int KH_, int KW_, int SH, int SW,   \
-                   int DH, int DW, int PT, int PL) {                                          \
-    const int KH = (KHC) ? (KHC) : KH_, KW = (KWC) ? (KWC) : KW_;                             \
-    const long rows = N * OH;                                                                 \
-    const double work = (double)rows * OW * C * KH * KW;                                      \
-    const int md = (MODEC) >= 0 ? (MODEC) : mode;                                             \
-    IRC_PARFOR(schedule(dynamic, 1) if (work > IRC_PARALLEL_QDW_WORK))                          \
-    for (long r = 0; r < rows; ++r) {                                                         \
+  typedef struct {                                                                            \
+    const T *x;                                                                               \
+    long N, H, W, C, Cp;                                                                      \
+    int zp_in, pairs;                                                                         \
+    const int16_t *w;                                                                         \
+    const int32_t *bias;                                                                      \
+    const int64_t *q;                                                                         \
+    int mode;                                                                                 \
+    int64_t zp, lo, hi;                                                                       \
+    uint8_t *y;                                                                               \
+    long OH, OW;                                                                              \
+    int KH_, KW_, SH, SW, DH, DW, PT, PL;                                                     \
+    long parts;                                                                               \
+  } NAME##_args;                                                                              \
+  /* Output rows of part `part` (irc_pool_range). */                                          \
+  static void NAME##_part(const void *ctx, long part) {                                       \
+    const NAME##_args *A = (const NAME##_args *)ctx;                                          \
+    const T *restrict x = A->x;                                                               \
+    const long N = A->N, H = A->H, W = A->W, C = A->C, Cp = A->Cp, OH = A->OH, OW = A->OW;    \
+    const int zp_in = A->zp_in, pairs = A->pairs;                                             \
+    const int16_t *restrict w = A->w;                                                         \
+    const int32_t *restrict bias = A->bias;                                                   \
+    const int64_t *restrict q = A->q;                                                         \
+    const int64_t zp = A->zp, lo = A->lo, hi = A->hi;                                         \
+    uint8_t *restrict y = A->y;                                                               \
+    const int SH = A->SH, SW = A->SW, DH = A->DH, DW = A->DW, PT = A->PT, PL = A->PL;         \
+    const int KH = (KHC) ? (KHC) : A->KH_, KW = (KWC) ? (KWC) : A->KW_;                       \
+    const int md = (MODEC) >= 0 ? (MODEC) : A->mode;                                          \
+    long r0, r1;                                                                              \
+    irc_pool_range(part, A->parts, N * OH, &r0, &r1);                                         \
+    for (long r = r0; r < r1; ++r) {                                                          \
       const long n = r / OH, oh = r % OH, ih0 = oh * SH - PT;                                 \
       const int rows_in = ih0 >= 0 && ih0 + (long)(KH - 1) * DH < H;                          \
       for (long c = 0; c < Cp; c += 16) {                                                     \
@@ -696,7 +716,7 @@ IRC_INLINE irc_vi32 irc_dw_widen(irc_vh16 p) { return __builtin_convertvector(p,
           if (cnt == 16 && rows_in && iw0 >= 0 && iw0 + (long)(KW - 1) * DW < W) {            \
             const T *restrict xp = x + ((n * H + ih0) * W + iw0) * C + c;                     \
             int t = 0;                                                                        \
-            if (pairs) /* two products still fit in int16: add them before widening */       \
+            if (pairs) /* two products still fit in int16: add them before widening */        \
               for (; t + 1 < KH * KW; t += 2) {                                               \
                 const int h0 = t / KW, w0 = t % KW, h1 = (t + 1) / KW, w1 = (t + 1) % KW;     \
                 TV b0, b1;                                                                    \
@@ -736,6 +756,19 @@ IRC_INLINE irc_vi32 irc_dw_widen(irc_vh16 p) { return __builtin_convertvector(p,
         }                                                                                     \
       }                                                                                       \
     }                                                                                         \
+  }                                                                                           \
+  static void NAME(const T *restrict x, long N, long H, long W, long C, long Cp, int zp_in,   \
+                   int pairs, const int16_t *restrict w, const int32_t *restrict bias,        \
+                   const int64_t *restrict q, int mode, int64_t zp, int64_t lo, int64_t hi,   \
+                   uint8_t *restrict y, long OH, long OW, int KH_, int KW_, int SH, int SW,   \
+                   int DH, int DW, int PT, int PL) {                                          \
+    const int KH = (KHC) ? (KHC) : KH_, KW = (KWC) ? (KWC) : KW_;                             \
+    const double work = (double)N * OH * OW * C * KH * KW;                                    \
+    const int threads = work > IRC_PARALLEL_QDW_WORK ? irc_nthreads() : 1;                    \
+    NAME##_args a = {x,  N,  H,   W,  C,  Cp, zp_in, pairs, w,  bias, q,  mode, zp,           \
+                     lo, hi, y,   OH, OW, KH_, KW_, SH,    SW, DH,   DW, PT,   PL, 0};        \
+    a.parts = irc_pool_parts(N * OH, work, IRC_QCHUNK_WORK, threads);                         \
+    irc_parallel(NAME##_part, &a, a.parts, threads);                                          \
   }
 
 /* Fused int8 depthwise convolution as u8 x s8 dot products over 4 kernel rows (vpdpbusd).
