@@ -9,6 +9,9 @@ runs the reference kernels on the same ops before `lower-cpu` erases them.
 
 from __future__ import annotations
 
+import hashlib
+import re
+import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +28,7 @@ from irc.context import make_context
 from irc.dialects import delegate, nn
 from irc.dialects.quant import UniformQuantizedType
 from irc.dtypes import element_type
-from irc.targets.cpu import isa
+from irc.targets.cpu import isa, toolchain
 from irc.targets.cpu.lower import LowerCpuPass
 from irc.targets.cpu.runtime import CpuRuntime, LoadedCpuExecutable
 from irc.targets.cpu.target import CpuTarget
@@ -176,6 +179,45 @@ def isa_params(names: Sequence[str] = isa.PREFERENCE) -> list[object]:
 
 RUNNABLE_ISAS = tuple(p.name for p in isa.runnable())
 """The ISA profiles this host runs, best first."""
+
+
+def isas_with_distinct_code(
+    executable: delegate.ExecutableOp, names: Sequence[str] = RUNNABLE_ISAS
+) -> tuple[str, ...]:
+    """The ISA profiles of `names` (in order) whose build of the lowered `executable` would
+    compile different C: a profile is left out when the generated source, preprocessed with
+    its flags (its `#if __AVX2__`-style branches taken, its tile defines expanded; the system
+    headers' lines ignored), is the same text as an earlier profile's. Float-only code reads
+    no VNNI macro, so on an AVX-512 VNNI host `avx512` compiles the very C of `avx512vnni`
+    (only the `-march` tuning differs) and building it again tests the C compiler, not irc;
+    int8 code takes VNNI branches, and both stay."""
+    probe = toolchain.probe()
+    assert probe.toolchain is not None, probe.reason
+    source = generated_source(executable)
+    seen: set[str] = set()
+    kept: list[str] = []
+    for name in names:
+        flags = toolchain.flags_for(probe.toolchain, isa.PROFILES[name]).flags
+        compile_flags = [f for f in flags if f != "-shared"]
+        cmd = [probe.toolchain.compiler, *compile_flags, "-E", "-x", "c", "-"]
+        proc = subprocess.run(cmd, input=source, capture_output=True, text=True, check=True)
+        digest = hashlib.sha256(_own_lines(proc.stdout).encode()).hexdigest()
+        if digest not in seen:
+            seen.add(digest)
+            kept.append(name)
+    return tuple(kept)
+
+
+def _own_lines(preprocessed: str) -> str:
+    """The lines of `cc -E` output that come from the main file (line markers name it
+    `<stdin>`), without blank lines: the generated code after its macros and branches."""
+    own, current = [], ""
+    for line in preprocessed.splitlines():
+        if (marker := re.match(r'# \d+ "(.*)"', line)) is not None:
+            current = marker.group(1)
+        elif current == "<stdin>" and line.strip():
+            own.append(line)
+    return "\n".join(own)
 
 
 def load_with_isa(executable: delegate.ExecutableOp, name: str) -> LoadedCpuExecutable:

@@ -9,7 +9,8 @@ channel padding of BlazeFace's residual branches, int8 and int32 storage, ranks 
 or, for other ranks, loop nests. Resizes split their output rows; loop nests that a
 lowering marks parallel (elementwise, concat, integer ops, transposed convolutions) run as
 tasks of the same pool (`outline`). One executable holds all cases; it runs on 1 and 2 threads
-and, on 2 threads, with every other ISA profile this host runs: 1 and 2 threads agree bit
+and, on 2 threads, with every other ISA profile this host runs whose C differs
+(`isas_with_distinct_code`: avx512 is the C of avx512vnni here): 1 and 2 threads agree bit
 for bit (a split never changes a value), and so do the ISAs on pools (the same operations
 per lane on any vector width) and copies; max pools, pads, nearest resizes and copies
 equal the reference exactly, arithmetic within float tolerance.
@@ -20,10 +21,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cpu_support import (
-    RUNNABLE_ISAS,
     Case,
     build_executable,
     generated_source,
+    isas_with_distinct_code,
     load_with_isa,
     lower,
     needs_compiler,
@@ -172,12 +173,12 @@ LOOP_CASES = [
 
 CASES = POOL_CASES + PAD_CASES + RESIZE_CASES + LOOP_CASES
 
-OTHER_ISAS = tuple(RUNNABLE_ISAS[1:])
-
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, list[tuple[np.ndarray, ...]]]:
-    """case id -> per output (1 thread, 2 threads, each other ISA on 2 threads, reference)."""
+def results() -> tuple[tuple[str, ...], dict[str, list[tuple[np.ndarray, ...]]]]:
+    """(the other ISAs run, case id -> per output (1 thread, 2 threads, each other ISA on 2
+    threads, reference)): the other ISAs are those this host runs whose C differs from the
+    native build's and from each other's (`isas_with_distinct_code`)."""
     module, executable, built = build_executable(CASES, name="test_cpu_pool_threads")
     expected = [reference_outputs(b) for b in built]
     lower(module)
@@ -187,7 +188,8 @@ def results() -> dict[str, list[tuple[np.ndarray, ...]]]:
     for threads in (1, 2):
         loaded.set_threads(threads)
         runs.append(list(loaded.execute("entry", args)))
-    for name in OTHER_ISAS:
+    others = isas_with_distinct_code(executable)[1:]
+    for name in others:
         other = load_with_isa(executable, name)
         other.set_threads(2)
         runs.append(list(other.execute("entry", args)))
@@ -198,14 +200,15 @@ def results() -> dict[str, list[tuple[np.ndarray, ...]]]:
         mine = [run[at : at + count] for run in runs]
         out[b.case.id] = list(zip(*mine, exp, strict=True))
         at += count
-    return out
+    return others, out
 
 
 @pytest.mark.parametrize("case_id", [c.id for c in CASES])
 def test_pools_and_pads_on_threads_and_isas(results, case_id: str) -> None:
     exact = case_id.startswith(("max", "pad", "resize_nearest", "loop_concat", "loop_int32"))
     same_on_every_isa = exact or case_id.startswith("avg")  # the same operations per lane
-    for one, two, *isas, expected in results[case_id]:
+    others, outputs = results
+    for one, two, *isas, expected in outputs[case_id]:
         assert one.shape == expected.shape
         assert one.dtype == expected.dtype
         if exact:
@@ -213,7 +216,7 @@ def test_pools_and_pads_on_threads_and_isas(results, case_id: str) -> None:
         else:
             np.testing.assert_allclose(one, expected, rtol=RTOL, atol=ATOL)
         np.testing.assert_array_equal(one, two)  # a split never changes a value
-        for name, other in zip(OTHER_ISAS, isas, strict=True):
+        for name, other in zip(others, isas, strict=True):
             if same_on_every_isa:
                 np.testing.assert_array_equal(one, other, err_msg=name)
             else:
