@@ -27,6 +27,14 @@ from cpu_vs_ort import detection_model, kernel_kind, kernel_profiles
 from side_by_side import DEFAULT_MODELS
 
 
+def scaling_kind(label: str) -> str:
+    """`cpu_vs_ort.kernel_kind`, the fused int8 convs (`qconv nn.conv2d ...`) split the same
+    way (depthwise, 1x1, kxk) and marked int8."""
+    if label.startswith("qconv "):
+        return f"int8 {kernel_kind(label.removeprefix('qconv '))}"
+    return kernel_kind(label)
+
+
 def print_scaling(rows1: list[list], rowsn: list[list], threads: int, top: int) -> None:
     """Per kernel (matched by position and label): ms at 1 and `threads` threads."""
     by_label1: dict[str, list[float]] = {}
@@ -45,7 +53,7 @@ def print_scaling(rows1: list[list], rowsn: list[list], threads: int, top: int) 
     print(f"    all kernels: {t1:8.3f} ms at 1, {tn:8.3f} ms at {threads}: x{t1 / tn:.2f}")
     kinds: dict[str, list[float]] = {}
     for label, a, b in table:
-        entry = kinds.setdefault(kernel_kind(label), [0.0, 0.0, 0.0])
+        entry = kinds.setdefault(scaling_kind(label), [0.0, 0.0, 0.0])
         entry[0] += a
         entry[1] += b
         entry[2] += 1
