@@ -22,7 +22,7 @@ import irc
 from irc.targets.cpu.target import CpuTarget
 from irc.targets.opencl.target import OpenCLTarget
 
-pytestmark = pytest.mark.usefixtures("fresh_cache")
+pytestmark = pytest.mark.private_cache
 
 THREADS = 8
 RUNS_PER_THREAD = 25
@@ -170,11 +170,15 @@ def _cnn_inputs(thread: int) -> list[np.ndarray]:
 needs_cpu = pytest.mark.skipif(not _available("cpu"), reason="cpu not available")
 
 
-@pytest.fixture
-def two_thread_cnns(monkeypatch: pytest.MonkeyPatch) -> tuple[irc.CompiledModel, ...]:
-    """Two models of different code on the cpu target, each library on 2 threads."""
-    monkeypatch.setenv("IRC_CPU_THREADS", "2")
-    models = tuple(irc.compile(irc.parse_module(_cnn(act)), ["cpu"]) for act in ("relu", "relu6"))
+@pytest.fixture(scope="module")
+def two_thread_cnns(private_cache: Path | None) -> tuple[irc.CompiledModel, ...]:
+    """Two models of different code on the cpu target, each library on 2 threads (built
+    once for the module's tests, into its private cache)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IRC_CPU_THREADS", "2")
+        models = tuple(
+            irc.compile(irc.parse_module(_cnn(act)), ["cpu"]) for act in ("relu", "relu6")
+        )
     ref = irc.compile(irc.parse_module(_cnn("relu")), ["reference"])
     x = _cnn_inputs(0)[0]
     np.testing.assert_allclose(
