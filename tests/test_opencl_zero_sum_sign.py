@@ -16,6 +16,9 @@ and 132 compute units), and compares sign bits with the reference's.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from opencl_support import needs_device
@@ -50,6 +53,38 @@ def _bias(channels: int) -> np.ndarray:
     return np.where(np.arange(channels) % 3 == 0, 0.0, -0.0).astype(np.float32)
 
 
+@dataclass(frozen=True)
+class Case:
+    """One conv (or fully connected layer) on an input `x`, returning `%y ** -1` (+-inf for
+    +-0.0; two ops, the least an OpenCL region takes): `body(i)` is its ops on `%x<i>`, the
+    result `%r<i>`."""
+
+    x: tuple[int, ...]
+    out: tuple[int, ...]
+    lines: tuple[str, ...]
+    """The ops on `%x`, `%w`, `%b` (and their constants), the result `%y`."""
+
+    def body(self, i: int) -> list[str]:
+        t, n = _tensor(self.out), self.out[-1]
+        lines = [
+            *self.lines,
+            f"  %e = nn.constant dense<-1.0> : tensor<{n}xf32>",
+            f"  %r = nn.pow %y, %e : {t}, tensor<{n}xf32> -> {t}",
+        ]
+        return [re.sub(r"%([xwbyer])\b", rf"%\g<1>{i}", line) for line in lines]
+
+
+def _module(cases: list[Case]) -> str:
+    """One function running every case on its own input (arg<i>) to its own result."""
+    args = ", ".join(f"%x{i}: {_tensor(c.x)}" for i, c in enumerate(cases))
+    outs = ", ".join(_tensor(c.out) for c in cases)
+    lines = [f"func.func @main({args}) -> ({outs}) {{"]
+    for i, case in enumerate(cases):
+        lines += case.body(i)
+    results = ", ".join(f"%r{i}" for i in range(len(cases)))
+    return "\n".join([*lines, f"  func.return {results} : {outs}", "}"])
+
+
 def _conv(
     x: tuple[int, ...],
     w: np.ndarray,
@@ -57,43 +92,28 @@ def _conv(
     bias: bool,
     attrs: str,
     op: str = "conv2d",
-) -> str:
+) -> Case:
     operands = "%x, %w, %b" if bias else "%x, %w"
     types = [_tensor(x), _tensor(w.shape)] + ([_tensor((out[-1],))] if bias else [])
-    lines = [
-        f"func.func @main(%x: {_tensor(x)}) -> {_tensor(out)} {{",
-        f"  %w = nn.constant {_dense(w)} : {_tensor(w.shape)}",
-    ]
+    lines = [f"  %w = nn.constant {_dense(w)} : {_tensor(w.shape)}"]
     if bias:
         lines.append(f"  %b = nn.constant {_dense(_bias(out[-1]))} : {_tensor((out[-1],))}")
     lines += [
         f'  %y = nn.{op} {operands} {attrs} layout = "NHWC" : {", ".join(types)} -> {_tensor(out)}',
     ]
-    return _reciprocal("\n".join(lines), out)
+    return Case(x, out, tuple(lines))
 
 
-def _reciprocal(text: str, out: tuple[int, ...]) -> str:
-    """`text` (a function body up to `%y`) returning `%y ** -1`: +-inf for +-0.0 (and two
-    ops, the least an OpenCL region takes)."""
-    t = _tensor(out)
-    return (
-        f"{text}\n  %e = nn.constant dense<-1.0> : tensor<{out[-1]}xf32>\n"
-        f"  %r = nn.pow %y, %e : {t}, tensor<{out[-1]}xf32> -> {t}\n"
-        f"  func.return %r : {t}\n}}"
-    )
-
-
-def _fully_connected(rows: int, k: int, n_out: int) -> str:
+def _fully_connected(rows: int, k: int, n_out: int) -> Case:
     w = _signed_filter((n_out, k))
     x, out = _tensor((rows, k)), _tensor((rows, n_out))
-    text = (
-        f"func.func @main(%x: {x}) -> {out} {{\n"
-        f"  %w = nn.constant {_dense(w)} : {_tensor(w.shape)}\n"
-        f"  %b = nn.constant {_dense(_bias(n_out))} : {_tensor((n_out,))}\n"
+    lines = (
+        f"  %w = nn.constant {_dense(w)} : {_tensor(w.shape)}",
+        f"  %b = nn.constant {_dense(_bias(n_out))} : {_tensor((n_out,))}",
         f"  %y = nn.fully_connected %x, %w, %b : {x}, {_tensor(w.shape)}, {_tensor((n_out,))}"
-        f" -> {out}"
+        f" -> {out}",
     )
-    return _reciprocal(text, (rows, n_out))
+    return Case((rows, k), (rows, n_out), lines)
 
 
 PADS = "strides = [1, 1] pads = [1, 1, 1, 1]"
@@ -158,25 +178,44 @@ STYLES = {
 }
 
 
+NAMES = sorted(CASES)
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[tuple[str, str], list[tuple[float, np.ndarray, np.ndarray]]]:
+    """(case, style) -> (feed value, reference output, OpenCL output) for the feeds +0.0 and
+    -0.0: every case in ONE model per kernel style (one OpenCL program to build), each case
+    on its own input and output."""
+    text = _module([CASES[name] for name in NAMES])
+    reference = irc.compile(irc.parse_module(text), targets=["reference"])
+    out: dict[tuple[str, str], list[tuple[float, np.ndarray, np.ndarray]]] = {}
+    for style, settings in STYLES.items():
+        with pytest.MonkeyPatch.context() as mp:
+            mp.delenv(opencl_target.KERNELS_ENV, raising=False)
+            mp.delenv(opencl_target.COMPUTE_UNITS_ENV, raising=False)
+            for name, value in settings.items():
+                mp.setenv(name, value)
+            compiled = irc.compile(irc.parse_module(text), targets=["opencl"])
+            assert "host: 0 ops" in compiled.summary, compiled.summary
+            for zero in (0.0, -0.0):
+                feed = {
+                    f"arg{i}": np.full(CASES[name].x, zero, np.float32)
+                    for i, name in enumerate(NAMES)
+                }
+                want, have = reference.run(feed), compiled.run(feed)
+                for i, name in enumerate(NAMES):
+                    result = f"result{i}"
+                    rows = out.setdefault((name, style), [])
+                    rows.append((zero, np.asarray(want[result]), np.asarray(have[result])))
+    return out
+
+
 @pytest.mark.parametrize("style", sorted(STYLES))
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_zero_sum_sign_matches_the_reference(
-    case: str, style: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv(opencl_target.KERNELS_ENV, raising=False)
-    monkeypatch.delenv(opencl_target.COMPUTE_UNITS_ENV, raising=False)
-    for name, value in STYLES[style].items():
-        monkeypatch.setenv(name, value)
-    module = irc.parse_module(CASES[case])
-    reference = irc.compile(module, targets=["reference"])
-    compiled = irc.compile(irc.parse_module(CASES[case]), targets=["opencl"])
-    assert "host: 0 ops" in compiled.summary, compiled.summary
-    shape = tuple(int(d) for d in CASES[case].split("tensor<")[1].split("xf32")[0].split("x"))
+@pytest.mark.parametrize("case", NAMES)
+def test_zero_sum_sign_matches_the_reference(runs, case: str, style: str) -> None:
     signs_seen = set()
-    for zero in (0.0, -0.0):
-        feed = {"arg0": np.full(shape, zero, np.float32)}
-        want = np.asarray(reference.run(feed)["result0"])
-        have = np.asarray(compiled.run(feed)["result0"])
+    for zero, want, have in runs[case, style]:
+        assert want.shape == CASES[case].out
         np.testing.assert_array_equal(have, want)
         np.testing.assert_array_equal(np.signbit(have), np.signbit(want), err_msg=f"{zero}")
         signs_seen |= set(np.signbit(want).ravel().tolist())
