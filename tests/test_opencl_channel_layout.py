@@ -7,7 +7,8 @@ whose channels become whole padding vectors (80 -> 96 as 3 x float16: the sixth 
 all padding and stores nothing) with a same-shape residual and with BlazeFace's
 channel-padded residual, float4 pieces (36 -> 48), lane-by-lane stores (42 -> 48), a 5x5
 stride-2 direct conv with asymmetric pads (24 -> 32, face detection's first conv) and a
-fully_connected (100 -> 128); and depthwise convs whose output rows are one tile (16 pixels at
+fully_connected (100 -> 128); under 8 channels of 48-long dot products (one float8);
+and depthwise convs whose output rows are one tile (16 pixels at
 stride 1, 8 at stride 2: `WHOLE_ROW_DEPTHWISE*`). Outputs against the reference at rtol 1e-4
 / atol 1e-5, with -0.0 and NaN in the inputs (the sign of zeros and NaN positions kept), in
 the `cpu` style and in the `gpu` style at 132 compute units (which does not tile this way).
@@ -90,6 +91,8 @@ ARGS = {
     "v": (3, 64),
     "d16": (1, 5, 16, 48),
     "d8": (1, 9, 16, 40),
+    "n48": (1, 3, 5, 48),
+    "r6": (1, 3, 5, 6),
 }
 OUTPUTS = [
     ("pad_res", (1, 4, 5, 80)),
@@ -100,6 +103,8 @@ OUTPUTS = [
     ("fc", (3, 100)),
     ("dw_row16", (1, 5, 16, 48)),
     ("dw_row8_s2", (1, 5, 8, 40)),
+    ("narrow2", (1, 3, 5, 2)),
+    ("narrow6", (1, 3, 5, 6)),
 ]
 TILES = {
     "nn.conv2d 1x4x5x72, 80x1x1x72": "(tiled x16) [",
@@ -110,6 +115,8 @@ TILES = {
     "nn.fully_connected 3x64, 100x64": "x32 tile",
     "nn.conv2d 1x5x16x48, 48x3x3x1": "[16x16 tile]",
     "nn.conv2d 1x9x16x40, 40x3x3x1": "[8x8 tile]",
+    "nn.conv2d 1x3x5x48, 2x1x1x48": "[8x8 tile]",
+    "nn.conv2d 1x3x5x48, 6x1x1x48": "[8x8 tile]",
 }
 """The cpu style's launches and the tiles they must use (the padded layouts)."""
 
@@ -117,7 +124,7 @@ TILES = {
 def _module() -> str:
     args = ", ".join(f"%{name}: {_t(*shape)}" for name, shape in ARGS.items())
     results = ", ".join(_t(*shape) for _, shape in OUTPUTS)
-    y80a, y80b = _t(1, 4, 5, 80), _t(1, 3, 6, 80)
+    y80a, y80b, y6 = _t(1, 4, 5, 80), _t(1, 3, 6, 80), _t(1, 3, 5, 6)
     body = (
         # 72 -> 80 (96 padded: a whole padding vector) + BlazeFace's channel-padded residual
         _conv("c1", "x72", 72, 80, (4, 5))
@@ -152,6 +159,10 @@ def _module() -> str:
             pads="[1, 0, 1, 1]",
             activation='"relu6"',
         )
+        # under 8 output channels from long dot products: one float8, stored lane by lane
+        + _conv("narrow2", "n48", 48, 2, (3, 5))
+        + _conv("c6", "n48", 48, 6, (3, 5))
+        + f"  %narrow6 = nn.sub %c6, %r6 : {y6}, {y6} -> {y6}\n"
     )
     names = ", ".join(f"%{name}" for name, _ in OUTPUTS)
     return f"func.func @main({args}) -> ({results}) {{\n{body}  func.return {names} : {results}\n}}"

@@ -35,6 +35,7 @@ Only constant filters are tiled. Output channel counts of the GEMM and direct co
 with zero filter rows (and a constant bias padded alike) to whole vectors and, where that
 makes a wider tile, past them (`channel_layout`: 36 -> 48 as 3 x float16); results are
 stored in float4 pieces or lane by lane, the padding dropped (whole padding vectors too).
+Under 8 output channels only dot products of `NARROW_DEPTH` or more are tiled (one float8).
 Depthwise convs need an even channel count (`float4` or `float2` vectors when not divisible
 by 8). The caller falls back to its one-element-per-work-item kernels otherwise (None).
 
@@ -100,8 +101,14 @@ widen the tile: face detection's 1x1 conv 24 -> 24 (K 24) ran 13 % slower as 24 
 channels, its 32 -> 36 (K 32) 2x faster as 36 of 48 than as 8-channel tiles."""
 
 
+NARROW_DEPTH = 32
+"""Under 8 output channels, the shortest dot product (K) tiled as one float8 of channels:
+face detection's 1x1 convs 88 -> 2 and 96 -> 6 ran in 0.57x and 0.27x the time of one
+work-item per output element (PoCL, 2 threads)."""
+
+
 def channel_layout(channels: int, depth: int) -> tuple[int, int, int]:
-    """(padded channels, VW, NV) for `channels` output channels (8 or more) of dot products of
+    """(padded channels, VW, NV) for `channels` output channels of dot products of
     length `depth`: the padding to a multiple of 8, 16, 32 or 48 channels (at most a third
     more, and past 8 only for `depth` >= PADDING_DEPTH) whose tile does the most useful work
     (`TILE_RATE` x the share of channels that are not padding). 36 channels become 48 in
@@ -325,16 +332,19 @@ class TiledKernels:
     ) -> Callable[[np.ndarray], tuple[int, int, int, np.ndarray, SSAValue | str | None]] | None:
         """How output channels are vectorised: a function of the filter `[OC, ...]` giving
         (VW, NV, groups of NV vectors, filter zero-padded to whole vectors, bias input).
-        Channel counts above 8 are padded as `channel_layout` says (a constant bias is
-        padded too); a computed bias is not padded past a multiple of 8; fewer than 8
-        channels, or a computed bias with padding, give None (untiled)."""
+        Channel counts are padded as `channel_layout` says (a constant bias is padded too);
+        a computed bias is not padded past a multiple of 8; fewer than 8 channels with dot
+        products under `NARROW_DEPTH`, or a computed bias with padding, give None
+        (untiled)."""
         if isinstance(bias, SSAValue) and isinstance(bias.owner, nn.ConstantOp):
             bias = array_from_dense(bias.owner.value).astype(np.float32)
         if isinstance(bias, np.ndarray) and bias.size != channels:
             return None
         padded = -(-channels // 8) * 8
-        if padded != channels and (channels < 8 or isinstance(bias, SSAValue)):
-            return None  # under 8 channels, padding wastes most of the vector
+        if channels < 8 and depth < NARROW_DEPTH:
+            return None  # short dot products: padding wastes most of the vector
+        if padded != channels and isinstance(bias, SSAValue):
+            return None
         if isinstance(bias, SSAValue):  # a computed bias: no padding past the multiple of 8
             vw = vector_width(padded)
             nv = vectors_per_item(padded // vw, vw) if padded == channels else 1
