@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 from cpu_support import (
     RUNNABLE_ISAS,
+    ArgumentCase,
     QConvCase,
     cases_executable,
     generated_source,
@@ -39,7 +40,7 @@ from cpu_support import (
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from irc.dialects import nn
+from irc.dialects import delegate, nn
 from irc.dtypes import element_type
 from irc.targets.cpu import toolchain
 
@@ -77,7 +78,7 @@ def uniform(*shape: int, scale: float = 1.0) -> np.ndarray:
     return (RNG.uniform(-1.0, 1.0, size=shape) * scale).astype(np.float32)
 
 
-def depthwise(case_id: str, shape: tuple[int, int, int, int], k: int, **props: object):
+def depthwise(case_id: str, shape: tuple[int, int, int, int], k: int, **props: object) -> FloatCase:
     c = shape[-1]
     w, b = uniform(c, k, k, 1, scale=0.5), uniform(c)
     return FloatCase(
@@ -88,7 +89,9 @@ def depthwise(case_id: str, shape: tuple[int, int, int, int], k: int, **props: o
     )
 
 
-def conv(case_id: str, shape: tuple[int, int, int, int], oc: int, k: int, **props: object):
+def conv(
+    case_id: str, shape: tuple[int, int, int, int], oc: int, k: int, **props: object
+) -> FloatCase:
     w, b = uniform(oc, k, k, shape[-1], scale=0.2), uniform(oc)
     return FloatCase(
         case_id,
@@ -203,7 +206,7 @@ AVOID_FMA = "--param=avoid-fma-max-bits="
 
 
 @contextlib.contextmanager
-def fma_chains_avoided():
+def fma_chains_avoided() -> Iterator[None]:
     """Builds as gcc's tuning for Sapphire Rapids does (gcc 13 and later): no multiply-add of
     a loop-carried chain of vectors up to 512 bits contracted into an FMA, decided loop by
     loop (the toolchain turns that off with `--param=avoid-fma-max-bits=0`; this undoes it,
@@ -221,7 +224,10 @@ def fma_chains_avoided():
         yield
 
 
-def runs_on_every_thread_count(executable, inputs, isa_name: str) -> list[list[np.ndarray]]:
+def runs_on_every_thread_count(
+    executable: delegate.ExecutableOp, inputs: list[np.ndarray], isa_name: str
+) -> list[list[np.ndarray]]:
+    """The outputs of `executable` on each of `THREADS`, built for `isa_name`."""
     with fma_chains_avoided():
         loaded = load_with_isa(executable, isa_name)
     runs = []
@@ -232,7 +238,8 @@ def runs_on_every_thread_count(executable, inputs, isa_name: str) -> list[list[n
     return runs
 
 
-def assert_same_bits(cases, runs: list[list[np.ndarray]]) -> None:
+def assert_same_bits(cases: Sequence[ArgumentCase], runs: list[list[np.ndarray]]) -> None:
+    """Every thread count's outputs equal the 1-thread ones bit for bit (NaN as NaN)."""
     failures = []
     for threads, run in zip(THREADS[1:], runs[1:], strict=True):
         for case, one, other in zip(cases, runs[0], run, strict=True):
@@ -246,14 +253,16 @@ def assert_same_bits(cases, runs: list[list[np.ndarray]]) -> None:
 
 
 @pytest.fixture(scope="module")
-def kernels():
+def kernels() -> tuple[delegate.ExecutableOp, list[np.ndarray]]:
     module, executable, inputs = cases_executable("test_cpu_split_kernels", KERNEL_CASES)
     lower(module)
     return executable, inputs
 
 
 @pytest.mark.parametrize("isa_name", VECTOR_ISAS)
-def test_kernels_give_the_same_bits_on_every_thread_count(kernels, isa_name: str) -> None:
+def test_kernels_give_the_same_bits_on_every_thread_count(
+    kernels: tuple[delegate.ExecutableOp, list[np.ndarray]], isa_name: str
+) -> None:
     assert_same_bits(KERNEL_CASES, runs_on_every_thread_count(*kernels, isa_name))
 
 
