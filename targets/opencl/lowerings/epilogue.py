@@ -257,7 +257,9 @@ def _folds_round_trips() -> bool:
     return BUILD_OPTIONS != FAST_MATH_BUILD_OPTIONS
 
 
-def _clamp_dropped(bounds: tuple[float, float] | None, epilogue: Sequence[Operation], i: int):
+def _clamp_dropped(
+    bounds: tuple[float, float] | None, epilogue: Sequence[Operation], i: int
+) -> bool:
     """Whether a clamp to `bounds` just before `epilogue[i]` is subsumed by a round trip
     starting there."""
     return (
