@@ -51,7 +51,7 @@ SLOW_TESTS: tuple[str, ...] = (
     "tests/test_convert_layout.py::test_shared_model",
     "tests/test_cpu_conv_threads.py::test_conv_against_reference_on_1_and_2_threads",
     "tests/test_cpu_conv_transpose.py::test_float",
-    "tests/test_cpu_int8.py::test_shared_int8_models",
+    "tests/test_cpu_int8_models.py::test_shared_int8_models",
     "tests/test_cpu_int8_depthwise.py::test_depthwise_bit_exact",
     "tests/test_cpu_int8_pointwise.py::test_pointwise_bit_exact",
     "tests/test_cpu_isa.py::test_every_x86_profile_compiles",

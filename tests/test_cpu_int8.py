@@ -10,18 +10,17 @@ non-zero zero points (wide i32 inputs) and zero ones (narrow i8 inputs), padding
 dilations, groups, depthwise multipliers, a uint8 filter with a zero point (i16 weights),
 fused activations (integer clamps), pools, mean, add/sub/mul with broadcasting, concat with
 requantized inputs, and data movement on storage integers. The shared int8 models run
-end to end in `test_shared_int8_models`.
+end to end in test_cpu_int8_models.py.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from cpu_support import SHARED_MODELS, isa_params, load_with_isa, lower, needs_compiler
+from cpu_support import isa_params, load_with_isa, lower, needs_compiler
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.builtin import f32 as f32_type
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -35,8 +34,6 @@ from irc.targets.cpu.target import CpuTarget
 from irc.targets.reference.target import ReferenceRuntime
 
 pytestmark = [needs_compiler, pytest.mark.private_cache]
-
-MODELS = SHARED_MODELS
 
 rng = np.random.default_rng(20251122)
 
@@ -395,28 +392,3 @@ def test_lowered_source_has_integer_kernels() -> None:
     (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
     for name in ("irc_mbqm", "irc_conv2d_i32", "irc_depthwise_i32", "irc_pool2d_int8_t"):
         assert name in source
-
-
-# ---- The shared int8 models -------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", ["small_cnn_int8", "mobilenet_v2_int8"])
-def test_shared_int8_models(name: str) -> None:
-    import irc
-
-    path = MODELS / name / f"{name}.tflite"
-    if not path.exists():
-        pytest.skip(f"{path} not found")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = irc.compile(path, targets=["cpu", "reference"])
-        reference = irc.compile(path, targets=["reference"])
-    assert not model.refusals
-    assert "@main: cpu:" in model.summary
-    for k in range(2):
-        inputs = dict(np.load(MODELS / name / f"inputs_{k}.npz"))
-        got, want = model.run(inputs), reference.run(inputs)
-        assert got.keys() == want.keys()
-        for key in got:
-            assert got[key].dtype == want[key].dtype
-            np.testing.assert_array_equal(got[key], want[key])
