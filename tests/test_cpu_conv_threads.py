@@ -10,7 +10,8 @@ tile and single pixels) and, for small images and fully connected layers, output
 block ranges; residual epilogues (a relu after the add
 fused, tanh in scalar code). One executable holds all cases; it runs with 1 and with 2
 threads, both checked against the reference kernels (rtol 1e-4 / atol 1e-5), and the two
-runs must agree bit for bit (a split never changes the order of a sum); built for every
+runs and one on 16 threads (a 16-core host's split) must agree bit for bit (a split never
+changes the order of a sum, nor the code that computes an element); built for every
 other ISA profile this host runs (`IRC_CPU_ISA`: AVX2's 6 x 16 tiles on 8-lane vectors, the
 generic profile's portable C) it is checked once more on 2 threads, and so is the library
 built without OpenMP (the kernels split over the library's own pool either way).
@@ -145,9 +146,9 @@ SPLIT_CASES = [
 CASES = TAIL_CASES + SPLIT_CASES
 
 Results = dict[str, list[tuple[np.ndarray, ...]]]
-"""case id -> (1-thread output, 2-thread output, the output of the library built without
-OpenMP on 2 threads, then each other runnable ISA's output on 2 threads (`OTHER_ISAS`),
-reference) per output."""
+"""case id -> (1-thread output, 2-thread output, 16-thread output, the output of the library
+built without OpenMP on 2 threads, then each other runnable ISA's output on 2 threads
+(`OTHER_ISAS`), reference) per output."""
 
 OTHER_ISAS = tuple(name for name in ("avx2", "generic") if name in RUNNABLE_ISAS[1:])
 """The float kernels differ in vector width only (AVX-512 with or without VNNI: the same)."""
@@ -174,7 +175,7 @@ def results() -> Results:
     loaded = CpuRuntime().load(executable)
     args = [a for b in built for a in b.args]
     runs = []
-    for threads in (1, 2):
+    for threads in (1, 2, 16):
         loaded.set_threads(threads)
         assert loaded.threads == threads
         runs.append(list(loaded.execute("entry", args)))
@@ -197,11 +198,12 @@ def results() -> Results:
 
 @pytest.mark.parametrize("case_id", [c.id for c in CASES])
 def test_conv_against_reference_on_1_and_2_threads(results: Results, case_id: str) -> None:
-    for one, two, plain, *others, expected in results[case_id]:
+    for one, two, sixteen, plain, *others, expected in results[case_id]:
         assert one.shape == expected.shape
         assert one.dtype == np.float32
         np.testing.assert_allclose(one, expected, rtol=RTOL, atol=ATOL)
         np.testing.assert_array_equal(one, two)
+        np.testing.assert_array_equal(one, sixteen)
         np.testing.assert_array_equal(one, plain)
         for name, other in zip(OTHER_ISAS, others, strict=True):
             np.testing.assert_allclose(other, expected, rtol=RTOL, atol=ATOL, err_msg=name)
