@@ -8,10 +8,11 @@ all padding and stores nothing) with a same-shape residual and with BlazeFace's
 channel-padded residual, float4 pieces (36 -> 48), lane-by-lane stores (42 -> 48), a 5x5
 stride-2 direct conv with asymmetric pads (24 -> 32, face detection's first conv) and a
 fully_connected (100 -> 128); under 8 channels of 48-long dot products (one float8);
-and depthwise convs whose output rows are one tile (16 pixels at
-stride 1, 8 at stride 2: `WHOLE_ROW_DEPTHWISE*`). Outputs against the reference at rtol 1e-4
-/ atol 1e-5, with -0.0 and NaN in the inputs (the sign of zeros and NaN positions kept), in
-the `cpu` style and in the `gpu` style at 132 compute units (which does not tile this way).
+and depthwise convs whose output rows are one tile (16 pixels at stride 1, 8 at stride 2:
+`WHOLE_ROW_DEPTHWISE*`) or whose work-items loop over channel blocks. Outputs against the
+reference at rtol 1e-4 / atol 1e-5, with -0.0 and NaN in the inputs (the sign of zeros and
+NaN positions kept), in the `cpu` style and in the `gpu` style at 132 compute units (which
+does not tile this way).
 """
 
 from __future__ import annotations
@@ -93,6 +94,10 @@ ARGS = {
     "d8": (1, 9, 16, 40),
     "n48": (1, 3, 5, 48),
     "r6": (1, 3, 5, 6),
+    "e28": (1, 32, 32, 28),
+    "e192": (1, 6, 10, 192),
+    "e42": (1, 9, 20, 42),
+    "q42": (1, 9, 20, 42),
 }
 OUTPUTS = [
     ("pad_res", (1, 4, 5, 80)),
@@ -105,6 +110,9 @@ OUTPUTS = [
     ("dw_row8_s2", (1, 5, 8, 40)),
     ("narrow2", (1, 3, 5, 2)),
     ("narrow6", (1, 3, 5, 6)),
+    ("dw_blocks28_s2", (1, 16, 16, 28)),
+    ("dw_blocks192", (1, 6, 10, 192)),
+    ("dw_blocks42_res", (1, 9, 20, 42)),
 ]
 TILES = {
     "nn.conv2d 1x4x5x72, 80x1x1x72": "(tiled x16) [",
@@ -117,6 +125,9 @@ TILES = {
     "nn.conv2d 1x9x16x40, 40x3x3x1": "[8x8 tile]",
     "nn.conv2d 1x3x5x48, 2x1x1x48": "[8x8 tile]",
     "nn.conv2d 1x3x5x48, 6x1x1x48": "[8x8 tile]",
+    "nn.conv2d 1x32x32x28, 28x3x3x1": "[4x28 tile]",
+    "nn.conv2d 1x6x10x192, 192x3x3x1": "[10x32 tile]",
+    "nn.conv2d 1x9x20x42, 42x3x3x1": "[4x42 tile]",
 }
 """The cpu style's launches and the tiles they must use (the padded layouts)."""
 
@@ -125,6 +136,7 @@ def _module() -> str:
     args = ", ".join(f"%{name}: {_t(*shape)}" for name, shape in ARGS.items())
     results = ", ".join(_t(*shape) for _, shape in OUTPUTS)
     y80a, y80b, y6 = _t(1, 4, 5, 80), _t(1, 3, 6, 80), _t(1, 3, 5, 6)
+    y42 = _t(1, 9, 20, 42)
     body = (
         # 72 -> 80 (96 padded: a whole padding vector) + BlazeFace's channel-padded residual
         _conv("c1", "x72", 72, 80, (4, 5))
@@ -163,6 +175,23 @@ def _module() -> str:
         + _conv("narrow2", "n48", 48, 2, (3, 5))
         + _conv("c6", "n48", 48, 6, (3, 5))
         + f"  %narrow6 = nn.sub %c6, %r6 : {y6}, {y6} -> {y6}\n"
+        # depthwise work-items looping over several channel blocks (DEPTHWISE_MIN_ITEMS):
+        # every block of float4s, 2 of 12 float16s, every block of float2s + a residual
+        + _conv(
+            "dw_blocks28_s2",
+            "e28",
+            1,
+            28,
+            (32, 32),
+            3,
+            (16, 16),
+            28,
+            strides="[2, 2]",
+            pads="[0, 0, 1, 1]",
+        )
+        + _conv("dw_blocks192", "e192", 1, 192, (6, 10), 3, groups=192, pads="[1, 1, 1, 1]")
+        + _conv("dw42", "e42", 1, 42, (9, 20), 3, groups=42, pads="[1, 1, 1, 1]")
+        + f"  %dw_blocks42_res = nn.add %q42, %dw42 : {y42}, {y42} -> {y42}\n"
     )
     names = ", ".join(f"%{name}" for name, _ in OUTPUTS)
     return f"func.func @main({args}) -> ({results}) {{\n{body}  func.return {names} : {results}\n}}"
