@@ -4,13 +4,13 @@
 Builds one small C program per profile (`IRC_CPU_ISA` names: the host's best and `--isa`
 others it can run) from the library's own kernel text (`csrc.source_for`) and the profile's
 build flags, then times `irc_conv2d` / `irc_depthwise` on the shapes below (MobileNetV2's
-1x1 convs and 3x3 depthwise, the 640x640 detection net's 3x3 96->24 conv at 160x160) with
-`CLOCK_THREAD_CPUTIME_ID` (a loaded machine's waits for a core do not count), best of
-`--reps`; and the matrix-product form (fully connected layers, M rows x K -> N, one row)
-at BERT-base's and DeiT-tiny's sizes, cycling through 4 copies of the weights, as a model's
-layers stream theirs from memory. Prints GFLOP/s per shape and profile and the ratio to the
-best profile; compare them with the machine's measured peak (`benchmarks/cpu_vs_ort.py`
-prints it).
+1x1 convs, its first conv (3x3 stride 2 on 3 channels) and 3x3 depthwise, the 640x640
+detection net's 3x3 96->24 conv at 160x160) with `CLOCK_THREAD_CPUTIME_ID` (a loaded
+machine's waits for a core do not count), best of `--reps`; and the matrix-product form
+(fully connected layers, M rows x K -> N, one row) at BERT-base's and DeiT-tiny's sizes,
+cycling through 4 copies of the weights, as a model's layers stream theirs from memory.
+Prints GFLOP/s per shape and profile and the ratio to the best profile; compare them with
+the machine's measured peak (`benchmarks/cpu_vs_ort.py` prints it).
 
 usage: python benchmarks/cpu_conv_kernels.py [--isa avx2 generic] [--reps 20]
 """
@@ -42,6 +42,7 @@ SHAPES = [
     ("dense", 576, 96, 14, 1, 1),
     ("dense", 960, 160, 7, 1, 1),
     ("dense", 320, 1280, 7, 1, 1),
+    ("dense", 3, 32, 224, 3, 2),
     ("dense", 96, 24, 160, 3, 1),
     ("dense", 64, 64, 56, 3, 1),
     ("depthwise", 144, 0, 56, 3, 1),
