@@ -87,6 +87,19 @@ def fc_case(
     return Case(case_id, build, arrays, frozenset({1, 2} if bias else {1}))
 
 
+def two_heads_case(case_id: str, m: int, k: int, n: int, seed: int) -> Case:
+    """head(x) + head2(x) (DeiT's distillation heads): the add joins the first product's
+    fusion, the second product runs alone and is its residual."""
+    arrays = [normal(m, k, seed=seed), normal(n, k, seed=seed + 1), normal(n, k, seed=seed + 2)]
+
+    def build(x: SSAValue, w1: SSAValue, w2: SSAValue) -> list[Operation]:
+        p = nn.FullyConnectedOp.make(x, w1, None)
+        q = nn.FullyConnectedOp.make(x, w2, None)
+        return [p, q, nn.AddOp.make(p.output, q.output)]
+
+    return Case(case_id, build, arrays, frozenset({1, 2}))
+
+
 CASES = [
     fc_case("gelu_erf", (2, 5), 24, 40, _gelu("none")),
     fc_case("gelu_tanh", (13,), 37, 33, _gelu("tanh"), seed=10),
@@ -114,7 +127,10 @@ CASES = [
     ),
     fc_case("alone_one_row", (1,), 64, 200, _alone, seed=60),
     fc_case("alone_relu_n1_to_1", (197,), 16, 8, _alone, activation="relu_n1_to_1", seed=70),
+    two_heads_case("two_heads", 1, 192, 100, seed=80),
 ]
+PRODUCTS = len(CASES) + 1
+"""Fully connected layers in CASES (two_heads has two)."""
 
 
 def _lowered(fused: bool, monkeypatch: pytest.MonkeyPatch):
@@ -142,14 +158,14 @@ def test_the_kernel_and_its_fusions_are_generated(monkeypatch: pytest.MonkeyPatc
     executable, _, _ = _lowered(True, monkeypatch)
     source = generated_source(executable)
     body = source[source.index("irc_fn_0") :]
-    assert body.count("irc_fc(") == len(CASES)
+    assert body.count("irc_fc(") == PRODUCTS
     assert "irc_gelu(" not in body
     assert "irc_conv2d(" not in body
     executable, _, _ = _lowered(False, monkeypatch)
     body = generated_source(executable)
     body = body[body.index("irc_fn_0") :]
     assert "irc_fc(" not in body
-    assert body.count("irc_conv2d(") == len(CASES)
+    assert body.count("irc_conv2d(") == PRODUCTS
 
 
 @pytest.mark.parametrize("name", isa_params())

@@ -157,14 +157,18 @@ def fc_chains(ops: Sequence[Operation]) -> list[list[Operation]]:
     """The "fc" fusions of `ops`: a fully connected layer `is_fc_product` accepts and the op
     its epilogue computes, that op the product's only use: a float `nn.gelu` (the product
     without an activation of its own), or a residual `nn.add` of another, same-shaped
-    tensor (no broadcasting; then `trailing_relu`)."""
+    tensor (no broadcasting; then `trailing_relu`). An add of two products joins the first
+    one's fusion (the second runs alone; DeiT's two classifier heads)."""
     chains: list[list[Operation]] = []
+    taken: set[Operation] = set()  # an add of two products joins the first one's fusion
     for op in ops:
         if not is_fc_product(op):
             continue
         assert isinstance(op, nn.FullyConnectedOp)
         result = op.output
         user = result.get_user_of_unique_use() if result.has_one_use() else None
+        if user is not None and user.parent is not op.parent:  # inside a fusion already
+            continue
         if (
             isinstance(user, nn.GeluOp)
             and op.activation.data == "none"
@@ -173,12 +177,14 @@ def fc_chains(ops: Sequence[Operation]) -> list[list[Operation]]:
             chains.append([op, user])
         elif (
             isinstance(user, nn.AddOp)
+            and user not in taken
             and _is_float(user.output)
             and user.lhs is not user.rhs
             and _shape(user.lhs) == _shape(user.rhs) == _shape(user.output)
         ):
             relu = trailing_relu(user)
             chains.append([op, user] if relu is None else [op, user, relu])
+            taken.add(user)
     return chains
 
 
@@ -228,7 +234,8 @@ def fuse_function(func: FuncOp) -> int:
     if fc_kernel_enabled():
         groups += [("fc", chain) for chain in fc_chains(ops)]
     if fuse_residual_enabled():
-        for add, conv in residual_adds(ops).items():
+        claimed = {op for _, members in groups for op in members}
+        for add, conv in residual_adds([op for op in ops if op not in claimed]).items():
             relu = trailing_relu(add)
             groups.append(("conv_add", [conv, add] if relu is None else [conv, add, relu]))
     for kind, members in groups:

@@ -57,6 +57,46 @@ delegate.executable private @fc_residual target("cpu") {
 
 // -----
 
+// An add of two products (DeiT's distillation heads) joins the first one's fusion; the
+// second product runs alone, its result the residual. An add of a conv2d and a product
+// goes to the product (the conv2d's "conv_add" does not take it too).
+// CHECK-LABEL: delegate.executable private @two_products
+// CHECK:         %[[Q:.*]] = nn.fully_connected %x, %w :
+// CHECK-NEXT:    %[[F:.*]] = "cpu.fusion"() <{kind = "fc"}> ({
+// CHECK-NEXT:      %[[P:.*]] = nn.fully_connected %x, %v :
+// CHECK-NEXT:      %[[A:.*]] = nn.add %[[P]], %[[Q]] :
+// CHECK-NEXT:      "cpu.yield"(%[[A]])
+// CHECK-NEXT:    })
+// CHECK:         %[[C:.*]] = nn.conv2d
+// CHECK:         %[[G:.*]] = "cpu.fusion"() <{kind = "fc"}> ({
+// CHECK-NEXT:      %[[R:.*]] = nn.fully_connected %i, %k :
+// CHECK-NEXT:      %[[B:.*]] = nn.add %[[C]], %[[R]] :
+// CHECK-NEXT:      "cpu.yield"(%[[B]])
+// CHECK-NEXT:    })
+// CHECK-NEXT:    func.return %[[F]], %[[G]]
+// Without the fc fusions the conv2d takes the add.
+// OFF-LABEL:   delegate.executable private @two_products
+// OFF-NOT:       kind = "fc"
+// OFF:           "cpu.fusion"() <{kind = "conv_add"}>
+// OFF-NOT:       cpu.fusion
+delegate.executable private @two_products target("cpu") {
+  func.func @entry(%x: tensor<1x8xf32>, %i: tensor<1x2x2x8xf32>) -> (tensor<1x8xf32>, tensor<1x2x2x8xf32>) {
+    %v = nn.constant dense<0.25> : tensor<8x8xf32>
+    %w = nn.constant dense<0.5> : tensor<8x8xf32>
+    %p = nn.fully_connected %x, %v : tensor<1x8xf32>, tensor<8x8xf32> -> tensor<1x8xf32>
+    %q = nn.fully_connected %x, %w : tensor<1x8xf32>, tensor<8x8xf32> -> tensor<1x8xf32>
+    %a = nn.add %p, %q : tensor<1x8xf32>, tensor<1x8xf32> -> tensor<1x8xf32>
+    %cw = nn.constant dense<0.5> : tensor<8x1x1x8xf32>
+    %c = nn.conv2d %i, %cw layout = "NHWC" : tensor<1x2x2x8xf32>, tensor<8x1x1x8xf32> -> tensor<1x2x2x8xf32>
+    %k = nn.constant dense<0.125> : tensor<8x8xf32>
+    %r = nn.fully_connected %i, %k : tensor<1x2x2x8xf32>, tensor<8x8xf32> -> tensor<1x2x2x8xf32>
+    %b = nn.add %c, %r : tensor<1x2x2x8xf32>, tensor<1x2x2x8xf32> -> tensor<1x2x2x8xf32>
+    func.return %a, %b : tensor<1x8xf32>, tensor<1x2x2x8xf32>
+  }
+}
+
+// -----
+
 // Not fused: a product with two uses, one followed by a broadcasting add, and a gelu after
 // a product with an activation of its own (each product runs `irc_fc` alone, unfused).
 // CHECK-LABEL: delegate.executable private @fc_alone
