@@ -6,9 +6,7 @@
    on tensors ended by `cpu.yield`; `kind` says which kernel): `"qconv"`, an int8
    `cast -> sub zp -> conv2d / fully_connected -> rescale [-> scast -> clip]` chain;
    `"qadd"`, the int8 add of `lower-quantized`; `"conv_add"`, a float conv2d and the
-   residual `nn.add` (and an `nn.relu` of it) computed in its epilogue; `"fc"`, a float
-   fully_connected and the `nn.gelu` or the residual `nn.add` (and an `nn.relu` of it)
-   computed in its epilogue; `"dynamic_fc"`, a
+   residual `nn.add` (and an `nn.relu` of it) computed in its epilogue; `"dynamic_fc"`, a
    dynamically quantized fully connected layer with the quantization of its input
    (`targets/cpu/dynamic_quant.py`);
 2. `cpu-plan-memory` records the workspace plan as discardable attributes: on every op of
@@ -310,7 +308,6 @@ FUSION_KINDS = {
     "qtable": ("quant.rescale",),
     "qmul": ("nn.mul",),
     "qsum": ("nn.reduce",),
-    "fc": ("nn.fully_connected",),
 }
 """Kinds of `cpu.fusion` and the op names of which the region holds exactly one (the
 producer the kernel is named after)."""
@@ -386,15 +383,6 @@ class FusionOp(IRDLOperation):
         ):
             raise VerifyException(
                 "a 'conv_add' fusion holds an nn.conv2d and the nn.add of it (then an nn.relu)"
-            )
-        if kind == "fc" and [op.name for op in ops[:-1]] not in (
-            ["nn.fully_connected", "nn.gelu"],
-            ["nn.fully_connected", "nn.add"],
-            ["nn.fully_connected", "nn.add", "nn.relu"],
-        ):
-            raise VerifyException(
-                "an 'fc' fusion holds an nn.fully_connected and the nn.gelu or the nn.add of "
-                "it (then an nn.relu)"
             )
         for op in ops[:-1]:
             if op.regions:

@@ -120,7 +120,6 @@ def test_supported_ops_are_the_registered_ones_and_constants() -> None:
                 "qconv",
                 "qadd",
                 "conv_add",
-                "fc",
                 "dynamic_quantized",
                 "unmatched",
             ],

@@ -18,21 +18,14 @@ placed where its last op was, its `kind` naming the kernel `cpu-codegen` emits f
 * `"conv_add"`: a float NHWC, non-depthwise `nn.conv2d` whose only use is an `nn.add` with
   a same-shaped tensor (a residual): the add (and its activation, or an `nn.relu` that is
   the only use of an add without one) in the conv's epilogue.
-* `"fc"`: a float `nn.fully_connected` with constant weights (and no tanh activation),
-  the blocked matrix-product kernel (`kernels/common/fc.c`, which runs such a product
-  alone too), and what follows it when it is the product's only use: an `nn.gelu` (FFN
-  layers), or a residual `nn.add` of a same-shaped tensor (and an `nn.relu` after an add
-  without an activation), computed on the register tile before it is stored.
 * `"dynamic_fc"`: a dynamically quantized fully connected layer (ONNX DynamicQuantizeLinear
   -> MatMulInteger -> scales [-> bias]) with its own copy of its input's quantization
   (`dynamic_quant.fuse_chains`; `IRC_CPU_FUSE_DYNAMIC=0` turns it off).
 
 Constants and the chain's inputs stay above the fusion (its region reads them). A buffer
 plan recorded earlier (`cpu-plan-memory`) is dropped from an entry in which a fusion is made.
-`IRC_CPU_FUSE_INT8=0` / `IRC_CPU_FUSE_RESIDUAL=0` / `IRC_CPU_FUSE_FC=0` (`lowerings.fc`)
-turn the int8, the residual or the fully connected fusions off (the ops then run one
-kernel each, a float fully connected layer the convolutions' kernel; for comparisons and
-tests).
+`IRC_CPU_FUSE_INT8=0` / `IRC_CPU_FUSE_RESIDUAL=0` turn the int8 or the residual fusions
+off (the ops then run one kernel each; for comparisons and tests).
 """
 
 from __future__ import annotations
@@ -52,7 +45,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from irc.dialects import cpu, delegate, nn
 from irc.dtypes import numpy_dtype
 from irc.targets.cpu.dynamic_quant import fuse_chains as fuse_dynamic_chains
-from irc.targets.cpu.lowerings.fc import fc_kernel_enabled
 from irc.targets.cpu.qfusion import match_add_chains, match_chains
 from irc.targets.cpu.qmul import KIND as QMUL_KIND
 from irc.targets.cpu.qmul import match_mul_chains
@@ -138,56 +130,6 @@ def trailing_relu(add: Operation) -> nn.ReluOp | None:
     return None
 
 
-def is_fc_product(op: Operation) -> bool:
-    """A float32 `nn.fully_connected` the "fc" kernel runs: constant weights, an activation
-    the epilogue applies in vectors (not tanh)."""
-    if not isinstance(op, nn.FullyConnectedOp) or not _is_float(op.output):
-        return False
-    if not (_is_float(op.input) and _is_float(op.weights)):
-        return False
-    if op.bias is not None and not _is_float(op.bias):
-        return False
-    if op.activation.data == "tanh":
-        return False
-    weights = op.weights.owner
-    return isinstance(weights, nn.ConstantOp)
-
-
-def fc_chains(ops: Sequence[Operation]) -> list[list[Operation]]:
-    """The "fc" fusions of `ops`: a fully connected layer `is_fc_product` accepts and the op
-    its epilogue computes, that op the product's only use: a float `nn.gelu` (the product
-    without an activation of its own), or a residual `nn.add` of another, same-shaped
-    tensor (no broadcasting; then `trailing_relu`). An add of two products joins the first
-    one's fusion (the second runs alone; DeiT's two classifier heads)."""
-    chains: list[list[Operation]] = []
-    taken: set[Operation] = set()  # an add of two products joins the first one's fusion
-    for op in ops:
-        if not is_fc_product(op):
-            continue
-        assert isinstance(op, nn.FullyConnectedOp)
-        result = op.output
-        user = result.get_user_of_unique_use() if result.has_one_use() else None
-        if user is not None and user.parent is not op.parent:  # inside a fusion already
-            continue
-        if (
-            isinstance(user, nn.GeluOp)
-            and op.activation.data == "none"
-            and _is_float(user.results[0])
-        ):
-            chains.append([op, user])
-        elif (
-            isinstance(user, nn.AddOp)
-            and user not in taken
-            and _is_float(user.output)
-            and user.lhs is not user.rhs
-            and _shape(user.lhs) == _shape(user.rhs) == _shape(user.output)
-        ):
-            relu = trailing_relu(user)
-            chains.append([op, user] if relu is None else [op, user, relu])
-            taken.add(user)
-    return chains
-
-
 def lower_quantized(executable: delegate.ExecutableOp) -> None:
     """Express the executable's quantized arithmetic in the integer form (`lower-quantized`'s
     patterns; nothing happens when the pass already ran): the C kernels run that form."""
@@ -231,11 +173,8 @@ def fuse_function(func: FuncOp) -> int:
         groups += [(QMUL_KIND, [*c.skipped, c.final]) for c in match_mul_chains(ops, claimed)]
         claimed = {op for _, members in groups for op in members}
         groups += [(QSUM_KIND, [*c.skipped, c.reduce]) for c in match_sum_chains(ops, claimed)]
-    if fc_kernel_enabled():
-        groups += [("fc", chain) for chain in fc_chains(ops)]
     if fuse_residual_enabled():
-        claimed = {op for _, members in groups for op in members}
-        for add, conv in residual_adds([op for op in ops if op not in claimed]).items():
+        for add, conv in residual_adds(ops).items():
             relu = trailing_relu(add)
             groups.append(("conv_add", [conv, add] if relu is None else [conv, add, relu]))
     for kind, members in groups:

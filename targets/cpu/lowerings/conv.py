@@ -16,7 +16,6 @@ from xdsl.ir import SSAValue
 from irc.dialects import nn
 from irc.dialects.nn.base import ints_of
 from irc.targets.cpu import packing
-from irc.targets.cpu.lowerings.fc import fc_kernel_applies, fc_product
 from irc.targets.cpu.lowerings.helpers import (
     activation_code,
     block,
@@ -293,12 +292,9 @@ def conv2d(
 
 @lowering(nn.FullyConnectedOp)
 def fully_connected(op: nn.FullyConnectedOp, ctx: LoweringContext) -> Lowered | None:
-    """A float fully_connected: `irc_fc` (`fc.fc_product`) where it applies, else
-    `irc_conv2d` on one row of pixels."""
+    """A float fully_connected: `irc_conv2d` on one row of pixels."""
     if integer_result(op):
         return None
-    if fc_kernel_applies(op, ctx):
-        return fc_product(op, ctx)
     x_shape, (oc, k) = shape(op.input), shape(op.weights)
     m = numel(x_shape[:-1])
     nv = packing.vectors_per_block(oc)

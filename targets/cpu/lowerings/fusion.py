@@ -7,8 +7,6 @@
   its int16 form for very wide kernels; requantization in the epilogue);
 * "qadd": the int8 add (`fused_int8_add`);
 * "conv_add": a float conv2d with the residual add (and a relu after it) in its epilogue;
-* "fc": a float fully_connected, alone or with the gelu or the residual add (and a relu
-  after it) that follows it, as one blocked matrix product (`fc.fc_product`);
 * the dynamically quantized fully_connected of `dynamic_quant.py`.
 
 A fusion whose ops are not a chain of its kind is refused. (`codegen` checks every member
@@ -23,7 +21,6 @@ from xdsl.ir import Operation
 from irc.dialects import cpu, nn
 from irc.targets.cpu import csrc, dynamic_quant, qfusion
 from irc.targets.cpu.lowerings.conv import conv2d
-from irc.targets.cpu.lowerings.fc import fc_product
 from irc.targets.cpu.lowerings.helpers import (
     activation_code,
     block,
@@ -284,44 +281,6 @@ def conv_add(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
     act2 = activation_code(add) if relu is None else csrc.ACTIVATION_CODES["relu"]
     lowered = conv2d(conv, ctx, (other, act2))
     timed = (conv, tuple(conv.operands))
-    reads = fusion_inputs(fusion)
-    return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
-
-
-@lowering(cpu.FusionOp)
-def fc(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
-    """A float fully_connected [-> gelu | -> residual add [-> relu]] as `irc_fc`."""
-    members = fusion.members
-    if fusion.kind.data != "fc" or not 1 <= len(members) <= 3:
-        return None
-    product, *rest = members
-    if not isinstance(product, nn.FullyConnectedOp) or _final(fusion) is not members[-1]:
-        return None
-    relu_code = csrc.ACTIVATION_CODES["relu"]
-    if not rest:
-        lowered = fc_product(product, ctx)
-    elif len(rest) == 1 and isinstance(rest[0], nn.GeluOp):
-        gelu = rest[0]
-        if gelu.input is not product.output or activation_code(product) != 0:
-            return None
-        lowered = fc_product(product, ctx, gelu=gelu)
-    elif isinstance(rest[0], nn.AddOp) and product.output in rest[0].operands:
-        add = rest[0]
-        relu = rest[1] if len(rest) == 2 else None
-        if relu is not None and not (
-            isinstance(relu, nn.ReluOp) and relu.operands[0] is add.output
-        ):
-            return None
-        if relu is not None and activation_code(add) != 0:
-            return None
-        other = add.operands[1] if add.operands[0] is product.output else add.operands[0]
-        act2 = activation_code(add) if relu is None else relu_code
-        if act2 == csrc.ACTIVATION_CODES["tanh"]:
-            return None
-        lowered = fc_product(product, ctx, residual=(other, act2))
-    else:
-        return None
-    timed = (product, tuple(product.operands))
     reads = fusion_inputs(fusion)
     return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
 
