@@ -10,7 +10,11 @@ one on the OpenCL target; canonicalize folds LayerNorm, attention and GELU into 
 `passes/transformer_patterns.py`), and runs them and onnxruntime (intra-op threads =
 `--threads`, all graph optimisations) in turn in this process. Prints per model the share
 of ops in target regions, the median latency, irc / onnxruntime (below 1: irc is faster)
-and the largest output difference relative to the output's scale.
+and the largest output difference relative to the output's scale. `--baseline NAME=VALUE`
+also compiles each entry of `--targets` with the environment variable NAME set to VALUE
+while it compiles (e.g. `IRC_CPU_ISA=avx2`, or a switch of a fusion such as
+`IRC_CPU_FUSE_RESIDUAL=0`) and runs it interleaved with the others, for an A/B of one
+change in one process: irc / baseline is printed too.
 
 Thread counts: OMP_NUM_THREADS and IRC_CPU_THREADS (the CPU target), and PoCL's
 POCL_MAX_PTHREAD_COUNT / POCL_CPU_MAX_CU_COUNT (the OpenCL target on PoCL's CPU device),
@@ -19,6 +23,7 @@ measured in one run mean much (PERF_NOTES.md).
 
 usage: python benchmarks/bert_cpu_vs_ort.py [--layers 2] [--seq 128] [--threads 2]
                                             [--runs 20] [--targets cpu opencl]
+                                            [--baseline IRC_CPU_ISA=avx2]
 """
 
 from __future__ import annotations
@@ -46,6 +51,11 @@ def main() -> None:
         default=["cpu"],
         help="one compiled model per entry, each a comma-separated target list",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="NAME=VALUE",
+        help="also compile each target list with this environment variable set, and compare",
+    )
     args = parser.parse_args()
     for name in ("OMP_NUM_THREADS", "IRC_CPU_THREADS", "POCL_MAX_PTHREAD_COUNT"):
         os.environ[name] = str(args.threads)
@@ -68,6 +78,7 @@ def main() -> None:
     shapes = {k: v.shape for k, v in feeds.items()}
     compiled: dict[str, irc.CompiledModel] = {}
     compile_s: dict[str, float] = {}
+    baselines: dict[str, irc.CompiledModel] = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bert.onnx"
         onnx.save(model, path)
@@ -75,9 +86,12 @@ def main() -> None:
             start = time.perf_counter()
             compiled[targets] = irc.compile(path, targets.split(","), input_shapes=shapes)
             compile_s[targets] = time.perf_counter() - start
+            if args.baseline:
+                baselines[targets] = compile_with_env(path, targets, shapes, args.baseline)
         session = interleaved_ort_session(path, args.threads)
 
     runners = {f"irc [{t}]": (lambda m=m: m.run(feeds)) for t, m in compiled.items()}
+    runners.update({f"baseline [{t}]": (lambda m=m: m.run(feeds)) for t, m in baselines.items()})
     runners["onnxruntime"] = lambda: session.run(None, feeds)
     want = runners["onnxruntime"]()
     errors = {}
@@ -105,6 +119,31 @@ def main() -> None:
             f"irc/onnxruntime {irc_ms / ort_ms:.2f}x; max |diff| / output scale "
             f"{errors[targets]:.1e}"
         )
+        if targets in baselines:
+            base_ms = statistics.median(times[f"baseline [{targets}]"])
+            print(
+                f"  baseline [{targets}] ({args.baseline}) {base_ms:.2f} ms, "
+                f"irc/baseline {irc_ms / base_ms:.3f}x, baseline/onnxruntime "
+                f"{base_ms / ort_ms:.2f}x"
+            )
+    print(f"  load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+
+
+def compile_with_env(path: Path, targets: str, shapes: dict, assignment: str):
+    """`irc.compile` of the model for `targets` with the environment variable of
+    `assignment` (NAME=VALUE) set while it compiles (the old value restored after)."""
+    import irc
+
+    name, _, value = assignment.partition("=")
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        return irc.compile(path, targets.split(","), input_shapes=shapes)
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
 
 
 if __name__ == "__main__":
