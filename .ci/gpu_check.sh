@@ -31,7 +31,10 @@ for lib in /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/local/nvidia/lib64
 done
 
 if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv --system-site-packages "$venv" || exit 1
+  python3 -m venv "$venv" || exit 1
+  # the machine's python3 may itself be a venv (/opt/torch/.venv): its packages through a .pth
+  python3 -c 'import site; print("\n".join(site.getsitepackages()))' \
+    >"$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')/machine-site.pth"
   "$venv/bin/python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .gpu/whl/*.whl || exit 1
   "$venv/bin/python" -m pip install -q --no-index --no-deps --no-build-isolation -e . || exit 1
 fi
