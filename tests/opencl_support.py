@@ -68,3 +68,32 @@ def opencl_c_errors(source: str, fp16: bool = True) -> list[str]:
         for d in unit.diagnostics
         if d.severity >= ci.Diagnostic.Error
     ]
+
+
+def run_cases_bit_exact(cases: list, kernels: str, name: str) -> str:
+    """Lower the cases (cpu_support.Case) as one OpenCL executable `name` in the `kernels`
+    style (gpu style shaped for 132 compute units), run it on the device and require every
+    output bit for bit equal to the reference's; returns the generated program's source."""
+    import numpy as np
+    from cpu_support import build_executable, reference_outputs
+    from xdsl.dialects.builtin import StringAttr
+
+    from irc.context import make_context
+    from irc.dialects import ocl
+    from irc.targets.opencl.lower import LowerOpenCLPass
+    from irc.targets.opencl.runtime import OpenCLRuntime
+
+    module, executable, built = build_executable(cases, name)
+    executable.properties["target"] = StringAttr("opencl")
+    expected = [reference_outputs(b) for b in built]
+    LowerOpenCLPass(kernels=kernels, compute_units=132).apply(make_context(), module)
+    module.verify()
+    outs = iter(
+        OpenCLRuntime().load(executable).execute("entry", [a for b in built for a in b.args])
+    )
+    for b, refs in zip(built, expected, strict=True):
+        for ref in refs:
+            host = next(outs).to_host()
+            np.testing.assert_array_equal(host, ref, err_msg=b.case.id)
+    (program,) = [op for op in module.walk() if isinstance(op, ocl.ProgramOp)]
+    return program.source.data

@@ -15,16 +15,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from cpu_support import Case, build_executable, reference_outputs
-from opencl_support import needs_device
-from xdsl.dialects.builtin import Float32Type, IntegerType, Signedness, StringAttr, TensorType
+from cpu_support import Case
+from opencl_support import needs_device, run_cases_bit_exact
+from xdsl.dialects.builtin import Float32Type, IntegerType, Signedness, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from irc.context import make_context
-from irc.dialects import nn, ocl, quant
-from irc.targets.opencl.lower import LowerOpenCLPass
+from irc.dialects import nn, quant
 from irc.targets.opencl.lowerings.requantize import activation_subsumed, quantized_index
-from irc.targets.opencl.runtime import OpenCLRuntime
 
 pytestmark = [pytest.mark.private_cache, needs_device]
 
@@ -140,20 +137,7 @@ def _cases(rounding: str) -> list[Case]:
 
 
 def _run(cases: list[Case], kernels: str) -> str:
-    module, executable, built = build_executable(cases, f"test_requantize_{kernels}")
-    executable.properties["target"] = StringAttr("opencl")
-    expected = [reference_outputs(b) for b in built]
-    LowerOpenCLPass(kernels=kernels, compute_units=132).apply(make_context(), module)
-    module.verify()
-    outs = iter(
-        OpenCLRuntime().load(executable).execute("entry", [a for b in built for a in b.args])
-    )
-    for b, refs in zip(built, expected, strict=True):
-        for ref in refs:
-            host = next(outs).to_host()
-            np.testing.assert_array_equal(host, ref, err_msg=b.case.id)
-    (program,) = [op for op in module.walk() if isinstance(op, ocl.ProgramOp)]
-    return program.source.data
+    return run_cases_bit_exact(cases, kernels, f"test_requantize_{kernels}")
 
 
 @pytest.mark.parametrize("kernels", ["cpu", "gpu"])
