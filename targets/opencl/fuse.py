@@ -14,8 +14,9 @@ only result has one use by an elementwise op is fused with it, and so on down th
 * after a conv, conv2d_transpose, fully_connected or batch_matmul (float accumulators), a
   per-tensor 8-bit `quant.qcast` whose only user is a `quant.dcast` back to float32 — what
   `insert-qdq` leaves between the float kernels of an int8 model: the value is quantized and
-  dequantized in registers (lowerings/epilogue.py's `qcast_exprs` / `dcast_expr`) and the
-  8-bit tensor is never stored.
+  dequantized in registers as one round trip (lowerings/requantize.py's `round_trip_exprs`;
+  epilogue.py's `qcast_exprs` / `dcast_expr` under fast math) and the 8-bit tensor is never
+  stored.
 
 The chain goes into the region of an `ocl.fusion` placed where its last op was (every
 value the chain reads is defined above that point), and `opencl-bufferize` emits one kernel
