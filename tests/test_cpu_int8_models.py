@@ -19,7 +19,9 @@ def test_shared_int8_models(name: str) -> None:
 
     path = SHARED_MODELS / name / f"{name}.tflite"
     if not path.exists():
-        pytest.skip(f"{path} not found")
+        pytest.skip(
+            f"shared model {path} not found (../shared/models is optional; this test needs it)"
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = irc.compile(path, targets=["cpu", "reference"])
