@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from script_support import console_script
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -662,9 +662,8 @@ def test_irc_run_with_targets(
 
 
 def _subprocess(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
-    bin_dir = Path(sys.executable).parent
     return subprocess.run(
-        [str(bin_dir / args[0]), *args[1:]],
+        [console_script(args[0]), *args[1:]],
         cwd=ROOT,
         env={**os.environ, **env},
         capture_output=True,

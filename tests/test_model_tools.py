@@ -4,13 +4,13 @@ exit 1, no traceback, no output file)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from script_support import console_script
 
 from irc.tools import irc_run, irc_translate
 
@@ -189,9 +189,8 @@ def test_bad_model_options(
 
 def test_console_script(tmp_path: Path) -> None:
     model = _onnx_model(tmp_path / "m.onnx")
-    bin_dir = Path(sys.executable).parent
     result = subprocess.run(
-        [str(bin_dir / "irc-translate"), "--import-onnx", str(model), "--input-shape", "x=1x4"],
+        [console_script("irc-translate"), "--import-onnx", str(model), "--input-shape", "x=1x4"],
         capture_output=True,
         text=True,
         check=False,

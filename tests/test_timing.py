@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from script_support import console_script
 
 from irc.timing import PassTiming, Progress, StepSequence, instrumented, step
 from irc.tools import irc_compile, irc_opt, irc_run
@@ -197,10 +198,8 @@ def _run_on_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str, st
 
 def test_irc_opt_shows_progress_on_a_terminal() -> None:
     import os
-    import sys
 
-    tool = Path(sys.executable).parent / "irc-opt"
-    argv = [str(tool), EXAMPLE, "-p", "canonicalize"]
+    argv = [console_script("irc-opt"), EXAMPLE, "-p", "canonicalize"]
     env = {**os.environ, "IRC_PROGRESS_DELAY": "0"}
     status, out, err = _run_on_terminal(argv, env)
     assert status == 0
