@@ -8,8 +8,8 @@
   them, leaves loop-carried multiply-adds unfused, loop by loop: the same source then rounds
   differently on those hosts, and differently in two loops of one kernel) and `-fopenmp` (the
   library must also load). OpenMP is kept for the loops still generated as `omp parallel`
-  loops (`IRC_PARFOR` where a marked loop shares its op's block with other statements, the
-  unfused integer kernels of qgemm_dynamic.c); the library's kernels
+  loops (`IRC_PARFOR` where a marked loop shares its op's block with other statements);
+  every kernel of the library (qgemm_dynamic.c's GEMM included)
   and the marked loop nests outlined as tasks (`outline`) split over its own pool
   (kernels/common/pool.h) and run the same without OpenMP, which a compiler lacking
   it does (its default thread count then comes from `OMP_NUM_THREADS` or the CPU affinity).

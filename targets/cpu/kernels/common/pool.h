@@ -10,13 +10,14 @@
    time slice to do so; with ~50 parallel loops in a CNN's run that made two threads slower
    than one on a loaded machine.
 
-   Workers are created on the first parallel call. Inside a run (between the generated entry
-   function's irc_pool_run_begin and irc_pool_run_end) a worker spins for up to
-   IRC_POOL_RUN_SPIN_NS after each job, so the next parallel kernel of the run, after the
-   serial kernels between them, starts without a wake-up call; then it sleeps on a futex.
-   When no run is in progress (the last one ended, or a kernel called from outside an entry)
-   it sleeps at once: no thread keeps spinning after a run. A call that finds the pool busy (another
-   thread of the process inside a kernel of this library, or a nested call) runs serially.
+   Workers are created on the first parallel call (named "irc-pool"). Inside a run
+   (between the generated entry function's irc_pool_run_begin and irc_pool_run_end) a worker
+   spins for up to IRC_POOL_RUN_SPIN_NS after each job, so the next parallel kernel of the
+   run, after the serial kernels between them, starts without a wake-up call; then it
+   sleeps on a futex. When no run is in progress (the last one ended, or a kernel called
+   from outside an entry) it sleeps at once: no thread keeps spinning after a run. A call
+   that finds the pool busy (another thread of the process inside a kernel of this library,
+   or a nested call) runs serially.
    Each library has its own pool (its own statics); a child process forked while workers
    existed starts a new pool on its first parallel call (pthread_atfork). */
 #include <pthread.h>
@@ -26,6 +27,7 @@
 #include <time.h>
 #if defined(__linux__)
 #include <linux/futex.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #define IRC_POOL_THREADS 1
@@ -93,6 +95,7 @@ static void irc_pool_work(uint64_t w) {
 #if IRC_POOL_THREADS
 static void *irc_pool_worker(void *arg) {
   const int id = (int)(intptr_t)arg;
+  prctl(PR_SET_NAME, "irc-pool", 0, 0, 0); /* top -H, /proc/<pid>/task/<tid>/comm */
   uint32_t seen = atomic_load_explicit(&irc_pool.wake, memory_order_acquire);
   for (;;) {
     uint32_t now = atomic_load_explicit(&irc_pool.wake, memory_order_acquire);

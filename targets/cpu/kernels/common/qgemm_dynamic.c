@@ -16,8 +16,8 @@
 
    The dot products run u8 x s8 with vpdpbusd on AVX512-VNNI (an 8 row x 32 column tile of
    zmm accumulators), int16 pair sums (vpmaddwd) on AVX2 and AVX-512 without VNNI (2 rows x
-   16 columns of ymm), plain C otherwise; all exact in int32. Tiles are split across threads
-   when the product is big enough to pay for the fork. */
+   16 columns of ymm), plain C otherwise; all exact in int32. Tiles are split over the
+   library's pool (irc_parallel, pool.h) when the product is big enough to pay for it. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define IRC_DQ_FENCE(v) __asm__("" : "+x"(v))
@@ -36,6 +36,7 @@
 #endif
 
 #define IRC_DQ_PARALLEL_WORK 4000000.0 /* multiply-adds below which the GEMM stays on one thread */
+#define IRC_DQ_PART_WORK 250000.0    /* multiply-adds per part of a split GEMM (~2-3 us) */
 
 /* min and max of n floats, NaN if any is NaN (numpy's reductions). */
 static void irc_dq_minmax(const float *restrict x, long n, float *lo, float *hi) {
@@ -299,8 +300,36 @@ static void irc_dq_block(long mr, long nv, const irc_dq_q *q, long KP, long K4, 
                   y + r * N, N, n0 + 16 * v);
 }
 
+/* One part of the GEMM's tiles, run by the library's pool (irc_parallel, pool.h). */
+typedef struct {
+  const irc_dq_q *q;
+  const int8_t *w;
+  const int32_t *colsum;
+  const float *sp, *bias;
+  float *y;
+  long M, N, KP, K4, NB, mt, tiles, parts;
+  int32_t zp;
+} irc_dq_job;
+
+static void irc_dq_part(const void *ctx, long part) {
+  const irc_dq_job *j = (const irc_dq_job *)ctx;
+  long lo, hi;
+  irc_pool_range(part, j->parts, j->tiles, &lo, &hi);
+  for (long t = lo; t < hi; ++t) {
+    /* Column blocks outermost: a block's weights stay in cache while every row tile uses
+       them (the quantized rows are the smaller operand). */
+    const long m0 = (t % j->mt) * IRC_DQ_MR, nb = (t / j->mt) * IRC_DQ_NV;
+    const long mr = j->M - m0 < IRC_DQ_MR ? j->M - m0 : IRC_DQ_MR;
+    const long nv = j->NB - nb < IRC_DQ_NV ? j->NB - nb : IRC_DQ_NV;
+    irc_dq_block(mr, nv, j->q + m0 * j->KP, j->KP, j->K4, j->w, j->colsum, j->sp, j->bias, j->zp,
+                 j->y + m0 * j->N, j->N, nb);
+  }
+}
+
 /* y [M][N] = the dynamically quantized product of x [M][K] and the packed weights (see the
-   top of this file). scratch: M * KP * 2 bytes + 16 * NB floats, 64-byte aligned. */
+   top of this file). scratch: M * KP * 2 bytes + 16 * NB floats, 64-byte aligned. The tiles
+   split over the library's pool from IRC_DQ_PARALLEL_WORK multiply-adds on; each tile is
+   computed the same way on any split (bit-identical on any thread count). */
 static void irc_qgemm_dynamic(const float *restrict x, long M, long K, long N,
                               const int8_t *restrict w, const int32_t *restrict colsum,
                               const float *restrict w_scale, int per_column,
@@ -312,13 +341,9 @@ static void irc_qgemm_dynamic(const float *restrict x, long M, long K, long N,
   const float scale = irc_dq_quantize(x, M, K, KP, q, &zp);
   for (long n = 0; n < NB * 16; ++n) sp[n] = n < N ? scale * w_scale[per_column ? n : 0] : 0.0f;
   const long mt = (M + IRC_DQ_MR - 1) / IRC_DQ_MR, nt = (NB + IRC_DQ_NV - 1) / IRC_DQ_NV;
-  IRC_PARFOR(schedule(static) if ((double)M * N * K >= IRC_DQ_PARALLEL_WORK && mt * nt > 1))
-  for (long t = 0; t < mt * nt; ++t) {
-    /* Column blocks outermost: a block's weights stay in cache while every row tile uses
-       them (the quantized rows are the smaller operand). */
-    const long m0 = (t % mt) * IRC_DQ_MR, nb = (t / mt) * IRC_DQ_NV;
-    const long mr = M - m0 < IRC_DQ_MR ? M - m0 : IRC_DQ_MR;
-    const long nv = NB - nb < IRC_DQ_NV ? NB - nb : IRC_DQ_NV;
-    irc_dq_block(mr, nv, q + m0 * KP, KP, K4, w, colsum, sp, bias, zp, y + m0 * N, N, nb);
-  }
+  const double work = (double)M * N * K;
+  const int threads = work >= IRC_DQ_PARALLEL_WORK ? irc_nthreads() : 1;
+  irc_dq_job job = {q, w, colsum, sp, bias, y, M, N, KP, K4, NB, mt, mt * nt, 1, zp};
+  job.parts = irc_pool_parts(job.tiles, work, IRC_DQ_PART_WORK, threads);
+  irc_parallel(irc_dq_part, &job, job.parts, threads);
 }
