@@ -90,6 +90,54 @@ def compile_irc(path: Path, cache: Path, profile: bool = False) -> tuple[Any, li
     return model, libraries
 
 
+_SAVE_BASELINE = """
+import sys, warnings
+import numpy as np
+import irc
+path, out, shapes = sys.argv[1], sys.argv[2], np.load(sys.argv[3])
+shapes = {k: v.shape for k, v in shapes.items()} or None
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    irc.compile(path, targets=["cpu", "reference"], input_shapes=shapes).save(out)
+"""
+
+
+def compile_baseline(path: Path, tree: Path, cache: Path) -> tuple[Any, list[Any]]:
+    """`path` compiled by the irc of another checkout `tree` (a git worktree of an older
+    commit: `irc/targets`, `irc/dialects`, `irc/passes` must be links to its `targets`,
+    `dialects`, `passes`, the editable install's package layout), in a child process that
+    saves the artifact; loaded here with its own build cache `cache` (`irc.load`: its C, the
+    older kernels included, built as it is). Returns the model and its C libraries, as
+    `compile_irc` does, so that both run interleaved in one process (A/B on a shared
+    machine)."""
+    import ctypes
+    import subprocess
+
+    import numpy as np
+
+    import irc
+
+    inputs = load_inputs(path.parent)
+    shapes = inputs if path.suffix == ".onnx" else {}
+    artifact = cache / "baseline.irc.mlir"
+    np.savez(cache / "shapes.npz", **{k: np.empty(v.shape, np.uint8) for k, v in shapes.items()})
+    env = dict(os.environ, PYTHONPATH=str(tree), IRC_CACHE_DIR=str(cache))
+    code = [sys.executable, "-c", _SAVE_BASELINE, str(path), str(artifact)]
+    subprocess.run([*code, str(cache / "shapes.npz")], env=env, check=True, cwd=tree)
+    saved = os.environ.get("IRC_CACHE_DIR")
+    os.environ["IRC_CACHE_DIR"] = str(cache)
+    try:
+        model = irc.load(artifact)
+        model.run(inputs)  # every library built and loaded
+    finally:
+        if saved is None:
+            del os.environ["IRC_CACHE_DIR"]
+        else:
+            os.environ["IRC_CACHE_DIR"] = saved
+    libraries = [ctypes.CDLL(str(so)) for so in sorted(cache.glob("cpu/*.so"))]
+    return model, libraries
+
+
 def set_threads(libraries: list[Any], threads: int) -> None:
     for library in libraries:
         library.irc_set_threads(threads)
@@ -134,15 +182,28 @@ RUNS_PER_TURN = 2
 
 
 def interleaved(
-    path: Path, thread_counts: Sequence[int], repeat: int, warmup: int
+    path: Path,
+    thread_counts: Sequence[int],
+    repeat: int,
+    warmup: int,
+    baseline: Path | None = None,
 ) -> dict[int, dict[str, float | str]]:
-    """Median ms of irc, ort and tflite per thread count, measured round by round in turn."""
+    """Median ms of irc, ort and tflite (and "base": irc of the `baseline` checkout) per
+    thread count, measured round by round in turn."""
     inputs = load_inputs(path.parent)
-    with tempfile.TemporaryDirectory(prefix="irc-bench-cache-") as cache:
+    with (
+        tempfile.TemporaryDirectory(prefix="irc-bench-cache-") as cache,
+        tempfile.TemporaryDirectory(prefix="irc-bench-base-") as base_cache,
+    ):
         model, libraries = compile_irc(path, Path(cache))
+        if baseline is not None:
+            base_model, base_libraries = compile_baseline(path, baseline, Path(base_cache))
+            libraries = libraries + base_libraries
         runners: dict[tuple[int, str], Callable[[], object] | str] = {}
         for threads in thread_counts:
             runners[threads, "irc"] = lambda: model.run(inputs)
+            if baseline is not None:
+                runners[threads, "base"] = lambda: base_model.run(inputs)
             for kind in ("ort", "tflite"):
                 runners[threads, kind] = peer_runner(path, kind, threads)
         samples: dict[tuple[int, str], list[float]] = {key: [] for key in runners}
@@ -365,6 +426,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--top", type=int, default=8, help="slowest kernels listed per run")
     parser.add_argument("--no-kernels", action="store_true", help="skip the kernel profiles")
+    parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        default=None,
+        help="also run the model as compiled by the irc of this checkout (a git worktree of "
+        "an older commit whose irc/ links targets, dialects, passes), interleaved: irc/base",
+    )
     args = parser.parse_args(argv)
 
     from irc.targets.cpu import isa
@@ -415,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             continue
         try:
             cold, cached = compile_times(path)
-            times = interleaved(path, args.threads, args.repeat, args.warmup)
+            times = interleaved(path, args.threads, args.repeat, args.warmup, args.baseline_tree)
         except Exception as exc:
             print(f"{name:28} irc failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
             continue
@@ -423,7 +491,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             row = times[threads]
             irc_ms = row["irc"]
             assert isinstance(irc_ms, float)
-            peers = [v for k, v in row.items() if k != "irc" and isinstance(v, float)]
+            peers = [v for k, v in row.items() if k not in ("irc", "base") and isinstance(v, float)]
             best = min(peers) if peers else NOT_APPLICABLE
             print(
                 f"{name:28} {threads:3} {fmt_ms(irc_ms)} {fmt_ms(row['ort'])} "
@@ -432,6 +500,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{cold:7.2f} {cached:8.2f}",
                 flush=True,
             )
+            if "base" in row:
+                base_ms = row["base"]
+                assert isinstance(base_ms, float)
+                print(
+                    f"{'':28} {threads:3} base {fmt_ms(base_ms)}: irc/base "
+                    f"{ratio(irc_ms, base_ms)}, base/best {ratio(base_ms, best)}",
+                    flush=True,
+                )
         if not args.no_kernels:
             found = kernel_profiles(path, args.threads, args.repeat, args.warmup)
             profiles += [(name, threads, found[threads]) for threads in args.threads]
