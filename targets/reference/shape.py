@@ -220,7 +220,8 @@ def _lerp(x: np.ndarray, axis: int, taps: tuple[np.ndarray, ...]) -> np.ndarray:
     shape[axis] = weight.size
     w = weight.reshape(shape).astype(x.dtype, copy=False)
     a, b = np.take(x, low, axis=axis), np.take(x, high, axis=axis)
-    return a + (b - a) * w
+    with np.errstate(all="ignore"):  # inf - inf and inf * 0 are NaN, as in C; no warning
+        return a + (b - a) * w
 
 
 @kernel(nn.ResizeOp, quantized=True)
