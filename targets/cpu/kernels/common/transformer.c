@@ -185,24 +185,28 @@ static void irc_layer_norm(const float *restrict x, const float *restrict g,
   irc_parallel(irc_layer_norm_part, &a, a.parts, threads);
 }
 
-/* y = x * sigmoid(x) = x / (1 + exp(-x)) on n elements. */
+/* SiLU on IRC_VL lanes: x * sigmoid(x) = x / (1 + exp(-x)). */
+IRC_INLINE irc_vf irc_vf_silu(irc_vf v) { return v / (1.0f + irc_vf_exp(-v)); }
+
 static void irc_silu_part(const void *ctx, long part) {
   const irc_unary_args *a = (const irc_unary_args *)ctx;
   long i0, i1;
   irc_pool_range(part, a->parts, a->vectors, &i0, &i1);
-  for (long i = i0; i < i1; ++i) {
-    const irc_vf v = *(const irc_vfu *)(a->x + i * IRC_VL);
-    *(irc_vfu *)(a->y + i * IRC_VL) = v / (1.0f + irc_vf_exp(-v));
-  }
+  for (long i = i0; i < i1; ++i)
+    *(irc_vfu *)(a->y + i * IRC_VL) = irc_vf_silu(*(const irc_vfu *)(a->x + i * IRC_VL));
 }
 
+/* y = silu(x) on n elements (vectors, then one partial vector). */
 static void irc_silu(const float *restrict x, float *restrict y, long n) {
   const long vectors = n / IRC_VL;
   const int threads = n > 131072 ? irc_nthreads() : 1;
   const irc_unary_args a = {x, y, vectors,
                             irc_pool_parts(vectors, (double)n, IRC_UNARY_PART, threads), 0};
   irc_parallel(irc_silu_part, &a, a.parts, threads);
-  for (long k = vectors * IRC_VL; k < n; ++k) y[k] = x[k] / (1.0f + expf(-x[k]));
+  const long rest = n - vectors * IRC_VL;
+  if (rest) /* one partial vector (as gelu): an element's bits do not depend on IRC_VL */
+    irc_vf_store_n(y + vectors * IRC_VL,
+                   irc_vf_silu(irc_vf_load_n(x + vectors * IRC_VL, (int)rest)), (int)rest);
 }
 
 /* Scaled dot-product attention: per batch (head) b, o[b] = softmax(scale * q[b] @ k[b]^T +
