@@ -10,7 +10,8 @@ generic profile); the cases cover
 odd channel counts (tails of 4, 16 and 32), 1x1 convolutions flattened to one row, strides,
 dilations, asymmetric padding, int8 and uint8 storage, zero points, per-tensor and
 per-channel scales, a left-shifting rescale (scale ratio > 1) and one without a right shift
-(ratio in [0.5, 1)), narrower fused activations
+(ratio in [0.5, 1)), tiles too deep for the conv kernel's input buffer, narrower fused
+activations
 (clip), fully connected layers with one or several rows, and adds with scalar tails and
 a size split across threads.
 """
@@ -173,6 +174,10 @@ CASES: list[Case | AddCase] = [
     Case("dw5x3_pairs_extreme", (1, 6, 6, 16), 16, (5, 3), depthwise=True, extreme=True,
          out_scale=4.0, zp_in=5),
     Case("fc_one_row", (1, 70), 33, zp_in=-9, fc=True),
+    # tiles deeper than the kernel's input buffer: the unbuffered loop (AVX2 runs it on
+    # 8-lane slices, the generic profile on 4-lane ones)
+    Case("pw_unbuffered_k2052", (1, 1, 9, 2052), 20, zp_in=-3, zp_out=5),
+    Case("conv3x3_unbuffered_k460", (1, 3, 4, 460), 18, (3, 3), zp_in=4, act="relu"),
     Case("fc_rows", (9, 24), 10, zp_in=4, fc=True, bias=False, act="relu"),
     AddCase("add_odd", (3, 5, 7)),
     AddCase("add_relu6_threads", (1, 64, 64, 20), act="relu6"),

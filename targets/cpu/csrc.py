@@ -228,6 +228,29 @@ IRC_INLINE irc_vi32 irc_dot4(irc_vi32 acc, uint32_t a, irc_vi32 w) {
    intrinsics off for the portable C path). */
 int irc_have_vnni(void) { return IRC_HAVE_VNNI; }
 
+/* The int32 lanes of the ISA's native vector (IRC_QLANES: 16 with AVX-512 or VNNI, 8 with
+   AVX2, 4 on SSE2 / NEON) and irc_dot4's portable form on them: the fused conv's portable
+   tile (IRC_QCONV_SLICES) accumulates slices of that many channels in registers, where a
+   tile of 16-lane vectors would be split by the compiler into 2 or 4 pieces per operation
+   and spilled (an MR 8 x 32-channel tile: 64 xmm values in 16 registers), costing seconds of
+   compile time per kernel instance. */
+#if IRC_HAVE_VNNI || (defined(__AVX512F__) && !defined(IRC_PORTABLE))
+#define IRC_QLANES 16
+#elif defined(__AVX2__) && !defined(IRC_PORTABLE)
+#define IRC_QLANES 8
+#else
+#define IRC_QLANES 4
+#endif
+typedef int32_t irc_viq __attribute__((vector_size(4 * IRC_QLANES)));
+typedef uint32_t irc_vuq __attribute__((vector_size(4 * IRC_QLANES)));
+IRC_INLINE irc_viq irc_dot4q(irc_viq acc, uint32_t a, irc_viq w) {
+  const irc_vuq u = (irc_vuq)w;
+  const irc_viq w0 = (irc_viq)(u << 24) >> 24, w1 = (irc_viq)(u << 16) >> 24;
+  const irc_viq w2 = (irc_viq)(u << 8) >> 24, w3 = w >> 24;
+  return acc + (int32_t)(a & 255u) * w0 + (int32_t)((a >> 8) & 255u) * w1 +
+         (int32_t)((a >> 16) & 255u) * w2 + (int32_t)(a >> 24) * w3;
+}
+
 /* Requantization of 16 int32 lanes (16 consecutive channels) to bytes, exactly irc_mbqm:
    `q` holds the block's parameters as int64 in even/odd lane order (q[0..7] multipliers of
    channels 0, 2, .., 14, q[8..15] of 1, 3, .., 15; then the same for `a` (left shift) and
@@ -480,6 +503,39 @@ static long irc_qconv_chunks(long tasks, double work) {
   n = n < 8 ? 8 : (n > IRC_QCONV_CHUNKS ? IRC_QCONV_CHUNKS : n);
   return tasks < n ? tasks : n;
 }
+/* IRC_QCONV's tile on vectors of IRC_QLANES channels (no VNNI, below AVX-512): the
+   tile's channels in slices of IRC_QLANES, each slice's MR accumulators in registers over
+   all taps, then stored into its lanes of acc[p][v]; the int32 sums are the same. */
+#define IRC_QCONV_SLICES(MR, NV)                                                             \
+  for (int s = 0; s < (NV) * 16 / IRC_QLANES; ++s) {                                         \
+    const long sc = (long)s * IRC_QLANES; /* the slice's first channel in the block */       \
+    irc_viq an[MR], bq;                                                                      \
+    __builtin_memcpy(&bq, bias + b * NB + sc, sizeof bq);                                    \
+    for (int p = 0; p < (MR); ++p) an[p] = bq;                                               \
+    if (buffered)                                                                            \
+      for (long k = 0; k < KH * KW * C4; ++k) {                                              \
+        irc_viq wq;                                                                          \
+        __builtin_memcpy(&wq, wb + (k * NB + sc) * 4, sizeof wq);                            \
+        for (int p = 0; p < (MR); ++p) an[p] = irc_dot4q(an[p], xb[k * (MR) + p], wq);       \
+      }                                                                                      \
+    else                                                                                     \
+      for (int kh = 0; kh < KH; ++kh)                                                        \
+        for (int kw = 0; kw < KW; ++kw) {                                                    \
+          const long off = ((long)kh * DH * Wp + (long)kw * DW) * Cs;                        \
+          const int8_t *restrict wp = wb + ((long)kh * KW + kw) * C4 * NB * 4;               \
+          for (long c4 = 0; c4 < C4; ++c4) {                                                 \
+            irc_viq wq;                                                                      \
+            __builtin_memcpy(&wq, wp + (c4 * NB + sc) * 4, sizeof wq);                       \
+            for (int p = 0; p < (MR); ++p) {                                                 \
+              uint32_t a;                                                                    \
+              __builtin_memcpy(&a, xp[p] + off + c4 * 4, 4);                                 \
+              an[p] = irc_dot4q(an[p], a ^ flip, wq);                                        \
+            }                                                                                \
+          }                                                                                  \
+        }                                                                                    \
+    for (int p = 0; p < (MR); ++p)                                                           \
+      __builtin_memcpy((int32_t *)&acc[p][sc / 16] + sc % 16, &an[p], sizeof an[p]);         \
+  }
 #define IRC_QCONV(NAME, MR, NV, MODEC)                                                       \
   typedef struct {                                                                           \
     const uint8_t *x;                                                                        \
@@ -561,6 +617,8 @@ static long irc_qconv_chunks(long tasks, double work) {
                                        KH * KW * C4, (MODEC) == 0,                           \
                                        q + b * (NV) * IRC_RQ_BLOCK, zp, lo, hi,              \
                                        y + (r * OW + ow0) * OC, OW - ow0, OC, b * NB);       \
+        else if (IRC_QLANES < 16) /* slices of native vectors (IRC_QLANES) */               \
+          IRC_QCONV_SLICES(MR, NV)                                                           \
         else {                                                                               \
           for (int v = 0; v < (NV); ++v) {                                                   \
             irc_vi32 bv;                                                                     \
@@ -859,14 +917,28 @@ IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4
     + kernel_file("x86_64_avx2/dwq.h")
     + r"""
 #else
+/* The portable dot products (4 bytes per lane, column and weights alike) on native vectors:
+   the 16 lanes as 16 / IRC_QLANES slices in a loop the compiler keeps (unrolled, the 16-lane
+   form made 4 pixels x 3 taps x 4 slices of code per kernel instance: ~10,000 instructions
+   on SSE2). */
 IRC_INLINE irc_vi32 irc_dwq_dot(irc_vi32 acc, const uint8_t *restrict col, irc_vi32 w) {
-  irc_vu32 a;
-  __builtin_memcpy(&a, col, 64);
-  const irc_vu32 u = (irc_vu32)w;
-  const irc_vi32 w0 = (irc_vi32)(u << 24) >> 24, w1 = (irc_vi32)(u << 16) >> 24;
-  const irc_vi32 w2 = (irc_vi32)(u << 8) >> 24, w3 = w >> 24;
-  return acc + (irc_vi32)(a & 255u) * w0 + (irc_vi32)((a >> 8) & 255u) * w1 +
-         (irc_vi32)((a >> 16) & 255u) * w2 + (irc_vi32)(a >> 24) * w3;
+  int32_t *restrict r = (int32_t *)&acc;
+  const int32_t *restrict ws = (const int32_t *)&w;
+#pragma GCC unroll 1
+  for (int h = 0; h < 16; h += IRC_QLANES) {
+    irc_viq sum, wq;
+    irc_vuq a;
+    __builtin_memcpy(&sum, r + h, sizeof sum);
+    __builtin_memcpy(&wq, ws + h, sizeof wq);
+    __builtin_memcpy(&a, col + 4 * h, sizeof a);
+    const irc_vuq u = (irc_vuq)wq;
+    const irc_viq w0 = (irc_viq)(u << 24) >> 24, w1 = (irc_viq)(u << 16) >> 24;
+    const irc_viq w2 = (irc_viq)(u << 8) >> 24, w3 = wq >> 24;
+    sum += (irc_viq)(a & 255u) * w0 + (irc_viq)((a >> 8) & 255u) * w1 +
+           (irc_viq)((a >> 16) & 255u) * w2 + (irc_viq)(a >> 24) * w3;
+    __builtin_memcpy(r + h, &sum, sizeof sum);
+  }
+  return acc;
 }
 
 IRC_INLINE void irc_dwq_columns(uint8_t *restrict dst, const uint8_t *const rp[4],
