@@ -1,14 +1,18 @@
 /* irc CPU kernels: the thread pool of the parallel kernels (irc_parallel), float and int8.
 
    irc_parallel(fn, ctx, total, threads) runs fn(ctx, i) for i = 0 .. total - 1 on up to
-   `threads` threads: the caller and pool workers claim indices one at a time from one atomic
-   word (generation, total, next index), so whoever runs does the work, and the caller waits
-   only for the indices that a worker has claimed and not finished. A worker that the OS has
-   not scheduled (a shared, loaded machine) therefore never holds the caller back: the caller
-   takes every index itself. An OpenMP loop instead waits at its closing barrier for every
-   thread of the team to arrive, and a thread bound to a busy core can take a whole scheduler
-   time slice to do so; with ~50 parallel loops in a CNN's run that made two threads slower
-   than one on a loaded machine.
+   `threads` threads: the indices are dealt in contiguous ranges, one per thread (the caller
+   and the pool's workers); each takes its own indices one at a time from the front of its
+   range, then takes what is left of the others' ranges from their backs. So whoever runs
+   does the work, and the caller waits only for the indices that a worker has taken and not
+   finished. A worker that the OS has not scheduled (a shared, loaded machine) therefore
+   never holds the caller back: the caller takes every index itself. An OpenMP loop instead
+   waits at its closing barrier for every thread of the team to arrive, and a thread bound
+   to a busy core can take a whole scheduler time slice to do so; with ~50 parallel loops
+   in a CNN's run that made two threads slower than one on a loaded machine. Which thread
+   runs an index never changes what it computes: the kernels' indices (parts) depend on
+   the thread count only through irc_pool_parts, and their values on nothing of it
+   (tests/test_cpu_split_determinism.py).
 
    Workers are created on the first parallel call (named "irc-pool"). Inside a run
    (between the generated entry function's irc_pool_run_begin and irc_pool_run_end) a worker
@@ -45,24 +49,50 @@
 #ifndef IRC_POOL_RUN_SPIN_NS
 #define IRC_POOL_RUN_SPIN_NS 20000
 #endif
+/* A worker's spin after irc_pool_run_begin woke it, until the run's first job: the serial
+   kernels before a run's first parallel one (input quantization, pads) can outlast
+   IRC_POOL_RUN_SPIN_NS, and a worker back asleep then costs that job a second wake-up
+   (tens of microseconds before the worker runs). The spin ends with the run in any case. */
+#ifndef IRC_POOL_FIRST_SPIN_NS
+#define IRC_POOL_FIRST_SPIN_NS 200000
+#endif
+
+/* The caller's spin for indices that workers took and have not finished, before it sleeps
+   on the futex `done` until they have: a worker preempted while it holds an index then
+   does not keep this core spinning (the scheduler may move the worker onto it). */
+#ifndef IRC_POOL_WAIT_SPIN_NS
+#define IRC_POOL_WAIT_SPIN_NS 50000
+#endif
 
 typedef void (*irc_task_fn)(const void *ctx, long i);
 
 static struct {
-  /* The claim word and the completion count on cache lines of their own: every claim and
-     every finished index moves one line between the cores. */
-  _Alignas(64) _Atomic uint64_t next; /* generation << 32 | total << 16 | next index */
-  _Alignas(64) _Atomic long done;     /* indices of the current generation finished */
+  /* The job word and the completion count on cache lines of their own. */
+  _Alignas(64) _Atomic uint64_t job;  /* generation << 32 | total << 16 | slots */
+  _Alignas(64) _Atomic uint32_t done; /* indices of the current generation finished (futex) */
+  _Atomic int caller_sleeps;          /* the caller waits for `done` on the futex */
   _Alignas(64) _Atomic uint32_t wake; /* futex word: bumped for each job */
   _Atomic int sleepers;     /* workers blocked on `wake` */
   _Atomic int busy;         /* a caller owns the pool */
-  _Atomic int participants; /* workers that may take part in the current job */
   _Atomic int running;      /* entry-function runs in progress (irc_pool_run_begin/end) */
+  _Atomic int first;        /* a run woke the workers and has not started a job yet */
   irc_task_fn fn;
   const void *ctx;
   int workers;
   pthread_mutex_t start;
 } irc_pool = {.start = PTHREAD_MUTEX_INITIALIZER};
+
+/* The indices of a job, dealt in contiguous ranges, one per thread that may take part (slot
+   0 the caller's, slot k worker k - 1's), each on a cache line of its own: generation << 32
+   | next << 16 | end. A thread takes its own indices from the front, then those left in the
+   other ranges from the back (one compare-and-swap each: the generation makes a stale
+   thread's swap fail). So a claim normally touches a line only its own core uses (one
+   shared claim word moved between the cores on every index: ~0.2-0.3 us each, ~1000
+   indices per MobileNetV2 run), and a thread that the OS does not run still holds none
+   of its indices back. */
+static struct {
+  _Alignas(64) _Atomic uint64_t range;
+} irc_pool_slots[IRC_POOL_MAX_WORKERS + 1];
 
 IRC_INLINE void irc_pool_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -78,18 +108,52 @@ static long irc_pool_ns(void) {
   return (long)t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
-/* Claim and run indices of the generation whose word is `w` until none is left. */
-static void irc_pool_work(uint64_t w) {
-  const uint32_t gen = (uint32_t)(w >> 32);
+#if IRC_POOL_THREADS
+static void irc_pool_wake_caller(void) {
+  syscall(SYS_futex, &irc_pool.done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+#else
+static void irc_pool_wake_caller(void) {}
+#endif
+
+/* An index of slot `slot`'s range in generation `gen` (its front, or its back for a thief)
+   into *index; 0 when none is left. */
+IRC_INLINE int irc_pool_take(int slot, uint32_t gen, int back, long *index) {
+  _Atomic uint64_t *range = &irc_pool_slots[slot].range;
+  uint64_t w = atomic_load_explicit(range, memory_order_acquire);
   for (;;) {
-    if ((uint32_t)(w >> 32) != gen || (w & 0xffff) >= ((w >> 16) & 0xffff)) return;
-    if (atomic_compare_exchange_weak_explicit(&irc_pool.next, &w, w + 1, memory_order_acq_rel,
+    const uint32_t lo = (uint32_t)(w >> 16) & 0xffff, hi = (uint32_t)w & 0xffff;
+    if ((uint32_t)(w >> 32) != gen || lo >= hi) return 0;
+    const uint64_t taken = back ? w - 1 : w + ((uint64_t)1 << 16);
+    if (atomic_compare_exchange_weak_explicit(range, &w, taken, memory_order_acq_rel,
                                               memory_order_acquire)) {
-      irc_pool.fn(irc_pool.ctx, (long)(w & 0xffff));
-      atomic_fetch_add_explicit(&irc_pool.done, 1, memory_order_release);
-      w = atomic_load_explicit(&irc_pool.next, memory_order_acquire);
+      *index = back ? (long)hi - 1 : (long)lo;
+      return 1;
     }
   }
+}
+
+/* Run the indices of the job whose word is `job` as slot `self`: its own range, then what
+   is left of the others; then count them done (one atomic add per thread and job). */
+static void irc_pool_work(uint64_t job, int self) {
+  const uint32_t gen = (uint32_t)(job >> 32), total = (uint32_t)(job >> 16) & 0xffff;
+  const int slots = (int)(job & 0xffff);
+  uint32_t count = 0;
+  long i;
+  while (irc_pool_take(self, gen, 0, &i)) {
+    irc_pool.fn(irc_pool.ctx, i);
+    ++count;
+  }
+  for (int k = 1; k < slots; ++k) {
+    const int victim = (self + k) % slots;
+    while (irc_pool_take(victim, gen, 1, &i)) {
+      irc_pool.fn(irc_pool.ctx, i);
+      ++count;
+    }
+  }
+  if (count && atomic_fetch_add(&irc_pool.done, count) + count == total &&
+      atomic_load(&irc_pool.caller_sleeps))
+    irc_pool_wake_caller();
 }
 
 #if IRC_POOL_THREADS
@@ -100,7 +164,10 @@ static void *irc_pool_worker(void *arg) {
   for (;;) {
     uint32_t now = atomic_load_explicit(&irc_pool.wake, memory_order_acquire);
     if (now == seen) {
-      const long until = irc_pool_ns() + IRC_POOL_RUN_SPIN_NS;
+      const long until =
+          irc_pool_ns() + (atomic_load_explicit(&irc_pool.first, memory_order_relaxed)
+                               ? IRC_POOL_FIRST_SPIN_NS
+                               : IRC_POOL_RUN_SPIN_NS);
       for (int spins = 0; now == seen; ++spins) {
         irc_pool_relax();
         /* Sleep once no run is in progress, or after the spin inside one. */
@@ -117,8 +184,8 @@ static void *irc_pool_worker(void *arg) {
       if (now == seen) continue;
     }
     seen = now;
-    if (id < atomic_load_explicit(&irc_pool.participants, memory_order_relaxed))
-      irc_pool_work(atomic_load_explicit(&irc_pool.next, memory_order_acquire));
+    const uint64_t job = atomic_load_explicit(&irc_pool.job, memory_order_acquire);
+    if (id + 1 < (int)(job & 0xffff)) irc_pool_work(job, id + 1);
   }
   return NULL;
 }
@@ -159,9 +226,9 @@ static int irc_default_threads(void) {
 static void irc_pool_after_fork(void) {
   irc_pool.workers = 0;
   atomic_store(&irc_pool.sleepers, 0);
-  atomic_store(&irc_pool.participants, 0);
   atomic_store(&irc_pool.busy, 0);
   atomic_store(&irc_pool.running, 0);
+  atomic_store(&irc_pool.first, 0);
   pthread_mutex_init(&irc_pool.start, NULL);
 }
 static pthread_once_t irc_pool_fork_once = PTHREAD_ONCE_INIT;
@@ -181,12 +248,14 @@ IRC_INLINE void irc_pool_run_begin(void) {
 #if IRC_POOL_THREADS
   if (irc_pool.workers > 0 && atomic_load_explicit(&irc_pool.sleepers, memory_order_relaxed) > 0 &&
       irc_nthreads() > 1 && atomic_load_explicit(&irc_pool.busy, memory_order_relaxed) == 0) {
+    atomic_store_explicit(&irc_pool.first, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&irc_pool.wake, 1, memory_order_release);
     syscall(SYS_futex, &irc_pool.wake, FUTEX_WAKE_PRIVATE, irc_nthreads() - 1, NULL, NULL, 0);
   }
 #endif
 }
 IRC_INLINE void irc_pool_run_end(void) {
+  atomic_store_explicit(&irc_pool.first, 0, memory_order_relaxed);
   atomic_fetch_sub_explicit(&irc_pool.running, 1, memory_order_relaxed);
 }
 
@@ -218,25 +287,43 @@ static void irc_parallel(irc_task_fn fn, const void *ctx, long total, int thread
     pthread_mutex_unlock(&irc_pool.start);
   }
 #endif
+  atomic_store_explicit(&irc_pool.first, 0, memory_order_relaxed);
   irc_pool.fn = fn;
   irc_pool.ctx = ctx;
-  atomic_store_explicit(&irc_pool.participants, want, memory_order_relaxed);
   atomic_store_explicit(&irc_pool.done, 0, memory_order_relaxed);
-  const uint64_t gen = (atomic_load_explicit(&irc_pool.next, memory_order_relaxed) >> 32) + 1;
-  const uint64_t w = (gen & 0xffffffffu) << 32 | (uint64_t)total << 16;
-  atomic_store_explicit(&irc_pool.next, w, memory_order_release);
+  const uint64_t gen = (atomic_load_explicit(&irc_pool.job, memory_order_relaxed) >> 32) + 1;
+  const uint64_t g = (gen & 0xffffffffu) << 32;
+  const int slots = (irc_pool.workers < want ? irc_pool.workers : want) + 1;
+  for (int k = 0; k < slots; ++k) {
+    const uint64_t lo = (uint64_t)(k * total / slots), hi = (uint64_t)((k + 1) * total / slots);
+    atomic_store_explicit(&irc_pool_slots[k].range, g | lo << 16 | hi, memory_order_relaxed);
+  }
+  const uint64_t w = g | (uint64_t)total << 16 | (uint64_t)slots;
+  atomic_store_explicit(&irc_pool.job, w, memory_order_release);
   atomic_fetch_add_explicit(&irc_pool.wake, 1, memory_order_release);
 #if IRC_POOL_THREADS
   if (atomic_load(&irc_pool.sleepers) > 0)
     syscall(SYS_futex, &irc_pool.wake, FUTEX_WAKE_PRIVATE, IRC_POOL_MAX_WORKERS, NULL, NULL, 0);
 #endif
-  irc_pool_work(w);
+  irc_pool_work(w, 0);
+  /* Indices a worker claimed and has not finished: spin briefly (one part, normally), then
+     sleep until the last one finishes. A worker that the OS preempted while it held an
+     index then gets this core (an idle core pulls it), instead of waiting for the other
+     core's next time slice while this one spins or yields. */
+  const long until = irc_pool_ns() + IRC_POOL_WAIT_SPIN_NS;
   for (int spins = 0; atomic_load_explicit(&irc_pool.done, memory_order_acquire) < total;
        ++spins) {
-    if (spins < 4096)
-      irc_pool_relax();
-    else
-      sched_yield(); /* a claimed index runs on a preempted worker: let the OS run it */
+    irc_pool_relax();
+#if IRC_POOL_THREADS
+    if ((spins & 63) == 63 && irc_pool_ns() > until) {
+      atomic_store(&irc_pool.caller_sleeps, 1);
+      uint32_t d;
+      while ((d = atomic_load(&irc_pool.done)) < (uint32_t)total)
+        syscall(SYS_futex, &irc_pool.done, FUTEX_WAIT_PRIVATE, d, NULL, NULL, 0);
+      atomic_store(&irc_pool.caller_sleeps, 0);
+      break;
+    }
+#endif
   }
   atomic_store_explicit(&irc_pool.busy, 0, memory_order_release);
 }
@@ -245,11 +332,10 @@ static void irc_parallel(irc_task_fn fn, const void *ctx, long total, int thread
    elements (~1-2 us of one core for an elementwise op or a copy) or multiply-adds. */
 #define IRC_LOOP_PART_WORK 8192.0
 
-/* Ranges ("parts") of a kernel's `tasks` that the threads claim one at a time: about one per
+/* Ranges ("parts") of a kernel's `tasks` that the threads take one at a time: about one per
    `part_work` multiply-adds of the op's `work`, at least 4 per thread (a thread that the OS
    delays, or a part heavier than the others, then costs little), at most
-   IRC_POOL_MAX_PARTS (claiming, one atomic per part, stays negligible), at most one per
-   task; 1 on one thread. */
+   IRC_POOL_MAX_PARTS, at most one per task; 1 on one thread. */
 #define IRC_POOL_MAX_PARTS 256
 static long irc_pool_parts(long tasks, double work, double part_work, int threads) {
   if (threads <= 1 || tasks <= 1) return 1;

@@ -1,0 +1,131 @@
+"""The CPU kernels' thread pool (kernels/common/pool.h) on its own, through a small C library.
+
+`irc_parallel` deals a job's indices in contiguous ranges, one per thread, and a thread that
+has run its own range takes what is left of the others' from their backs. Checked here: every
+index runs exactly once, for totals below, at and above the thread count, on 1, 2, 3 and 16
+threads and over many jobs in a row (stale workers of an earlier job must not take an index
+of the next); a worker stalled inside an index holds back only that index (the caller takes
+the rest of the worker's range) and the caller waits for it asleep, not spinning; a nested
+call runs serially.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+
+import numpy as np
+import pytest
+from cpu_support import needs_compiler
+
+from irc.targets.cpu import csrc, toolchain
+
+pytestmark = [needs_compiler, pytest.mark.private_cache]
+
+SOURCE = r"""
+#include <stdint.h>
+#include <time.h>
+static __thread int irc_test_is_caller;
+static _Atomic int irc_test_counts[4096];
+static _Atomic long irc_test_by_caller;
+static _Atomic int irc_test_stalls;
+static long irc_test_stall_ms;
+
+static void irc_test_count(const void *ctx, long i) {
+  (void)ctx;
+  atomic_fetch_add(&irc_test_counts[i], 1);
+  if (irc_test_is_caller) {
+    atomic_fetch_add(&irc_test_by_caller, 1);
+    if (irc_test_stall_ms > 0) { /* 0.2 ms asleep: the worker wakes meanwhile */
+      struct timespec t = {0, 200000L};
+      nanosleep(&t, NULL);
+    }
+  } else if (irc_test_stall_ms > 0 && atomic_fetch_add(&irc_test_stalls, 1) == 0) {
+    struct timespec t = {irc_test_stall_ms / 1000, (irc_test_stall_ms % 1000) * 1000000L};
+    nanosleep(&t, NULL); /* the first index a worker runs stalls it */
+  }
+}
+
+static void irc_test_nested(const void *ctx, long i) {
+  (void)ctx;
+  irc_parallel(irc_test_count, NULL, 3, irc_nthreads()); /* the pool is busy: serial */
+  atomic_fetch_add(&irc_test_counts[1000 + i], 1);
+}
+
+/* `jobs` jobs of `total` indices on `threads` threads, in one run; counts into `out`. */
+long irc_test_cover(long total, int threads, long jobs, long stall_ms, int nested, int *out) {
+  for (int i = 0; i < 4096; ++i) atomic_store(&irc_test_counts[i], 0);
+  atomic_store(&irc_test_by_caller, 0);
+  atomic_store(&irc_test_stalls, 0);
+  irc_test_stall_ms = stall_ms;
+  irc_test_is_caller = 1;
+  irc_set_threads(threads);
+  irc_pool_run_begin();
+  for (long j = 0; j < jobs; ++j)
+    irc_parallel(nested ? irc_test_nested : irc_test_count, NULL, total, threads);
+  irc_pool_run_end();
+  for (int i = 0; i < 4096; ++i) out[i] = atomic_load(&irc_test_counts[i]);
+  return atomic_load(&irc_test_by_caller);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def pool() -> ctypes.CDLL:
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    text = "\n".join(
+        [csrc.kernel_file("common/prelude.h"), csrc.kernel_file("common/pool.h"), SOURCE]
+    )
+    library = ctypes.CDLL(str(toolchain.build(text, chain).path))
+    library.irc_test_cover.restype = ctypes.c_long
+    library.irc_test_cover.argtypes = [
+        ctypes.c_long,
+        ctypes.c_int,
+        ctypes.c_long,
+        ctypes.c_long,
+        ctypes.c_int,
+        ctypes.c_void_p,
+    ]
+    return library
+
+
+def cover(
+    pool: ctypes.CDLL, total: int, threads: int, jobs: int, stall_ms: int = 0, nested: int = 0
+) -> tuple[np.ndarray, int]:
+    counts = np.zeros(4096, np.int32)
+    by_caller = pool.irc_test_cover(total, threads, jobs, stall_ms, nested, counts.ctypes.data)
+    return counts, by_caller
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 16])
+@pytest.mark.parametrize("total", [1, 2, 3, 17, 64, 255, 4000])
+def test_every_index_once_per_job(pool: ctypes.CDLL, threads: int, total: int) -> None:
+    jobs = 200 if total < 1000 else 5
+    counts, by_caller = cover(pool, total, threads, jobs)
+    np.testing.assert_array_equal(counts[:total], jobs)
+    assert not counts[total:].any()
+    if threads == 1 or total == 1:
+        assert by_caller == total * jobs  # no worker takes part
+
+
+def test_a_stalled_worker_holds_back_one_index_and_the_caller_sleeps(pool: ctypes.CDLL) -> None:
+    cover(pool, 64, 2, 20)  # the worker exists and is warm
+    total, stall_ms = 200, 300
+    wall, cpu = time.perf_counter(), time.process_time()
+    counts, by_caller = cover(pool, total, 2, 1, stall_ms=stall_ms)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    np.testing.assert_array_equal(counts[:total], 1)
+    # The worker ran at most the index it stalled in (none if the OS never ran it within
+    # the caller's 40 ms): the caller took every other one, its own range and the rest of
+    # the worker's.
+    assert by_caller >= total - 1
+    if by_caller == total - 1:  # the worker did stall: the caller waited ~260 ms asleep
+        assert wall >= stall_ms / 1000 * 0.9
+        assert cpu < 0.1 * wall, (cpu, wall)  # spinning (or sched_yield) would take ~all
+
+
+def test_a_nested_call_runs_serially(pool: ctypes.CDLL) -> None:
+    counts, _ = cover(pool, 16, 2, 10, nested=1)
+    assert counts[0] == counts[1] == counts[2] == 16 * 10
+    np.testing.assert_array_equal(counts[1000:1016], 10)
