@@ -9,7 +9,10 @@ yet in this process is then run once on zero-filled buffers, so that drivers tha
 kernels at their first enqueue (PoCL specialises every kernel for its local size there) do
 that work at load — at compile time — and not in the first real call; the build and that
 warm-up are steps (`irc.timing.step`) that a tool's progress display announces when they
-take over a second (`IRC_PROGRESS_DELAY`).
+take over a second (`IRC_PROGRESS_DELAY`). On PoCL, whose compiler works under one lock per
+process, a warm-up of `MIN_KERNELS` or more kernels of a program that took a while to build
+shares the kernels with a helper process (compile_helper.py) that goes from the back of the
+list while this process goes from the front; PoCL's kernel cache hands its kernels over.
 
 `execute(entry, args)` takes a free execution context, uploads numpy inputs without waiting
 (a device value of the same context is bound in place), enqueues every launch of the entry
@@ -46,6 +49,7 @@ import hashlib
 import os
 import re
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -73,8 +77,18 @@ from irc.targets.opencl.build import (
     OpenCLBuildError,
     OpenCLLoadError,
     build,
+    device_build_options,
     show_log,
 )
+from irc.targets.opencl.compile_helper import (
+    MAX_CONSTANT_BYTES,
+    MIN_KERNELS,
+    CompileHelper,
+    HelperLaunch,
+    Payload,
+    compile_from_both_ends,
+)
+from irc.targets.opencl.compile_helper import enabled as helper_enabled
 from irc.targets.opencl.device import Device, get_device
 from irc.targets.opencl.execution import (
     ContextPool,
@@ -106,6 +120,11 @@ __all__ = [
 BINARY_CACHE_ENV = "IRC_OPENCL_BINARY_CACHE"
 """`on`: save program binaries in irc's cache on every device; `off`: never; unset/`auto`:
 on every device but PoCL with its own kernel cache on."""
+
+
+HELPER_MIN_BUILD_SECONDS = 0.5
+"""A program built faster than this gets no compile helper (compile_helper.py): PoCL's cache
+knew it, or its kernels are few and small."""
 
 
 class OpenCLValue:
@@ -162,6 +181,8 @@ class BuiltProgram:
     """Nothing (more) to write to the disk cache."""
     log: str = ""
     """The driver's build log (empty when the program came from memory)."""
+    build_seconds: float = 0.0
+    """Wall seconds of the driver's build from source in this process (0: none)."""
 
 
 CACHE_NAMESPACE = "opencl"
@@ -174,6 +195,12 @@ def program_key(device: Device, source: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def pocl_kernel_cache_on(device: Device) -> bool:
+    """Whether `device` is PoCL's with its own kernel cache on (`POCL_KERNEL_CACHE`)."""
+    pocl = "portable computing language" in str(device.device.platform.name).lower()
+    return pocl and os.environ.get("POCL_KERNEL_CACHE", "1").strip() != "0"
+
+
 def saves_binaries(device: Device) -> bool:
     """Whether binaries go to irc's disk cache on `device` (`IRC_OPENCL_BINARY_CACHE`)."""
     choice = os.environ.get(BINARY_CACHE_ENV, "").strip().lower()
@@ -181,8 +208,7 @@ def saves_binaries(device: Device) -> bool:
         return True
     if choice in ("off", "0", "false", "no", "never"):
         return False
-    pocl = "portable computing language" in str(device.device.platform.name).lower()
-    return not (pocl and os.environ.get("POCL_KERNEL_CACHE", "1").strip() != "0")
+    return not pocl_kernel_cache_on(device)
 
 
 def _kernel_ops(source: str) -> dict[int, str]:
@@ -220,12 +246,14 @@ def _build_uncached(device: Device, source: str, key: str) -> BuiltProgram:
             else:
                 show_log(device, f"program {key[:12]} (cached binary)", log)
                 return BuiltProgram(program, key, True, True, log)
+    start = time.perf_counter()
     try:
         program, log = build(device, source=source)
     except BuildFailure as failure:
         raise _build_error(source, failure) from None
+    seconds = time.perf_counter() - start
     show_log(device, f"program {key[:12]} (source)", log)
-    return BuiltProgram(program, key, False, not keep_binary, log)
+    return BuiltProgram(program, key, False, not keep_binary, log, seconds)
 
 
 def build_program(device: Device, source: str) -> BuiltProgram:
@@ -243,7 +271,9 @@ def build_program(device: Device, source: str) -> BuiltProgram:
             owner = False
     if not owner:
         built = running.result()  # raises the builder's error
-        return BuiltProgram(built.program, key, True, key not in _unsaved, built.log)
+        return BuiltProgram(
+            built.program, key, True, key not in _unsaved, built.log, built.build_seconds
+        )
     try:
         built = _build_uncached(device, source, key)
     except BaseException as exc:
@@ -344,11 +374,14 @@ class LoadedOpenCLExecutable(LoadedExecutable):
         entries: dict[str, _Entry],
         constants: list,
         name: str = "",
+        source: str = "",
     ):
         self.device = device
         self.name = name
         """The executable's symbol name (profile rows)."""
         self.built = built
+        self.source = source
+        """The program's source (what a compile helper process builds)."""
         self._entries = entries
         self._constants = constants  # the kernels point at them
 
@@ -473,11 +506,104 @@ class LoadedOpenCLExecutable(LoadedExecutable):
             ],
         )
 
+    def _cold_launches(self) -> list[tuple[_Entry, int]]:
+        """(entry, launch index) of every launch signature (kernel, global and local size)
+        not run yet in this process, once each, in launch order."""
+        seen: set[tuple[str, tuple[int, ...], tuple[int, ...] | None]] = set()
+        out = []
+        with _programs_lock:
+            for entry in self._entries.values():
+                for i, launch in enumerate(entry.spec.launches):
+                    signature = (launch.name, launch.global_size, launch.local_size)
+                    warmed = (self.built.key, *signature) in _warmed
+                    if not warmed and signature not in seen:
+                        seen.add(signature)
+                        out.append((entry, i))
+        return out
+
+    def _helper_payload(
+        self, cold: list[tuple[_Entry, int]], contexts: dict[int, ExecutionContext]
+    ) -> Payload | None:
+        """What a compile helper process needs for `cold` (None: constants too large)."""
+        cl, queue = self.device.cl, self.device.queue
+        launches: list[HelperLaunch] = []
+        constants: dict[str, bytes] = {}
+        total = 0
+        for entry, i in cold:
+            launch = entry.spec.launches[i]
+            context = contexts[id(entry)]
+            buffers = {"b": context.planned, "in": dict(enumerate(context.inputs))}
+            buffers["out"] = dict(enumerate(context.outputs))
+            args: list[tuple[str, int]] = []
+            for kind, index in launch.args:
+                if kind == "c":
+                    key, buffer = f"c{index}", self._constants[index]
+                    if key not in constants:
+                        total += buffer.size
+                        if total > MAX_CONSTANT_BYTES:
+                            return None
+                        host = np.empty(buffer.size, np.uint8)
+                        cl.enqueue_copy(queue, host, buffer, is_blocking=True)
+                        constants[key] = host.tobytes()
+                else:
+                    key, buffer = f"{id(entry)}:{kind}{index}", buffers[kind][index]
+                args.append((key, int(buffer.size)))
+            launches.append(HelperLaunch(launch.name, launch.global_size, launch.local_size, args))
+        options = device_build_options(self.device)
+        return Payload(self.device.identity, self.source, options, launches, constants)
+
+    def _start_helper(
+        self, cold: list[tuple[_Entry, int]], contexts: dict[int, ExecutionContext]
+    ) -> CompileHelper | None:
+        """A helper process compiling from the back of `cold` (compile_helper.py), where it
+        pays: PoCL with its kernel cache on, `MIN_KERNELS` or more kernels, and a program
+        whose build took a while (a quick build means PoCL's cache knew the program, and
+        so its kernels)."""
+        if len(cold) < MIN_KERNELS or self.built.build_seconds < HELPER_MIN_BUILD_SECONDS:
+            return None
+        if not helper_enabled() or not pocl_kernel_cache_on(self.device):
+            return None
+        payload = self._helper_payload(cold, contexts)
+        if payload is None:
+            return None
+        try:
+            return CompileHelper(payload)
+        except OSError:  # no process to start: compile here
+            return None
+
     def warm_up(self) -> int:
         """Run every entry once on zero-filled buffers when some of its launches (kernel,
         global and local size) never ran in this process, so that the driver's compilation
-        at first enqueue happens now; returns how many entries ran."""
+        at first enqueue happens now; returns how many entries ran. On PoCL a helper process
+        compiles part of the kernels meanwhile (compile_helper.py)."""
         cl, queue = self.device.cl, self.device.queue
+        cold = self._cold_launches()
+        if not cold:
+            return 0
+        zero = np.zeros(1, np.uint8)
+        contexts: dict[int, ExecutionContext] = {}
+        pools: dict[int, ContextPool] = {}
+        for entry, _ in cold:
+            if id(entry) not in contexts:
+                contexts[id(entry)] = context = entry.pool.acquire()
+                pools[id(entry)] = entry.pool
+                for buffer in context.all_buffers():
+                    cl.enqueue_fill_buffer(queue, buffer, zero, 0, buffer.size)
+        try:
+            helper = self._start_helper(cold, contexts)
+            if helper is not None:
+
+                def compile_here(index: int) -> None:
+                    entry, i = cold[index]
+                    launch = entry.spec.launches[i]
+                    kernel = contexts[id(entry)].kernels[i]
+                    cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
+                    queue.finish()
+
+                compile_from_both_ends(helper, compile_here, len(cold))
+        finally:
+            for key, context in contexts.items():
+                pools[key].release(context)
         ran = 0
         for entry in self._entries.values():
             signatures = {
@@ -489,7 +615,6 @@ class LoadedOpenCLExecutable(LoadedExecutable):
                     continue
             context = entry.pool.acquire()
             try:
-                zero = np.zeros(1, np.uint8)
                 for buffer in context.all_buffers():
                     cl.enqueue_fill_buffer(queue, buffer, zero, 0, buffer.size)
                 for kernel, launch in zip(context.kernels, entry.spec.launches, strict=True):
@@ -648,7 +773,7 @@ class OpenCLRuntime(TargetRuntime):
                 _fit_local_sizes(device, spec, first)
                 pool.release(first)
                 entries[func.sym_name.data] = _Entry(spec, pool)
-        loaded = LoadedOpenCLExecutable(device, built, entries, constants, name)
+        loaded = LoadedOpenCLExecutable(device, built, entries, constants, name, source)
         with step(f"opencl: compile kernels of @{name}"):
             loaded.warm_up()
             save_binary(device, built)
