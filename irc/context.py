@@ -88,8 +88,17 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """Passes registered under their DESIGN.md §6 names: irc's own (graph, quantization,
-    partitioning), then the targets' passes (`get_target_passes()`)."""
+    """Passes registered under their DESIGN.md §6 names: irc's own (`get_own_passes()`:
+    graph, quantization, partitioning), then the targets' passes (`get_target_passes()`)."""
+    passes = get_own_passes()
+    for name, factory in get_target_passes().items():
+        passes.setdefault(name, factory)
+    return passes
+
+
+def get_own_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """irc's own passes, as lazy factories; naming them imports no target (`irc-opt` needs
+    the targets' passes only when a pipeline names one, or to list them all)."""
 
     from irc.targets.base import PassTable
 
@@ -109,12 +118,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
             "outline-delegates": "irc.passes.outline_delegates:OutlineDelegatesPass",
         }
     )
-    passes: dict[str, Callable[[], type[ModulePass]]] = {
-        name: (lambda name=name: own[name]) for name in own
-    }
-    for name, factory in get_target_passes().items():
-        passes.setdefault(name, factory)
-    return passes
+    return {name: (lambda name=name: own[name]) for name in own}
 
 
 def get_target_passes() -> dict[str, Callable[[], type[ModulePass]]]:

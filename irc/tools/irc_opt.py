@@ -30,7 +30,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from io import BytesIO
 from itertools import accumulate
@@ -43,7 +43,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, Shrink
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from irc.context import get_all_dialects, get_all_passes
+from irc.context import get_all_dialects, get_all_passes, get_own_passes
 from irc.diagnostics import (
     Diagnostic,
     DiagnosticVerifier,
@@ -73,6 +73,53 @@ _STDIN_NAME = "<stdin>"
 
 class IrcOptError(Exception):
     """A failure of the invocation rather than of the IR: bad pipeline, unreadable input."""
+
+
+PassFactory = Callable[[], type[ModulePass]]
+
+
+class _PassTable(dict[str, PassFactory]):
+    """`name -> pass factory`: irc's own passes at once; the registered targets' passes
+    (discovering the targets imports them: numpy and every reference kernel, most of a
+    second) the first time a name outside irc's own is looked up or the table is iterated
+    (`in`, `[]`, `for`, `len`: what xDSL's driver and this one use). irc's own names win over
+    a target's, as in `irc.context.get_all_passes()`."""
+
+    def __init__(self, own: dict[str, PassFactory]) -> None:
+        super().__init__(own)
+        self._complete = False
+
+    def complete(self) -> None:
+        """Add the targets' passes (once); a bad `IRC_PLUGINS` spec is an `IrcOptError`."""
+        if self._complete:
+            return
+        from irc.targets import TargetError
+
+        try:
+            passes = get_all_passes()
+        except TargetError as exc:
+            raise IrcOptError(str(exc)) from None
+        self._complete = True
+        for name, factory in passes.items():
+            self.setdefault(name, factory)
+
+    def __contains__(self, name: object) -> bool:
+        if not super().__contains__(name):
+            self.complete()
+        return super().__contains__(name)
+
+    def __getitem__(self, name: str) -> PassFactory:
+        if not super().__contains__(name):
+            self.complete()
+        return super().__getitem__(name)
+
+    def __iter__(self) -> Iterator[str]:
+        self.complete()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self.complete()
+        return super().__len__()
 
 
 @dataclass
@@ -138,15 +185,15 @@ class IrcOptMain(xDSLOptMain):
         self.available_frontends["mlir"] = parse_mlir
 
     def register_all_passes(self) -> None:
-        """The passes of `irc.context.get_all_passes()` (the targets' passes included)."""
-        from irc.targets import TargetError
+        """The passes of `irc.context.get_all_passes()` (the targets' passes included), as a
+        `_PassTable`: the targets are imported only when a pipeline names a pass that is not
+        irc's own, or the passes are listed (with `IRC_PLUGINS` set, at once, so that a bad
+        spec is reported whatever the pipeline)."""
+        from irc.targets.base import PLUGINS_ENV  # imports no target
 
-        try:
-            passes = get_all_passes()
-        except TargetError as exc:  # a bad IRC_PLUGINS spec
-            raise IrcOptError(str(exc)) from None
-        for name, factory in passes.items():
-            self.register_pass(name, factory)
+        self.available_passes = _PassTable(get_own_passes())
+        if os.environ.get(PLUGINS_ENV, "").strip():
+            self.available_passes.complete()
 
     def register_all_targets(self) -> None:
         """`mlir` only (the `-t` default), printed with irc's unique-name printer; xdsl-opt's
@@ -166,7 +213,11 @@ class IrcOptMain(xDSLOptMain):
         # xDSL declares it a ClassVar but reads it from the instance: set for this one.
         version = version_line().replace("{", "{{").replace("}", "}}")
         self.version_format = version  # pyright: ignore[reportAttributeAccessIssue]
+        # xDSL lists every pass in the help of -p, which is replaced below: give it none, so
+        # that building the parser imports no target
+        passes, self.available_passes = self.available_passes, {}
         super().register_all_arguments(arg_parser)
+        self.available_passes = passes
         for action in arg_parser._actions:
             if action.dest == "passes":
                 action.help = (
