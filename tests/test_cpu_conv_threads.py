@@ -13,8 +13,11 @@ threads, both checked against the reference kernels (rtol 1e-4 / atol 1e-5), and
 runs and one on 16 threads (a 16-core host's split) must agree bit for bit (a split never
 changes the order of a sum, nor the code that computes an element); built for every
 other ISA profile this host runs (`IRC_CPU_ISA`: AVX2's 6 x 16 tiles on 8-lane vectors, the
-generic profile's portable C) it is checked once more on 2 threads, and so is the library
-built without OpenMP (the kernels split over the library's own pool either way).
+generic profile's portable C) it is checked once more on 2 threads. The last of those builds
+(or, on a host with one profile, a second build of it) is made without OpenMP (the kernels
+split over the library's own pool either way): it must give the same bits on 1 and 2
+threads, and those of the OpenMP build where the ISA is the same (one build fewer than a
+separate library without OpenMP: the family's C is compiled 3 times, not 4).
 """
 
 from __future__ import annotations
@@ -146,17 +149,27 @@ SPLIT_CASES = [
 CASES = TAIL_CASES + SPLIT_CASES
 
 Results = dict[str, list[tuple[np.ndarray, ...]]]
-"""case id -> (1-thread output, 2-thread output, 16-thread output, the output of the library
-built without OpenMP on 2 threads, then each other runnable ISA's output on 2 threads
-(`OTHER_ISAS`), reference) per output."""
+"""case id -> (1-thread output, 2-thread output, 16-thread output, the outputs of the library
+built without OpenMP (`PLAIN_ISA`) on 1 and 2 threads, then each other runnable ISA's output
+on 2 threads (`OTHER_ISAS`), reference) per output."""
 
-OTHER_ISAS = tuple(name for name in ("avx2", "generic") if name in RUNNABLE_ISAS[1:])
+_OTHERS = tuple(name for name in ("avx2", "generic") if name in RUNNABLE_ISAS[1:])
 """The float kernels differ in vector width only (AVX-512 with or without VNNI: the same)."""
 
+PLAIN_ISA = _OTHERS[-1] if _OTHERS else None
+"""The profile of the build without OpenMP: the last other profile, None for the host's own
+(then its bits must equal the OpenMP build's)."""
 
-def load_without_openmp(executable: delegate.ExecutableOp) -> LoadedCpuExecutable:
-    """The executable built without `-fopenmp` (a compiler without OpenMP): its kernels
-    still split over the library's own pool."""
+OTHER_ISAS = _OTHERS[:-1]
+"""The other profiles built with OpenMP."""
+
+
+def load_without_openmp(
+    executable: delegate.ExecutableOp, isa_name: str | None = None
+) -> LoadedCpuExecutable:
+    """The executable built without `-fopenmp` (a compiler without OpenMP) for the ISA
+    profile `isa_name` (None: the host's): its kernels still split over the library's own
+    pool."""
     chain = toolchain.probe().toolchain
     assert chain is not None
     plain = toolchain.Toolchain(
@@ -164,6 +177,8 @@ def load_without_openmp(executable: delegate.ExecutableOp) -> LoadedCpuExecutabl
     )
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(toolchain, "probe", lambda: toolchain.ProbeResult(plain))
+        if isa_name is not None:
+            return load_with_isa(executable, isa_name)
         return CpuRuntime().load(executable)
 
 
@@ -179,9 +194,10 @@ def results() -> Results:
         loaded.set_threads(threads)
         assert loaded.threads == threads
         runs.append(list(loaded.execute("entry", args)))
-    plain = load_without_openmp(executable)
-    plain.set_threads(2)
-    runs.append(list(plain.execute("entry", args)))
+    plain = load_without_openmp(executable, PLAIN_ISA)
+    for threads in (1, 2):
+        plain.set_threads(threads)
+        runs.append(list(plain.execute("entry", args)))
     for name in OTHER_ISAS:
         other = load_with_isa(executable, name)
         other.set_threads(2)
@@ -198,13 +214,18 @@ def results() -> Results:
 
 @pytest.mark.parametrize("case_id", [c.id for c in CASES])
 def test_conv_against_reference_on_1_and_2_threads(results: Results, case_id: str) -> None:
-    for one, two, sixteen, plain, *others, expected in results[case_id]:
+    for one, two, sixteen, plain_one, plain_two, *others, expected in results[case_id]:
         assert one.shape == expected.shape
         assert one.dtype == np.float32
         np.testing.assert_allclose(one, expected, rtol=RTOL, atol=ATOL)
         np.testing.assert_array_equal(one, two)
         np.testing.assert_array_equal(one, sixteen)
-        np.testing.assert_array_equal(one, plain)
+        np.testing.assert_array_equal(plain_one, plain_two)
+        if PLAIN_ISA is None:
+            np.testing.assert_array_equal(one, plain_two)
+        else:
+            message = f"{PLAIN_ISA} without OpenMP"
+            np.testing.assert_allclose(plain_two, expected, rtol=RTOL, atol=ATOL, err_msg=message)
         for name, other in zip(OTHER_ISAS, others, strict=True):
             np.testing.assert_allclose(other, expected, rtol=RTOL, atol=ATOL, err_msg=name)
 
