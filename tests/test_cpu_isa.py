@@ -290,7 +290,10 @@ def test_loading_keeps_the_callers_cpu_affinity(lowered, how: str) -> None:
     assert chain is not None
     if not chain.openmp:
         pytest.skip("no OpenMP")
-    library = toolchain.build(generated_source(lowered[0]), chain)
+    # An OpenMP loop of its own: a library without one links no OpenMP (toolchain.for_source).
+    loop = "void irc_omp_loop(float *x) {\n  IRC_PARFOR(schedule(static))\n"
+    loop += "  for (long i = 0; i < 64; ++i) x[i] += 1.0f;\n}\n"
+    library = toolchain.build(generated_source(lowered[0]) + loop, chain)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_", "KMP_"))}
     proc = subprocess.run(
         [sys.executable, "-c", _AFFINITY_CHECK, str(library.path), how],

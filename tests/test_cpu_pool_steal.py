@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,3 +130,27 @@ def test_a_nested_call_runs_serially(pool: ctypes.CDLL) -> None:
     counts, _ = cover(pool, 16, 2, 10, nested=1)
     assert counts[0] == counts[1] == counts[2] == 16 * 10
     np.testing.assert_array_equal(counts[1000:1016], 10)
+
+
+def _links_openmp(path: str) -> bool:
+    data = Path(path).read_bytes()
+    # libgomp or LLVM's libomp among the needed libraries, or their entry points
+    return any(name in data for name in (b"libgomp", b"libomp", b"GOMP_", b"__kmpc_", b"omp_get_"))
+
+
+def test_only_a_source_with_an_openmp_loop_links_openmp(pool: ctypes.CDLL) -> None:
+    """Every kernel runs on the pool: a library links OpenMP only for a loop still generated
+    as an OpenMP loop (an `IRC_PARFOR(` line), never for the prelude's definition of it."""
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    common = csrc.kernel_file("common/prelude.h") + csrc.kernel_file("common/pool.h")
+    assert not toolchain.uses_openmp(common)
+    assert "-fopenmp" not in toolchain.for_source(chain, common).flags
+    assert not _links_openmp(pool._name)  # the library of the tests above
+    loop = "void irc_loop(float *x) {\n  IRC_PARFOR(schedule(static))\n"
+    loop += "  for (long i = 0; i < 64; ++i) x[i] += 1.0f;\n}\n"
+    assert toolchain.uses_openmp(common + loop)
+    if not chain.openmp:
+        pytest.skip("the compiler has no OpenMP")
+    assert toolchain.for_source(chain, common + loop) == chain
+    assert _links_openmp(str(toolchain.build(common + loop, chain).path))

@@ -16,13 +16,14 @@ workspaces are still their own, only the thread count below is per library.
 
 A library's kernels, and the loop nests generated as its tasks (`outline`), split over its own
 pool (csrc `irc_parallel`, kernels/common/pool.h): its workers are started on the first
-parallel kernel, unbound, woken as a run on 2+ threads starts, spin up to 20 us between the
-run's jobs and sleep as soon as it ends. The thread count is the default (OpenMP's,
-`OMP_NUM_THREADS`, where the library links OpenMP; else `OMP_NUM_THREADS` or the CPU affinity)
-unless `IRC_CPU_THREADS` is set when it loads, or `set_threads(n)` is called on the loaded
-executable (any time, per library). The few loops still generated as OpenMP loops use the same
-count; OpenMP threads are bound to cores (`toolchain.prepare_openmp`) before the first library
-using OpenMP loads.
+parallel kernel (named "irc-pool"), unbound, woken as a run on 2+ threads starts, spin up to
+20 us between the run's jobs and sleep as soon as it ends. The thread count is the default
+(OpenMP's, `OMP_NUM_THREADS`, where the library links OpenMP; else `OMP_NUM_THREADS` or the
+CPU affinity) unless `IRC_CPU_THREADS` is set when it loads, or `set_threads(n)` is called on
+the loaded executable (any time, per library). Only a library with a loop still generated as
+an OpenMP loop links OpenMP (`toolchain.uses_openmp`); those loops use the same count, and
+OpenMP threads are bound to cores (`toolchain.prepare_openmp`) before the first such library
+loads.
 """
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ class CpuRuntime(TargetRuntime):
             library = toolchain.build(module.source.data, probe.toolchain)
         except isa.IsaError as exc:
             raise CpuLoadError(f"cpu: target not available: {exc}") from None
-        if probe.toolchain.openmp:
+        if probe.toolchain.openmp and toolchain.uses_openmp(module.source.data):
             toolchain.prepare_openmp()
         handle = toolchain.load_library(library.path)
         handle.irc_set_threads.argtypes = [ctypes.c_int]

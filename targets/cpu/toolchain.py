@@ -8,11 +8,13 @@
   them, leaves loop-carried multiply-adds unfused, loop by loop: the same source then rounds
   differently on those hosts, and differently in two loops of one kernel) and `-fopenmp` (the
   library must also load). OpenMP is kept for the loops still generated as `omp parallel`
-  loops (`IRC_PARFOR` where a marked loop shares its op's block with other statements);
-  every kernel of the library (qgemm_dynamic.c's GEMM included)
-  and the marked loop nests outlined as tasks (`outline`) split over its own pool
-  (kernels/common/pool.h) and run the same without OpenMP, which a compiler lacking
-  it does (its default thread count then comes from `OMP_NUM_THREADS` or the CPU affinity).
+  loops (`IRC_PARFOR` where a marked loop shares its op's block with other statements), and
+  `build` passes `-fopenmp` only for a source that has one (`uses_openmp`): every kernel of
+  the library (qgemm_dynamic.c's GEMM included) and the marked loop nests outlined as tasks
+  (`outline`) split over its own pool (kernels/common/pool.h), so most libraries (every
+  shared model's) link no OpenMP runtime: one kind of thread, none of libgomp's spinning
+  or core binding. Without OpenMP (that, or a compiler lacking it) the default thread count
+  comes from `OMP_NUM_THREADS` or the CPU affinity.
   At build time the ISA profile (`isa.select()`, `$IRC_CPU_ISA`)
   replaces the first two with its own flags (`flags_for`): `-march=native` only for the
   host's best profile, else the profile's `-march` level, plus its defines. Results are
@@ -36,6 +38,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -305,6 +308,23 @@ TARGET_FLAGS = ("-march=native", "-mprefer-vector-width=512")
 """Probed flags an ISA profile replaces with its own (`isa.IsaProfile.build_flags`)."""
 
 
+_OPENMP_LOOP = re.compile(r"^[ \t]*IRC_PARFOR\(", re.MULTILINE)
+
+
+def uses_openmp(source: str) -> bool:
+    """Whether `source` has an OpenMP loop: a line starting with `IRC_PARFOR(` (the
+    prelude's `#define IRC_PARFOR` is not one)."""
+    return _OPENMP_LOOP.search(source) is not None
+
+
+def for_source(toolchain: Toolchain, source: str) -> Toolchain:
+    """`toolchain` without `-fopenmp` when `source` has no OpenMP loop (`uses_openmp`)."""
+    if not toolchain.openmp or uses_openmp(source):
+        return toolchain
+    flags = tuple(f for f in toolchain.flags if f != "-fopenmp")
+    return dataclasses.replace(toolchain, flags=flags)
+
+
 def flags_for(toolchain: Toolchain, profile: isa.IsaProfile) -> Toolchain:
     """`toolchain` with the flags of `profile`: `-march=native` where the profile is this
     host's best and the compiler targets this CPU, else the profile's own `-march` level;
@@ -319,9 +339,10 @@ def build(source: str, toolchain: Toolchain, profile: isa.IsaProfile | None = No
     `$IRC_CPU_ISA`, `IRC_CPU_PORTABLE=1` for the portable C, else the host's best), from the
     cache or freshly compiled into it; the profile's flags are part of the cache key. A
     cached library is used only when it matches its recorded SHA-256, checked right before
-    the caller loads it. Raises `isa.IsaError` for a forced profile this host cannot run."""
+    the caller loads it. `-fopenmp` only when the source has an OpenMP loop (`for_source`).
+    Raises `isa.IsaError` for a forced profile this host cannot run."""
     profile = profile or isa.select()
-    toolchain = flags_for(toolchain, profile)
+    toolchain = flags_for(for_source(toolchain, source), profile)
     key = toolchain.cache_key(source)
     with _build_lock:
         if (found := cache.verified_path(NAMESPACE, key, ".so")) is not None:
