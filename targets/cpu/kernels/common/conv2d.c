@@ -146,26 +146,43 @@ IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, int ow,
     }
 }
 
-/* One slice of a channel block: pixels [ow0, ow1) of an output row, TV vectors, in tiles of
-   IRC_MR pixels, then one of IRC_MR / 2 and single pixels. */
-IRC_INLINE void irc_conv2d_slice(const int TV, int NB, int ow0, int ow1, const float *restrict xrow,
-                                 const float *restrict wb, float *restrict y,
-                                 float *restrict yrow, int oc0, int nvalid,
+/* MR_ pixels from ow of one channel block (NB channels from oc0, `left` of them valid), in
+   slices of SL channels (TV vectors each): the slices of one tile of pixels run one after
+   the other, so the tile's inputs stay in L1 across them (AVX2 reads a 32-channel block in
+   two 16-channel slices). */
+IRC_INLINE void irc_conv2d_block_pixels(const int MR_, const int TV, int NB, int SL, int ow,
+                                        const float *restrict xrow, const float *restrict wb,
+                                        float *restrict y, float *restrict yrow, int oc0,
+                                        int left, const float *restrict bb, int C, int Wp,
+                                        int OC, int KH, int KW, int SW, int DH, int DW, int Cg,
+                                        int act, int vact, const float *restrict res, int act2,
+                                        int vact2, irc_vf start) {
+  for (int s = 0; s < NB && s < left; s += SL)
+    irc_conv2d_pixels(MR_, TV, NB, ow, xrow, wb + s, y, yrow, oc0 + s,
+                      left - s < SL ? left - s : SL, bb ? bb + s : NULL, C, Wp, OC, KH, KW, SW,
+                      DH, DW, Cg, act, vact, res, act2, vact2, start);
+}
+
+/* One channel block: pixels [ow0, ow1) of an output row in tiles of IRC_MR pixels, then
+   one of IRC_MR / 2 and single pixels, each tile over the block's slices. */
+IRC_INLINE void irc_conv2d_block(const int TV, int NB, int SL, int ow0, int ow1,
+                                 const float *restrict xrow, const float *restrict wb,
+                                 float *restrict y, float *restrict yrow, int oc0, int left,
                                  const float *restrict bb, int C, int Wp, int OC, int KH, int KW,
                                  int SW, int DH, int DW, int Cg, int act, int vact,
                                  const float *restrict res, int act2, int vact2, irc_vf start) {
   int ow = ow0;
   for (; ow + IRC_MR <= ow1; ow += IRC_MR)
-    irc_conv2d_pixels(IRC_MR, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                      SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+    irc_conv2d_block_pixels(IRC_MR, TV, NB, SL, ow, xrow, wb, y, yrow, oc0, left, bb, C, Wp, OC,
+                            KH, KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
   if (IRC_MR >= 4 && ow + IRC_MR / 2 <= ow1) {
-    irc_conv2d_pixels(IRC_MR / 2, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH,
-                      KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+    irc_conv2d_block_pixels(IRC_MR / 2, TV, NB, SL, ow, xrow, wb, y, yrow, oc0, left, bb, C, Wp,
+                            OC, KH, KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
     ow += IRC_MR / 2;
   }
   for (; ow < ow1; ++ow)
-    irc_conv2d_pixels(1, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW, SW,
-                      DH, DW, Cg, act, vact, res, act2, vact2, start);
+    irc_conv2d_block_pixels(1, TV, NB, SL, ow, xrow, wb, y, yrow, oc0, left, bb, C, Wp, OC, KH,
+                            KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
 }
 
 /* One task of irc_conv2d: output pixels [ow0, ow1) of output row `row`, output-channel blocks
@@ -191,21 +208,17 @@ IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long b
   const irc_vf start = irc_conv_start(C / Cg, C);
   for (long gb = blk0; gb < blk1; ++gb) {
     const int g = (int)(gb / nblk), b = (int)(gb % nblk);
-    for (int s = 0; s < NB; s += SL) {
-      const int left = OCg - b * NB - s;
-      if (left <= 0) break;
-      const int nvalid = left < SL ? left : SL;
-      const int oc0 = g * OCg + b * NB + s;
-      const float *restrict wb = w + gb * wblk + s;
-      const float *restrict bb = bias ? bias + oc0 : NULL;
-      const float *restrict xg = xrow + g * Cg;
-      if (SL == 2 * IRC_VL)
-        irc_conv2d_slice(2, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                         SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
-      else
-        irc_conv2d_slice(1, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                         SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
-    }
+    const int left = OCg - b * NB;
+    const int oc0 = g * OCg + b * NB;
+    const float *restrict wb = w + gb * wblk;
+    const float *restrict bb = bias ? bias + oc0 : NULL;
+    const float *restrict xg = xrow + g * Cg;
+    if (SL == 2 * IRC_VL)
+      irc_conv2d_block(2, NB, SL, ow0, ow1, xg, wb, y, yrow, oc0, left, bb, C, Wp, OC, KH, KW,
+                       SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+    else
+      irc_conv2d_block(1, NB, SL, ow0, ow1, xg, wb, y, yrow, oc0, left, bb, C, Wp, OC, KH, KW,
+                       SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
   }
 }
 

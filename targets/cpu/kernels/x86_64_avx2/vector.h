@@ -15,3 +15,13 @@ IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) {
 IRC_INLINE void irc_vf_store_n(float *p, irc_vf v, int n) {
   _mm256_maskstore_ps(p, irc_mask8(n), (__m256)v);
 }
+
+/* a > v ? a : v and a < v ? a : v, lane by lane, in one instruction each (max / min return
+   their second operand, v, when either is NaN or both are zeros: irc_vf_act's selects). */
+#define IRC_VF_MINMAX
+IRC_INLINE irc_vf irc_vf_max_of(irc_vf a, irc_vf v) {
+  return (irc_vf)_mm256_max_ps((__m256)a, (__m256)v);
+}
+IRC_INLINE irc_vf irc_vf_min_of(irc_vf a, irc_vf v) {
+  return (irc_vf)_mm256_min_ps((__m256)a, (__m256)v);
+}

@@ -10,3 +10,13 @@ IRC_INLINE irc_vf irc_vf_load_n(const float *p, int n) {
 IRC_INLINE void irc_vf_store_n(float *p, irc_vf v, int n) {
   _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), (__m512)v);
 }
+
+/* a > v ? a : v and a < v ? a : v, lane by lane, in one instruction each (max / min return
+   their second operand, v, when either is NaN or both are zeros: irc_vf_act's selects). */
+#define IRC_VF_MINMAX
+IRC_INLINE irc_vf irc_vf_max_of(irc_vf a, irc_vf v) {
+  return (irc_vf)_mm512_max_ps((__m512)a, (__m512)v);
+}
+IRC_INLINE irc_vf irc_vf_min_of(irc_vf a, irc_vf v) {
+  return (irc_vf)_mm512_min_ps((__m512)a, (__m512)v);
+}
