@@ -27,6 +27,7 @@ parent the kernels it then compiles itself: the helper is an optimisation, never
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import select
@@ -174,7 +175,8 @@ class CompileHelper:
         finally:
             for stream in (self._proc.stdin, self._proc.stdout):
                 if stream is not None:
-                    stream.close()
+                    with contextlib.suppress(OSError):  # lines to a helper that has exited
+                        stream.close()
         self._reader.join(timeout=5)
 
 
@@ -234,12 +236,19 @@ def _serve(payload: Payload, stdin_fd: int, buffered: bytearray) -> None:
         return
     context = cl.Context([device])
     queue = cl.CommandQueue(context, device)
-    program = cl.Program(context, payload.source)
-    # the parent built this source a moment ago: PoCL's cache answers; its log was the
-    # parent's to show (this process's stderr goes nowhere)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program.build(options=payload.options, devices=[device])
+    # the parent built this source a moment ago: PoCL's cache answers, and the kernels
+    # compiled here land where the parent looks, if the build is the same: the driver's own
+    # clBuildProgram with the parent's options (pyopencl's public `build` adds options of its
+    # own: another program, other cache entries). Its log was the parent's to show.
+    low_level = getattr(getattr(cl, "_cl", None), "_Program", None)
+    if low_level is not None and hasattr(low_level, "_build"):
+        program = low_level(context, payload.source)
+        program._build(options=payload.options.encode(), devices=[device])
+    else:
+        program = cl.Program(context, payload.source)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program.build(options=payload.options, devices=[device])
     print("ready", flush=True)
     buffers: dict[str, object] = {}
     zero = np.zeros(1, np.uint8)
