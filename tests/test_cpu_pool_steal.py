@@ -154,3 +154,58 @@ def test_only_a_source_with_an_openmp_loop_links_openmp(pool: ctypes.CDLL) -> No
         pytest.skip("the compiler has no OpenMP")
     assert toolchain.for_source(chain, common + loop) == chain
     assert _links_openmp(str(toolchain.build(common + loop, chain).path))
+
+
+_RESIZE_WRAPPER = r"""
+void t_resize(int kind, int threads, const void *x, long N, long H, long W, long C, void *y,
+              long OH, long OW, const int32_t *hl, const int32_t *hh, const void *hw,
+              const int32_t *wl, const int32_t *wh, const void *ww) {
+  irc_set_threads(threads);
+  if (kind == 0)
+    irc_resize_nearest_q(x, N, H, W, C, y, OH, OW, hl, wl);
+  else if (kind == 1)
+    irc_resize_bilinear_s8(x, N, H, W, C, y, OH, OW, hl, hh, hw, wl, wh, ww);
+  else
+    irc_resize_bilinear_u8(x, N, H, W, C, y, OH, OW, hl, hh, hw, wl, wh, ww);
+}
+"""
+
+
+def test_quantized_resizes_split_over_the_pool_with_the_same_bits() -> None:
+    """The quantized resizes (quant_kernels.py) split their output rows over the pool, no
+    OpenMP: big enough to split (IRC_PARALLEL_WORK), the same bytes on 1, 2, 3, 16 threads."""
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    source = csrc.source_for({"resize_q"}) + _RESIZE_WRAPPER
+    assert not toolchain.uses_openmp(source)
+    library = ctypes.CDLL(str(toolchain.build(source, chain).path))
+    rng = np.random.default_rng(11)
+    n, h, w, c, oh, ow = 2, 40, 36, 32, 300, 260  # work: 5 M (nearest) .. 40 M (u8 bilinear)
+    x = rng.integers(0, 256, size=(n, h, w, c)).astype(np.uint8)
+    hl = rng.integers(0, h, oh).astype(np.int32)
+    hh = np.minimum(hl + 1, h - 1).astype(np.int32)
+    wl = rng.integers(0, w, ow).astype(np.int32)
+    wh = np.minimum(wl + 1, w - 1).astype(np.int32)
+    weights = {
+        1: (rng.integers(0, 1025, oh).astype(np.int32), rng.integers(0, 1025, ow).astype(np.int32)),
+        2: (rng.random(oh).astype(np.float32), rng.random(ow).astype(np.float32)),
+    }
+    for kind in (0, 1, 2):
+        outs = []
+        for threads in (1, 2, 3, 16):
+            y = np.zeros((n, oh, ow, c), np.uint8)
+            hw, ww = weights.get(kind, (hl, wl))
+            library.t_resize(
+                ctypes.c_int(kind),
+                ctypes.c_int(threads),
+                ctypes.c_void_p(x.ctypes.data),
+                *(ctypes.c_long(v) for v in (n, h, w, c)),
+                ctypes.c_void_p(y.ctypes.data),
+                ctypes.c_long(oh),
+                ctypes.c_long(ow),
+                *(ctypes.c_void_p(a.ctypes.data) for a in (hl, hh, hw, wl, wh, ww)),
+            )
+            outs.append(y)
+        assert outs[0].any()
+        for other in outs[1:]:
+            np.testing.assert_array_equal(other, outs[0])

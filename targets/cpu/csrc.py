@@ -36,9 +36,9 @@ library's own pool (`irc_parallel`, kernels/common/pool.h, in the "common" snipp
 runs claims the next range of tasks, the caller never waits for a worker the OS has not
 scheduled), not OpenMP, on the library's thread count, and so do the loop nests generated
 inline that a lowering marks parallel (`outline`: tasks of the same pool); `IRC_PARFOR`
-(OpenMP) is left to a marked loop sharing its block with other statements and the quantized
-resizes (quant_kernels.py); the int32 convs of conv_int.c, IRC_QDW and the dynamic int8 GEMM
-(qgemm_dynamic.c) use the pool too.
+(OpenMP) is left to a marked loop sharing its block with other statements; the int32 convs
+of conv_int.c, IRC_QDW, the dynamic int8 GEMM (qgemm_dynamic.c) and the quantized resizes
+(quant_kernels.py) use the pool too.
 
 Float semantics follow the reference kernels: NaN propagates through max/min/relu/clip like
 numpy's `maximum`/`minimum`, fused activations are TFLite's.

@@ -157,15 +157,42 @@ csrc.define_snippet(
     "resize_q",
     r"""
 /* Quantized resize kernels, NHWC (NCHW: N * C images of one channel), bit-exact with the
-   reference target's TFLite kernels. */
+   reference target's TFLite kernels. Output rows split over the library's pool
+   (irc_parallel, pool.h) from IRC_PARALLEL_WORK on; a row is computed the same on any
+   split. */
+
+/* A quantized resize's arguments and the kernel of its output rows [begin, end). */
+typedef struct irc_rq_args {
+  const void *x;
+  void *y;
+  long N, H, W, C, OH, OW, parts;
+  const int32_t *hl, *hh, *wl, *wh;
+  const void *hw, *ww;
+  void (*rows)(const struct irc_rq_args *a, long begin, long end);
+} irc_rq_args;
+
+static void irc_rq_part(const void *ctx, long part) {
+  const irc_rq_args *a = (const irc_rq_args *)ctx;
+  long begin, end;
+  irc_pool_range(part, a->parts, a->N * a->OH, &begin, &end);
+  a->rows(a, begin, end);
+}
+
+/* Every output row of `a`, on the pool when `work` is big enough. */
+static void irc_rq_run(irc_rq_args *a, double work) {
+  const long rows = a->N * a->OH;
+  const int threads = work > IRC_PARALLEL_WORK ? irc_nthreads() : 1;
+  a->parts = irc_pool_parts(rows, work, IRC_LOOP_PART_WORK * 16, threads);
+  irc_parallel(irc_rq_part, a, a->parts, threads);
+}
 
 /* Nearest: output pixel (oh, ow) copies the `B` bytes of input pixel (hi[oh], wi[ow]). */
-static void irc_resize_nearest_q(const uint8_t *restrict x, long N, long H, long W, long B,
-                                 uint8_t *restrict y, long OH, long OW,
-                                 const int32_t *restrict hi, const int32_t *restrict wi) {
-  const long rows = N * OH;
-  IRC_PARFOR(schedule(static) if ((double)rows * OW * B > IRC_PARALLEL_WORK))
-  for (long r = 0; r < rows; ++r) {
+static void irc_resize_nearest_q_rows(const irc_rq_args *a, long begin, long end) {
+  const uint8_t *restrict x = (const uint8_t *)a->x;
+  uint8_t *restrict y = (uint8_t *)a->y;
+  const long H = a->H, W = a->W, B = a->C, OH = a->OH, OW = a->OW;
+  const int32_t *restrict hi = a->hl, *restrict wi = a->wl;
+  for (long r = begin; r < end; ++r) {
     const long n = r / OH, oh = r % OH;
     const uint8_t *restrict src = x + (n * H + hi[oh]) * W * B;
     uint8_t *restrict dst = y + r * OW * B;
@@ -173,18 +200,25 @@ static void irc_resize_nearest_q(const uint8_t *restrict x, long N, long H, long
       for (long b = 0; b < B; ++b) dst[ow * B + b] = src[wi[ow] * B + b];
   }
 }
+static void irc_resize_nearest_q(const uint8_t *restrict x, long N, long H, long W, long B,
+                                 uint8_t *restrict y, long OH, long OW,
+                                 const int32_t *restrict hi, const int32_t *restrict wi) {
+  irc_rq_args a = {x, y, N, H, W, B, OH, OW, 1, hi, NULL, wi, NULL, NULL, NULL,
+                   irc_resize_nearest_q_rows};
+  irc_rq_run(&a, (double)N * OH * OW * B);
+}
 
 /* ResizeBilinearInteger (int8): 10-bit weights of the high taps (hw, ww; the low taps weigh
    1024 - w), exact int32 sums (|sum| < 2^30 for the weights the lowering admits), rounded
    half away from zero by 2^20. */
-static void irc_resize_bilinear_s8(const int8_t *restrict x, long N, long H, long W, long C,
-                                   int8_t *restrict y, long OH, long OW,
-                                   const int32_t *restrict hl, const int32_t *restrict hh,
-                                   const int32_t *restrict hw, const int32_t *restrict wl,
-                                   const int32_t *restrict wh, const int32_t *restrict ww) {
-  const long rows = N * OH;
-  IRC_PARFOR(schedule(static) if ((double)rows * OW * C * 4 > IRC_PARALLEL_WORK))
-  for (long r = 0; r < rows; ++r) {
+static void irc_resize_bilinear_s8_rows(const irc_rq_args *a, long begin, long end) {
+  const int8_t *restrict x = (const int8_t *)a->x;
+  int8_t *restrict y = (int8_t *)a->y;
+  const long H = a->H, W = a->W, C = a->C, OH = a->OH, OW = a->OW;
+  const int32_t *restrict hl = a->hl, *restrict hh = a->hh, *restrict wl = a->wl;
+  const int32_t *restrict wh = a->wh;
+  const int32_t *restrict hw = (const int32_t *)a->hw, *restrict ww = (const int32_t *)a->ww;
+  for (long r = begin; r < end; ++r) {
     const long n = r / OH, oh = r % OH;
     const int8_t *restrict r0 = x + (n * H + hl[oh]) * W * C;
     const int8_t *restrict r1 = x + (n * H + hh[oh]) * W * C;
@@ -202,6 +236,15 @@ static void irc_resize_bilinear_s8(const int8_t *restrict x, long N, long H, lon
     }
   }
 }
+static void irc_resize_bilinear_s8(const int8_t *restrict x, long N, long H, long W, long C,
+                                   int8_t *restrict y, long OH, long OW,
+                                   const int32_t *restrict hl, const int32_t *restrict hh,
+                                   const int32_t *restrict hw, const int32_t *restrict wl,
+                                   const int32_t *restrict wh, const int32_t *restrict ww) {
+  irc_rq_args a = {x, y, N, H, W, C, OH, OW, 1, hl, hh, wl, wh, hw, ww,
+                   irc_resize_bilinear_s8_rows};
+  irc_rq_run(&a, (double)N * OH * OW * C * 4);
+}
 
 /* ResizeBilinear on uint8 in float32: a0 * (1 - dy) * (1 - dx) + b0 * dy * (1 - dx)
    + a1 * (1 - dy) * dx + b1 * dy * dx + 0.5, truncated, evaluated in that order with every
@@ -210,17 +253,17 @@ static void irc_resize_bilinear_s8(const int8_t *restrict x, long N, long H, lon
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
-static void irc_resize_bilinear_u8(const uint8_t *restrict x, long N, long H, long W, long C,
-                                   uint8_t *restrict y, long OH, long OW,
-                                   const int32_t *restrict hl, const int32_t *restrict hh,
-                                   const float *restrict hw, const int32_t *restrict wl,
-                                   const int32_t *restrict wh, const float *restrict ww) {
+static void irc_resize_bilinear_u8_rows(const irc_rq_args *a, long begin, long end) {
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #endif
-  const long rows = N * OH;
-  IRC_PARFOR(schedule(static) if ((double)rows * OW * C * 8 > IRC_PARALLEL_WORK))
-  for (long r = 0; r < rows; ++r) {
+  const uint8_t *restrict x = (const uint8_t *)a->x;
+  uint8_t *restrict y = (uint8_t *)a->y;
+  const long H = a->H, W = a->W, C = a->C, OH = a->OH, OW = a->OW;
+  const int32_t *restrict hl = a->hl, *restrict hh = a->hh, *restrict wl = a->wl;
+  const int32_t *restrict wh = a->wh;
+  const float *restrict hw = (const float *)a->hw, *restrict ww = (const float *)a->ww;
+  for (long r = begin; r < end; ++r) {
     const long n = r / OH, oh = r % OH;
     const uint8_t *restrict r0 = x + (n * H + hl[oh]) * W * C;
     const uint8_t *restrict r1 = x + (n * H + hh[oh]) * W * C;
@@ -237,6 +280,15 @@ static void irc_resize_bilinear_u8(const uint8_t *restrict x, long N, long H, lo
       }
     }
   }
+}
+static void irc_resize_bilinear_u8(const uint8_t *restrict x, long N, long H, long W, long C,
+                                   uint8_t *restrict y, long OH, long OW,
+                                   const int32_t *restrict hl, const int32_t *restrict hh,
+                                   const float *restrict hw, const int32_t *restrict wl,
+                                   const int32_t *restrict wh, const float *restrict ww) {
+  irc_rq_args a = {x, y, N, H, W, C, OH, OW, 1, hl, hh, wl, wh, hw, ww,
+                   irc_resize_bilinear_u8_rows};
+  irc_rq_run(&a, (double)N * OH * OW * C * 8);
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options

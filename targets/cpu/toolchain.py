@@ -13,8 +13,8 @@
   the library (qgemm_dynamic.c's GEMM included) and the marked loop nests outlined as tasks
   (`outline`) split over its own pool (kernels/common/pool.h), so most libraries link no
   OpenMP runtime (MobileNetV2 float and int8, face detection): one kind of thread, none of
-  libgomp's spinning or core binding. The quantized resizes of quant_kernels.py are still
-  OpenMP loops (small_cnn_int8 links OpenMP for them). Without OpenMP (that, or a compiler
+  libgomp's spinning or core binding (small_cnn_int8's links it for one float conv loop
+  after an int8 -> float conversion in its block). Without OpenMP (that, or a compiler
   lacking it) the default thread count comes from `OMP_NUM_THREADS` or the CPU affinity.
   At build time the ISA profile (`isa.select()`, `$IRC_CPU_ISA`)
   replaces the first two with its own flags (`flags_for`): `-march=native` only for the
