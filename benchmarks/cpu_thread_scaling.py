@@ -6,9 +6,12 @@ text-detection network of cpu_vs_ort.py), in one process: the model compiled wit
 `IRC_CPU_PROFILE=1` (every kernel of the generated C timed), run with 1 and N threads in
 turn (`cpu_vs_ort.kernel_profiles`: medians per kernel), then per kernel the times at both
 counts, the speedup and the time lost against a perfect split (t_N - t_1 / N), the kernels
-that lose the most first, and the whole run's sum. Which kernels do not speed up is what
-this answers; the absolute figures move with the shared machine's load (printed). Asserts
-nothing.
+that lose the most first, and the whole run's sum; then what the library's thread pool did
+at N threads (`irc_pool_counters`, kernels/common/pool.h): jobs per run, the share of indices
+and jobs the workers took, how long after a job's start they joined, and how long the caller
+waited for them. Which kernels do not speed up, and whether the pool's workers were there to
+help, is what this answers; the absolute figures move with the shared machine's load
+(printed). Asserts nothing.
 
 usage: python benchmarks/cpu_thread_scaling.py [--models DIR] [--only NAME ...] [--detection]
                                                [--threads 2] [--repeat K] [--warmup W] [--top N]
@@ -23,7 +26,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from cpu_vs_ort import detection_model, kernel_kind, kernel_profiles
+from cpu_vs_ort import POOL_COUNTERS, detection_model, kernel_kind, kernel_profiles
 from side_by_side import DEFAULT_MODELS
 
 
@@ -65,6 +68,26 @@ def print_scaling(rows1: list[list], rowsn: list[list], threads: int, top: int) 
         print(f"      {a:7.3f} {b:7.3f} x{a / b:5.2f} lost {b - a / threads:6.3f}  {label}")
 
 
+def print_pool(counts: list[int], runs: int, threads: int) -> None:
+    """Per run at `threads` threads: the jobs the pool split, the share of their indices the
+    workers ran, how long the caller waited for workers' indices after its own work (the
+    split's imbalance plus preempted workers), and how long after a job's start a worker
+    ran its first index (wake-up or spin, or a worker the OS did not run)."""
+    c = dict(zip(POOL_COUNTERS, counts, strict=True))
+    if not c["jobs"]:
+        print(f"    pool at {threads}: no job split over threads")
+        return
+    share = 100.0 * c["by_workers"] / max(1, c["indices"])
+    joined = 100.0 * c["joined"] / (c["jobs"] * max(1, threads - 1))
+    join_us = c["join_ns"] / max(1, c["joined"]) / 1e3
+    print(
+        f"    pool at {threads}, per run: {c['jobs'] / runs:.0f} jobs, "
+        f"{c['indices'] / runs:.0f} indices, workers ran {share:.0f}% of them and joined "
+        f"{joined:.0f}% of the jobs, {join_us:.1f} us after a job's start on average; the "
+        f"caller waited {c['wait_ns'] / runs / 1e6:.3f} ms for workers' indices"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--models", type=Path, default=DEFAULT_MODELS)
@@ -86,9 +109,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.detection:
             paths.append(detection_model(Path(folder)))
         for path in paths:
-            profiles = kernel_profiles(path, [1, args.threads], args.repeat, args.warmup)
+            pool: dict[int, list[int]] = {}
+            profiles = kernel_profiles(path, [1, args.threads], args.repeat, args.warmup, pool)
             print(f"{path.stem}:")
             print_scaling(profiles[1], profiles[args.threads], args.threads, args.top)
+            if args.threads in pool:
+                print_pool(pool[args.threads], args.repeat, args.threads)
     print(f"load average after: {os.getloadavg()}")
 
 

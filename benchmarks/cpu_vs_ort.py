@@ -226,11 +226,35 @@ def interleaved(
     return result
 
 
+POOL_COUNTERS = ("jobs", "indices", "by_workers", "wait_ns", "joined", "join_ns")
+"""What `irc_pool_counters` (kernels/common/pool.h) reports, in its order."""
+
+
+def pool_counters(libraries: list[Any]) -> list[int]:
+    """The pool counters of `libraries` summed (and reset), `POOL_COUNTERS`' order."""
+    import ctypes
+
+    total = [0] * len(POOL_COUNTERS)
+    for library in libraries:
+        read = getattr(library, "irc_pool_counters", None)
+        if read is None:
+            continue
+        counts = (ctypes.c_long * len(POOL_COUNTERS))()
+        read(counts)
+        total = [a + b for a, b in zip(total, counts, strict=True)]
+    return total
+
+
 def kernel_profiles(
-    path: Path, thread_counts: Sequence[int], repeat: int, warmup: int
+    path: Path,
+    thread_counts: Sequence[int],
+    repeat: int,
+    warmup: int,
+    pool: dict[int, list[int]] | None = None,
 ) -> dict[int, list[list[Any]]]:
     """Per thread count, [label, median ms per run, flops] of every generated kernel
-    (IRC_CPU_PROFILE=1), the thread counts taking turns run by run."""
+    (IRC_CPU_PROFILE=1), the thread counts taking turns run by run; with `pool`, also the
+    pool counters summed over the timed runs per thread count (`pool_counters`)."""
     from irc.targets.cpu.profiling import kernel_tables
 
     inputs = load_inputs(path.parent)
@@ -244,9 +268,14 @@ def kernel_profiles(
                 set_threads(libraries, threads)
                 for table in tables:
                     table.reset()
+                pool_counters(libraries)
                 model.run(inputs)
+                counts = pool_counters(libraries)
                 if round_ < warmup:
                     continue
+                if pool is not None:
+                    before = pool.get(threads, [0] * len(counts))
+                    pool[threads] = [a + b for a, b in zip(before, counts, strict=True)]
                 times = [ms for table in tables for ms in table.times_ms()]
                 for column, ms in zip(samples[threads], times, strict=True):
                     column.append(ms)

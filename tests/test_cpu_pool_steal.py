@@ -209,3 +209,24 @@ def test_quantized_resizes_split_over_the_pool_with_the_same_bits() -> None:
         assert outs[0].any()
         for other in outs[1:]:
             np.testing.assert_array_equal(other, outs[0])
+
+
+def test_counters_describe_the_jobs(pool: ctypes.CDLL) -> None:
+    """irc_pool_counters (benchmarks/cpu_thread_scaling.py): jobs split over threads, their
+    indices, those run by workers, the caller's wait, the workers' joins; read and reset."""
+    counts = (ctypes.c_long * 6)()
+    pool.irc_pool_counters(counts)  # reset
+    cover(pool, 64, 1, 10)  # one thread: nothing split
+    pool.irc_pool_counters(counts)
+    assert list(counts) == [0] * 6
+    cover(pool, 64, 2, 50)
+    pool.irc_pool_counters(counts)
+    jobs, indices, by_workers, wait_ns, joined, join_ns = list(counts)
+    assert (jobs, indices) == (50, 50 * 64)
+    assert 0 <= by_workers <= indices
+    assert wait_ns >= 0
+    assert joined <= jobs
+    assert (joined > 0) == (by_workers > 0)
+    assert join_ns >= 0
+    pool.irc_pool_counters(counts)
+    assert list(counts) == [0] * 6

@@ -78,6 +78,7 @@ static struct {
   _Atomic int first;        /* a run woke the workers and has not started a job yet */
   irc_task_fn fn;
   const void *ctx;
+  long start_ns; /* when the current job was published (irc_pool_ns) */
   int workers;
   pthread_mutex_t start;
 } irc_pool = {.start = PTHREAD_MUTEX_INITIALIZER};
@@ -93,6 +94,18 @@ static struct {
 static struct {
   _Alignas(64) _Atomic uint64_t range;
 } irc_pool_slots[IRC_POOL_MAX_WORKERS + 1];
+
+/* What the pool did since irc_pool_counters last read them (benchmarks/cpu_thread_scaling.py):
+   jobs split over threads, their indices, the indices workers ran, the ns the caller waited
+   for workers' indices after its own work, the jobs workers joined (summed over workers),
+   and the ns from a job's start to each joining worker's first index. A few clock reads
+   and one atomic add per thread and job. */
+enum { IRC_POOL_JOBS, IRC_POOL_INDICES, IRC_POOL_BY_WORKERS, IRC_POOL_WAIT_NS, IRC_POOL_JOINED,
+       IRC_POOL_JOIN_NS, IRC_POOL_COUNTERS };
+static _Alignas(64) _Atomic long irc_pool_counts[IRC_POOL_COUNTERS];
+void irc_pool_counters(long *out) {
+  for (int k = 0; k < IRC_POOL_COUNTERS; ++k) out[k] = atomic_exchange(&irc_pool_counts[k], 0);
+}
 
 IRC_INLINE void irc_pool_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -139,19 +152,23 @@ static void irc_pool_work(uint64_t job, int self) {
   const uint32_t gen = (uint32_t)(job >> 32), total = (uint32_t)(job >> 16) & 0xffff;
   const int slots = (int)(job & 0xffff);
   uint32_t count = 0;
-  long i;
-  while (irc_pool_take(self, gen, 0, &i)) {
-    irc_pool.fn(irc_pool.ctx, i);
-    ++count;
-  }
-  for (int k = 1; k < slots; ++k) {
-    const int victim = (self + k) % slots;
-    while (irc_pool_take(victim, gen, 1, &i)) {
+  long i, first_ns = 0;
+  for (int k = 0; k < slots; ++k) {
+    const int victim = (self + k) % slots; /* its own range first, from the front */
+    while (irc_pool_take(victim, gen, k > 0, &i)) {
+      if (self && !count) first_ns = irc_pool_ns();
       irc_pool.fn(irc_pool.ctx, i);
       ++count;
     }
   }
-  if (count && atomic_fetch_add(&irc_pool.done, count) + count == total &&
+  if (!count) return;
+  if (self) {
+    atomic_fetch_add_explicit(&irc_pool_counts[IRC_POOL_BY_WORKERS], count, memory_order_relaxed);
+    atomic_fetch_add_explicit(&irc_pool_counts[IRC_POOL_JOINED], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&irc_pool_counts[IRC_POOL_JOIN_NS], first_ns - irc_pool.start_ns,
+                              memory_order_relaxed);
+  }
+  if (atomic_fetch_add(&irc_pool.done, count) + count == total &&
       atomic_load(&irc_pool.caller_sleeps))
     irc_pool_wake_caller();
 }
@@ -290,6 +307,7 @@ static void irc_parallel(irc_task_fn fn, const void *ctx, long total, int thread
   atomic_store_explicit(&irc_pool.first, 0, memory_order_relaxed);
   irc_pool.fn = fn;
   irc_pool.ctx = ctx;
+  irc_pool.start_ns = irc_pool_ns();
   atomic_store_explicit(&irc_pool.done, 0, memory_order_relaxed);
   const uint64_t gen = (atomic_load_explicit(&irc_pool.job, memory_order_relaxed) >> 32) + 1;
   const uint64_t g = (gen & 0xffffffffu) << 32;
@@ -306,11 +324,12 @@ static void irc_parallel(irc_task_fn fn, const void *ctx, long total, int thread
     syscall(SYS_futex, &irc_pool.wake, FUTEX_WAKE_PRIVATE, IRC_POOL_MAX_WORKERS, NULL, NULL, 0);
 #endif
   irc_pool_work(w, 0);
+  const long worked = irc_pool_ns();
   /* Indices a worker claimed and has not finished: spin briefly (one part, normally), then
      sleep until the last one finishes. A worker that the OS preempted while it held an
      index then gets this core (an idle core pulls it), instead of waiting for the other
      core's next time slice while this one spins or yields. */
-  const long until = irc_pool_ns() + IRC_POOL_WAIT_SPIN_NS;
+  const long until = worked + IRC_POOL_WAIT_SPIN_NS;
   for (int spins = 0; atomic_load_explicit(&irc_pool.done, memory_order_acquire) < total;
        ++spins) {
     irc_pool_relax();
@@ -325,6 +344,10 @@ static void irc_parallel(irc_task_fn fn, const void *ctx, long total, int thread
     }
 #endif
   }
+  atomic_fetch_add_explicit(&irc_pool_counts[IRC_POOL_JOBS], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&irc_pool_counts[IRC_POOL_INDICES], total, memory_order_relaxed);
+  atomic_fetch_add_explicit(&irc_pool_counts[IRC_POOL_WAIT_NS], irc_pool_ns() - worked,
+                            memory_order_relaxed);
   atomic_store_explicit(&irc_pool.busy, 0, memory_order_release);
 }
 
