@@ -120,6 +120,7 @@ def test_supported_ops_are_the_registered_ones_and_constants() -> None:
                 "qconv",
                 "qadd",
                 "conv_add",
+                "attention",
                 "dynamic_quantized",
                 "unmatched",
             ],

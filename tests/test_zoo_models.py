@@ -89,8 +89,18 @@ def _compiled_at_batch_2(tmp_path: Path, which: str, target: str) -> None:
     compiled = irc.compile(path, target, input_shapes=shapes)
     _compare(compiled, path, feeds, f"{which} {target}")
     if target == "cpu":
-        summary = next(line for line in compiled.summary.splitlines() if line.startswith("@"))
-        assert summary.endswith("host: 0 ops"), compiled.summary
+        assert_all_in_regions(compiled)
+
+
+def assert_all_in_regions(compiled: irc.CompiledModel) -> None:
+    """Every op of every function in a target region: no host op, and no lowering that
+    failed and sent its ops back to the host (a refusal; the summary lists them)."""
+    functions = [line for line in compiled.summary.splitlines() if line.startswith("@")]
+    assert functions, compiled.summary
+    for line in functions:
+        assert line.endswith("host: 0 ops"), compiled.summary
+    assert not compiled.refusals, compiled.summary
+    assert "lowering refusals" not in compiled.summary
 
 
 @pytest.mark.parametrize("which", sorted(MODELS))

@@ -15,9 +15,14 @@ placed where its last op was, its `kind` naming the kernel `cpu-codegen` emits f
   (squeeze-excitation), one kernel (`qmul.match_mul_chains`);
 * `"qsum"`: `lower-quantized`'s int8 sum (mean, global average pool: widen, zero point,
   sum over contiguous axes) reading the bytes once (`qsum.match_sum_chains`);
-* `"conv_add"`: a float NHWC, non-depthwise `nn.conv2d` whose only use is an `nn.add` with
-  a same-shaped tensor (a residual): the add (and its activation, or an `nn.relu` that is
-  the only use of an add without one) in the conv's epilogue.
+* `"conv_add"`: a float NHWC, non-depthwise `nn.conv2d` or a float `nn.fully_connected`
+  whose only use is an `nn.add` with a same-shaped tensor (a residual): the add (and its
+  activation, or an `nn.relu` that is the only use of an add without one) in the
+  kernel's epilogue.
+* `"attention"`: an `nn.attention` with the head transposes whose only use it is, and the
+  transpose that is its result's only use, that `irc_attention` reads / writes through
+  strides instead (`attention_layout.match_attention`; `IRC_CPU_FUSE_ATTENTION=0` turns
+  it off).
 * `"dynamic_fc"`: a dynamically quantized fully connected layer (ONNX DynamicQuantizeLinear
   -> MatMulInteger -> scales [-> bias]) with its own copy of its input's quantization
   (`dynamic_quant.fuse_chains`; `IRC_CPU_FUSE_DYNAMIC=0` turns it off).
@@ -44,6 +49,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from irc.dialects import cpu, delegate, nn
 from irc.dtypes import numpy_dtype
+from irc.targets.cpu.attention_layout import KIND as ATTENTION_KIND
+from irc.targets.cpu.attention_layout import fuse_attention_enabled, match_attention_chains
 from irc.targets.cpu.dynamic_quant import fuse_chains as fuse_dynamic_chains
 from irc.targets.cpu.qfusion import match_add_chains, match_chains
 from irc.targets.cpu.qmul import KIND as QMUL_KIND
@@ -89,10 +96,24 @@ def is_depthwise(op: nn.Conv2DOp) -> bool:
     return groups > 1 and groups == c == oc
 
 
-def residual_adds(ops: Sequence[Operation]) -> dict[Operation, nn.Conv2DOp]:
+def _epilogue_producer(op: Operation | None) -> bool:
+    """A float NHWC, non-depthwise conv2d or a float fully_connected: an op `irc_conv2d`
+    runs, whose epilogue can add a residual."""
+    if isinstance(op, nn.FullyConnectedOp):
+        return _is_float(op.output)
+    return (
+        isinstance(op, nn.Conv2DOp)
+        and op.layout.data == "NHWC"
+        and _is_float(op.output)
+        and not is_depthwise(op)
+    )
+
+
+def residual_adds(ops: Sequence[Operation]) -> dict[Operation, Operation]:
     """Float `nn.add` ops (no broadcasting) one of whose operands is the only use of an
-    NHWC, non-depthwise conv2d: add -> conv, the add computed in the conv's epilogue."""
-    found: dict[Operation, nn.Conv2DOp] = {}
+    NHWC, non-depthwise conv2d or of a fully_connected: add -> producer, the add computed
+    in the producer's epilogue."""
+    found: dict[Operation, Operation] = {}
     for op in ops:
         if not isinstance(op, nn.AddOp) or not _is_float(op.output):
             continue
@@ -101,13 +122,11 @@ def residual_adds(ops: Sequence[Operation]) -> dict[Operation, nn.Conv2DOp]:
         for value in (op.lhs, op.rhs):
             conv = value.owner
             if (
-                isinstance(conv, nn.Conv2DOp)
+                isinstance(conv, Operation)
+                and _epilogue_producer(conv)
                 and conv not in found.values()
                 and value.has_one_use()
                 and op.lhs is not op.rhs
-                and conv.layout.data == "NHWC"
-                and _is_float(conv.output)
-                and not is_depthwise(conv)
             ):
                 found[op] = conv
                 break
@@ -173,6 +192,8 @@ def fuse_function(func: FuncOp) -> int:
         groups += [(QMUL_KIND, [*c.skipped, c.final]) for c in match_mul_chains(ops, claimed)]
         claimed = {op for _, members in groups for op in members}
         groups += [(QSUM_KIND, [*c.skipped, c.reduce]) for c in match_sum_chains(ops, claimed)]
+    if fuse_attention_enabled():
+        groups += [(ATTENTION_KIND, c.members) for c in match_attention_chains(ops)]
     if fuse_residual_enabled():
         for add, conv in residual_adds(ops).items():
             relu = trailing_relu(add)

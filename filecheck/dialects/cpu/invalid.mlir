@@ -27,7 +27,7 @@ func.func @outside() {
 // -----
 
 func.func @unknown_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown fusion kind 'epilogue' (expected one of qconv, qadd, conv_add, dynamic_fc, qtable, qmul, qsum)}}
+  // expected-error @+1 {{unknown fusion kind 'epilogue' (expected one of qconv, qadd, conv_add, dynamic_fc, qtable, qmul, qsum, attention)}}
   %f = "cpu.fusion"() <{kind = "epilogue"}> ({
     %y = nn.relu %x : tensor<4xf32> -> tensor<4xf32>
     %z = nn.exp %y : tensor<4xf32> -> tensor<4xf32>
@@ -62,7 +62,7 @@ func.func @no_producer(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @conv_relu(%x: tensor<1x4x4x8xf32>, %w: tensor<8x1x1x8xf32>) -> tensor<1x4x4x8xf32> {
-  // expected-error @+1 {{a 'conv_add' fusion holds an nn.conv2d and the nn.add of it}}
+  // expected-error @+1 {{a 'conv_add' fusion holds an nn.conv2d (or nn.fully_connected) and the nn.add of it}}
   %f = "cpu.fusion"() <{kind = "conv_add"}> ({
     %c = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x8xf32>, tensor<8x1x1x8xf32> -> tensor<1x4x4x8xf32>
     %r = nn.relu %c : tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
@@ -83,3 +83,14 @@ func.func @yield_types(%x: tensor<4xf32>) -> tensor<2x2xf32> {
   func.return %f : tensor<2x2xf32>
 }
 
+// -----
+
+func.func @attention_with_add(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+1 {{an 'attention' fusion holds an nn.attention and nn.transposes}}
+  %f = "cpu.fusion"() <{kind = "attention"}> ({
+    %o = nn.attention %q, %k, %v : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+    %a = nn.add %o, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+    "cpu.yield"(%a) : (tensor<1x2x4x8xf32>) -> ()
+  }) : () -> tensor<1x2x4x8xf32>
+  func.return %f : tensor<1x2x4x8xf32>
+}

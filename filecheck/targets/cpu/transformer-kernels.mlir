@@ -28,11 +28,17 @@ delegate.executable private @silu target("cpu") {
 }
 
 // A [1, 1, 1, 6] mask over 2 heads: the same offset for both, zero row stride, unit column
-// stride.
+// stride. Each head's query, keys ([D][N]: k_t = 0), values and result contiguous, one
+// after the other (irc_att_layout: offsets per head, then row strides).
 // CHECK:       /* nn.attention 1x2x8x4, 1x2x4x6, 1x2x6x5, 1x1x1x6 -> 1x2x8x5 */
 // CHECK-NEXT:  {
 // CHECK-NEXT:    static const long mo[] = {0, 0};
-// CHECK-NEXT:    irc_attention(in0, in1, in2, in3, out0, 2, 8, 6, 4, 5, 1, 0.125f, mo, 0, 1);
+// CHECK-NEXT:    static const long qo[] = {0, 32};
+// CHECK-NEXT:    static const long ko[] = {0, 24};
+// CHECK-NEXT:    static const long vo[] = {0, 30};
+// CHECK-NEXT:    static const long oo[] = {0, 40};
+// CHECK-NEXT:    static const irc_att_layout lay = {qo, ko, vo, oo, 4, 6, 5, 5, 0};
+// CHECK-NEXT:    irc_attention(in0, in1, in2, in3, out0, 2, 8, 6, 4, 5, 0.125f, mo, 0, 1, &lay);
 delegate.executable private @attention target("cpu") {
   func.func @entry(%q: tensor<1x2x8x4xf32>, %kt: tensor<1x2x4x6xf32>, %v: tensor<1x2x6x5xf32>, %m: tensor<1x1x1x6xf32>) -> tensor<1x2x8x5xf32> {
     %o = nn.attention %q, %kt, %v, %m scale = 0.125 key_transposed = true : tensor<1x2x8x4xf32>, tensor<1x2x4x6xf32>, tensor<1x2x6x5xf32>, tensor<1x1x1x6xf32> -> tensor<1x2x8x5xf32>

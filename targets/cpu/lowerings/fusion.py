@@ -6,7 +6,10 @@
   correction folded into the bias, or the depthwise kernel on column quads of 4 kernel rows,
   its int16 form for very wide kernels; requantization in the epilogue);
 * "qadd": the int8 add (`fused_int8_add`);
-* "conv_add": a float conv2d with the residual add (and a relu after it) in its epilogue;
+* "conv_add": a float conv2d or fully_connected with the residual add (and a relu after
+  it) in its epilogue;
+* "attention": an attention with its head transposes read / written through strides
+  (`attention_layout`);
 * the dynamically quantized fully_connected of `dynamic_quant.py`.
 
 A fusion whose ops are not a chain of its kind is refused. (`codegen` checks every member
@@ -20,7 +23,9 @@ from xdsl.ir import Operation
 
 from irc.dialects import cpu, nn
 from irc.targets.cpu import csrc, dynamic_quant, qfusion
-from irc.targets.cpu.lowerings.conv import conv2d
+from irc.targets.cpu.attention_layout import KIND as ATTENTION_KIND
+from irc.targets.cpu.attention_layout import match_attention
+from irc.targets.cpu.lowerings.conv import conv2d, fully_connected
 from irc.targets.cpu.lowerings.helpers import (
     activation_code,
     block,
@@ -40,6 +45,7 @@ from irc.targets.cpu.lowerings.registry import (
     LoweringError,
     lowering,
 )
+from irc.targets.cpu.lowerings.transformer import attention_chain
 from irc.targets.cpu.qfusion import QuantAddChain, QuantChain, match_add, match_chain
 
 DEPTHWISE_QUADS_STACK = 32 * 1024
@@ -271,7 +277,7 @@ def conv_add(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
     conv, add = members[:2]
     relu = members[2] if len(members) == 3 else None
     if not (
-        isinstance(conv, nn.Conv2DOp)
+        isinstance(conv, nn.Conv2DOp | nn.FullyConnectedOp)
         and isinstance(add, nn.AddOp)
         and _final(fusion) is (add if relu is None else relu)
         and (relu is None or (isinstance(relu, nn.ReluOp) and activation_code(add) == 0))
@@ -279,8 +285,31 @@ def conv_add(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
         return None
     other = add.operands[1] if add.operands[0] is conv.output else add.operands[0]
     act2 = activation_code(add) if relu is None else csrc.ACTIVATION_CODES["relu"]
-    lowered = conv2d(conv, ctx, (other, act2))
+    if isinstance(conv, nn.FullyConnectedOp):
+        lowered = fully_connected(conv, ctx, (other, act2))
+        if lowered is None:
+            return None
+    else:
+        lowered = conv2d(conv, ctx, (other, act2))
     timed = (conv, tuple(conv.operands))
+    reads = fusion_inputs(fusion)
+    return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
+
+
+@lowering(cpu.FusionOp)
+def attention(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
+    """An attention with its head transposes read and written through strides
+    (`attention_layout`)."""
+    if fusion.kind.data != ATTENTION_KIND:
+        return None
+    ops = [m for m in fusion.members if isinstance(m, nn.AttentionOp)]
+    chain = match_attention(ops[0]) if len(ops) == 1 else None
+    if chain is None or not _holds_exactly(
+        fusion.members, chain.members[:-1], chain.final, _final(fusion)
+    ):
+        return None
+    lowered = attention_chain(chain)
+    timed = (chain.attention, tuple(chain.attention.operands))
     reads = fusion_inputs(fusion)
     return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
 

@@ -32,6 +32,13 @@ from irc.dialects import nn
 from irc.dtypes import numpy_dtype
 from irc.targets.base import Support
 from irc.targets.cpu import csrc
+from irc.targets.cpu.attention_layout import (
+    ROLES,
+    AttentionChain,
+    operand_layout,
+    output_layout,
+    plain_chain,
+)
 from irc.targets.cpu.c_types import C_TYPES
 from irc.targets.cpu.lowerings.helpers import (
     block,
@@ -49,7 +56,7 @@ from irc.targets.cpu.lowerings.helpers import (
 )
 from irc.targets.cpu.lowerings.registry import Emitter, Lowered, LoweringContext, lowering
 
-__all__ = ["OPS", "check_op", "handles", "lower_cast"]
+__all__ = ["OPS", "attention_chain", "check_op", "handles", "lower_cast"]
 
 csrc.define_snippet("transformer_types", "#include <stdint.h>\n", ("common",))
 csrc.define_snippet("transformer", csrc.kernel_file("common/transformer.c"), ("common",))
@@ -184,35 +191,69 @@ def gelu(op: nn.GeluOp, ctx: LoweringContext) -> Lowered | None:
 @lowering(nn.AttentionOp)
 def attention(op: nn.AttentionOp, ctx: LoweringContext) -> Lowered:
     """`irc_attention`: scores, mask, softmax and the value product per batch."""
+    return attention_chain(plain_chain(op))
+
+
+def _batch_offsets(batch: Sequence[int], strides: Sequence[int]) -> list[int]:
+    """Element offset of each index of the `batch` shape (row-major order) at `strides`."""
+    offsets = [0]
+    for size, stride in zip(batch, strides, strict=True):
+        offsets = [o + i * stride for o in offsets for i in range(size)]
+    return offsets
+
+
+def _longs(name: str, values: Sequence[int]) -> str:
+    return f"static const long {name}[] = {{{', '.join(map(str, values)) or '0'}}};"
+
+
+def attention_chain(chain: AttentionChain) -> Lowered:
+    """`irc_attention` of the chain's attention, each operand read where `operand_layout`
+    puts it (a folded transpose's input, in place) and the result written where
+    `output_layout` puts it (a folded merging transpose's result): offsets per batch and
+    row strides (`irc_att_layout`)."""
+    op = chain.attention
     q, v = shape(op.query), shape(op.value)
     batch = q[:-2]
     m, d = q[-2], q[-1]
     n, e = v[-2], v[-1]
-    key_t = int(bool(op.key_transposed.value.data))
     scores = (*batch, m, n)
     offsets, msm, msn = [0], 0, 0
     if op.mask is not None:
         strides = broadcast_strides(shape(op.mask), scores)
         msm, msn = strides[-2], strides[-1]
-        for size, stride in zip(batch, strides[:-2], strict=True):
-            offsets = [o + i * stride for o in offsets for i in range(size)]
+        offsets = _batch_offsets(batch, strides[:-2])
     count = numel(batch)
-    if op.mask is None:
-        offsets = [0]
+    layouts = {role: operand_layout(chain, role) for role in ROLES}
+    qs, ks, vs = (layouts[r].strides for r in ROLES)
+    out = output_layout(chain)
+    # keys [.., N, D] (d along the last axis) or [.., D, N] with key_transposed
+    sd, sn = (ks[-2], ks[-1]) if op.key_transposed.value.data else (ks[-1], ks[-2])
+    k_t, k_stride = (1, sn) if sd == 1 else (0, sd)
+    batch_offsets = {
+        "qo": _batch_offsets(batch, qs[:-2]),
+        "ko": _batch_offsets(batch, ks[:-2]),
+        "vo": _batch_offsets(batch, vs[:-2]),
+        "oo": _batch_offsets(batch, out[:-2]),
+    }
+    lay = f"{{qo, ko, vo, oo, {qs[-2]}, {k_stride}, {vs[-2]}, {out[-2]}, {k_t}}}"
+    reads = tuple(layouts[r].source for r in ROLES if r in chain.inputs)
 
     def emit(em: Emitter, res: list[str], _: list[str]) -> list[str]:
         if not numel(shape(op.output)):
             return block(describe(op), [], [])
         mask = "NULL" if op.mask is None else em.ptr(op.mask)
-        decls = [f"static const long mo[] = {{{', '.join(map(str, offsets))}}};"]
+        decls = [_longs("mo", offsets if op.mask is not None else [0])]
+        decls += [_longs(name, values) for name, values in batch_offsets.items()]
+        decls.append(f"static const irc_att_layout lay = {lay};")
         call = c_call(
             "irc_attention",
-            *(em.ptr(op.query), em.ptr(op.key), em.ptr(op.value), mask, res[0]),
-            *(count, m, n, d, e, key_t, c_float(op.scale.value.data), "mo", msm, msn),
+            *(em.ptr(layouts["query"].source), em.ptr(layouts["key"].source)),
+            *(em.ptr(layouts["value"].source), mask, res[0]),
+            *(count, m, n, d, e, c_float(op.scale.value.data), "mo", msm, msn, "&lay"),
         )
         return block(describe(op), decls, [call])
 
-    return Lowered(emit, snippets=("transformer",))
+    return Lowered(emit, snippets=("transformer",), reads=reads)
 
 
 @lowering(nn.GatherOp)

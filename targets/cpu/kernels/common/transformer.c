@@ -290,20 +290,92 @@ IRC_INLINE void irc_att_tile(const float *restrict a, const long *restrict ao,
   }
 }
 
+#if IRC_VL == 16 && defined(__AVX512F__)
+#define IRC_ATT_TRANSPOSE 1
+/* r[i] = column i of the IRC_VL x IRC_VL block whose row i was r[i]. */
+IRC_INLINE void irc_vf_transpose(irc_vf r[IRC_VL]) {
+  __m512 a[16], t[16];
+  for (int i = 0; i < 16; ++i) a[i] = (__m512)r[i];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const __m512d w = _mm512_castps_pd(t[4 * i]), x = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d y = _mm512_castps_pd(t[4 * i + 2]), z = _mm512_castps_pd(t[4 * i + 3]);
+    a[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(w, y));
+    a[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(w, y));
+    a[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(x, z));
+    a[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(x, z));
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_shuffle_f32x4(a[8 * i + j], a[8 * i + 4 + j], 0x88);
+      t[8 * i + 4 + j] = _mm512_shuffle_f32x4(a[8 * i + j], a[8 * i + 4 + j], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = (irc_vf)_mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = (irc_vf)_mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+  }
+}
+#elif IRC_VL == 8 && defined(__AVX__)
+#define IRC_ATT_TRANSPOSE 1
+IRC_INLINE void irc_vf_transpose(irc_vf r[IRC_VL]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps((__m256)r[2 * i], (__m256)r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps((__m256)r[2 * i], (__m256)r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = (irc_vf)_mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+    r[4 + i] = (irc_vf)_mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+  }
+}
+#else
+#define IRC_ATT_TRANSPOSE 0
+#endif
+
+/* xp[k][c0 + 0:cols] = element k of rows c0.. of x (row c at x + c * ldx) for k < K: whole
+   IRC_VL x IRC_VL blocks transposed in registers where the ISA has the shuffles, the rest
+   one element at a time. */
+static void irc_att_pack_t(const float *restrict x, long ldx, long K, int c0, int cols,
+                           float *restrict xp) {
+  long k0 = 0;
+#if IRC_ATT_TRANSPOSE
+  if (cols == IRC_VL)
+    for (; k0 + IRC_VL <= K; k0 += IRC_VL) {
+      irc_vf r[IRC_VL];
+      for (int i = 0; i < IRC_VL; ++i) r[i] = *(const irc_vfu *)(x + i * ldx + k0);
+      irc_vf_transpose(r);
+      for (int i = 0; i < IRC_VL; ++i) *(irc_vf *)(xp + (k0 + i) * 2 * IRC_VL + c0) = r[i];
+    }
+#endif
+  for (int c = 0; c < cols; ++c) {
+    const float *restrict xc = x + c * ldx;
+    for (long k = k0; k < K; ++k) xp[k * 2 * IRC_VL + c0 + c] = xc[k];
+  }
+}
+
 /* xp[k][0:2 IRC_VL] = columns j..j+cols of x (element (k, c) at x[k * ldx + c], or with
    x_t at x[c * ldx + k]) for k < K, zero past cols. */
 static void irc_att_pack(const float *restrict x, long ldx, int x_t, long K, long j, int cols,
                          float *restrict xp) {
   const irc_vf zero = {0.0f};
   if (x_t) {
-    for (long k = 0; k < K; ++k) {
-      *(irc_vf *)(xp + k * 2 * IRC_VL) = zero;
-      *(irc_vf *)(xp + k * 2 * IRC_VL + IRC_VL) = zero;
-    }
-    for (int c = 0; c < cols; ++c) {
-      const float *restrict xc = x + (j + c) * ldx;
-      for (long k = 0; k < K; ++k) xp[k * 2 * IRC_VL + c] = xc[k];
-    }
+    if (cols < 2 * IRC_VL)
+      for (long k = 0; k < K; ++k) {
+        *(irc_vf *)(xp + k * 2 * IRC_VL) = zero;
+        *(irc_vf *)(xp + k * 2 * IRC_VL + IRC_VL) = zero;
+      }
+    const int c1 = cols < IRC_VL ? cols : IRC_VL;
+    irc_att_pack_t(x + j * ldx, ldx, K, 0, c1, xp);
+    if (cols > IRC_VL) irc_att_pack_t(x + (j + IRC_VL) * ldx, ldx, K, IRC_VL, cols - IRC_VL, xp);
     return;
   }
   for (long k = 0; k < K; ++k) {
@@ -404,20 +476,31 @@ IRC_INLINE float irc_att_softmax_row(float *restrict s, long n) {
   return 1.0f / irc_vf_hsum_tree(acc);
 }
 
+/* Where each operand of a batch (head) b lies: its matrix at element offset xo[b], rows
+   xs apart (elements contiguous along a row); the keys' rows along k_t: with k_t, key n's
+   d-th element at ko[b] + n * ks + d (keys [N][D]), else at ko[b] + d * ks + n ([D][N]).
+   Strided offsets read a head out of a [S][heads][Dh] tensor in place (no transpose). */
+typedef struct {
+  const long *qo, *ko, *vo, *oo;
+  long qs, ks, vs, os;
+  int k_t;
+} irc_att_layout;
+
 typedef struct {
   const float *q, *k, *v, *mask;
   float *o;
   long M, N, D, E, rows, blocks, tasks, parts, ld;
-  int key_t;
   float scale;
   const long *mo;
   long msm, msn;
+  const irc_att_layout *lay;
 } irc_attention_args;
 
 /* Part `part` of irc_attention: task t is batch t / blocks, query block t % blocks. */
 static void irc_attention_part(const void *ctx, long part) {
   const irc_attention_args *restrict a = (const irc_attention_args *)ctx;
   const long M = a->M, N = a->N, D = a->D, E = a->E, R = a->rows, blocks = a->blocks;
+  const irc_att_layout *restrict lay = a->lay;
   const long ld = a->ld, msm = a->msm, msn = a->msn;
   long t0, t1;
   irc_pool_range(part, a->parts, a->tasks, &t0, &t1);
@@ -427,14 +510,14 @@ static void irc_attention_part(const void *ctx, long part) {
   for (long t = t0; t < t1; ++t) {
     const long b = t / blocks, m0 = (t % blocks) * R;
     const long rows = M - m0 < R ? M - m0 : R;
-    const float *restrict qb = a->q + (b * M + m0) * D;
-    const float *restrict kb = a->k + b * N * D;
-    const float *restrict vb = a->v + b * N * E;
-    float *restrict ob = a->o + (b * M + m0) * E;
+    const float *restrict qb = a->q + lay->qo[b] + m0 * lay->qs;
+    const float *restrict kb = a->k + lay->ko[b];
+    const float *restrict vb = a->v + lay->vo[b];
+    float *restrict ob = a->o + lay->oo[b] + m0 * lay->os;
     for (long r = 0; r < rows; ++r)
       mrows[r] = a->mask ? a->mask + a->mo[b] + (m0 + r) * msm : NULL;
     const int fused_mask = a->mask && msn == 1;
-    irc_att_product(qb, D, rows, kb, a->key_t ? N : D, !a->key_t, D, N, s, ld, NULL, a->scale,
+    irc_att_product(qb, lay->qs, rows, kb, lay->ks, lay->k_t, D, N, s, ld, NULL, a->scale,
                     fused_mask ? mrows : NULL);
     for (long r = 0; r < rows; ++r) {
       float *restrict sr = s + r * ld;
@@ -442,7 +525,7 @@ static void irc_attention_part(const void *ctx, long part) {
         for (long n = 0; n < N; ++n) sr[n] += mrows[r][n * msn];
       inv[r] = irc_att_softmax_row(sr, N);
     }
-    irc_att_product(s, ld, rows, vb, E, 0, N, E, ob, E, inv, 1.0f, NULL);
+    irc_att_product(s, ld, rows, vb, lay->vs, 0, N, E, ob, lay->os, inv, 1.0f, NULL);
   }
 }
 
@@ -464,12 +547,18 @@ static long irc_att_rows(long B, long M, long ld, int threads) {
   return even < rows ? even : rows;
 }
 
+/* o[b] = softmax(scale * q[b] @ k[b]^T + mask[b]) @ v[b] for the B heads of [M][D]
+   queries, N keys ([N][D] or [D][N]: lay->k_t) and [N][E] values, each where `lay` puts it;
+   the mask's row m of head b at mo[b] + m * msm, elements msn apart (mask NULL: none). */
 static void irc_attention(const float *restrict q, const float *restrict k,
                           const float *restrict v, const float *restrict mask,
                           float *restrict o, long B, long M, long N, long D, long E,
-                          int key_t, float scale, const long *restrict mo, long msm, long msn) {
+                          float scale, const long *restrict mo, long msm, long msn,
+                          const irc_att_layout *restrict lay) {
   if (N == 0) { /* no keys: an empty sum */
-    memset(o, 0, sizeof(float) * (size_t)(B * M * E));
+    for (long b = 0; b < B; ++b)
+      for (long m = 0; m < M; ++m)
+        memset(o + lay->oo[b] + m * lay->os, 0, sizeof(float) * (size_t)E);
     return;
   }
   const double work = (double)B * M * N * (D + E);
@@ -480,6 +569,6 @@ static void irc_attention(const float *restrict q, const float *restrict k,
   const irc_attention_args a = {q,     k,     v,  mask, o,   M,   N,      D,     E,
                                 rows,  blocks, B * blocks,
                                 irc_pool_parts(B * blocks, work, 250000.0, threads),
-                                ld,    key_t, scale, mo, msm, msn};
+                                ld,    scale, mo, msm, msn, lay};
   irc_parallel(irc_attention_part, &a, a.parts, threads);
 }
