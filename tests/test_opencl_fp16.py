@@ -258,8 +258,8 @@ def test_shared_models_type_check_and_halve_device_memory_in_fp16(name: str) -> 
     assert len(halves) == len(singles)
     for half, single in zip(halves, singles, strict=True):
         assert_sources_type_check(half, single)
-    if name.endswith("int8"):  # quantized storage (1 byte) does not shrink
-        assert peak_bytes(fp16) < peak_bytes(fp32)
+    if name.endswith("int8"):  # 8-bit storage between kernels (int8_storage.py) in both
+        assert peak_bytes(fp16) <= peak_bytes(fp32)
     else:
         assert 2 * peak_bytes(fp16) == peak_bytes(fp32)
 

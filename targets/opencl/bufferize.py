@@ -26,6 +26,11 @@ over a work-group when the launch would leave a GPU idle (gpu_kernels.py), sized
 `compute-units` (the device's; 0: a default of 64). The target's `lowering_passes()` asks for
 `gpu` on a GPU device. Neither option needs a device.
 
+A tensor an int8 model leaves between two kernels as a qcast -> dcast round trip is stored
+as its 8-bit integer where its readers dequantize it (int8_storage.py: the producing kernel
+claims the storage offered, a reader that does not gets a dequantizing launch); an int8
+input's standalone dcast is then not launched.
+
 `generate_entry` is the work per entry: kernels, launches and one buffer per intermediate
 tensor. An op the target cannot run fails the pass with an error at that op.
 """
@@ -46,6 +51,8 @@ from irc.dialects import delegate, nn, ocl
 from irc.dialects.nn import array_from_dense, dense_from_array
 from irc.dialects.nn.base import get_str
 from irc.targets.opencl.fuse import is_bufferized, opencl_executables
+from irc.targets.opencl.int8_storage import Int8Storage, Offer, set_offer
+from irc.targets.opencl.int8_storage_plan import dequantize_kernel, elided_dcast, offer_for
 from irc.targets.opencl.lowerings import LoweringError, emit
 from irc.targets.opencl.lowerings.epilogue import channel_pad_view, epilogue_inputs
 from irc.targets.opencl.lowerings.helpers import (
@@ -125,6 +132,8 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
     launches: list[Launch] = []
     allocs: list[int] = []
     lazy: dict[SSAValue, nn.ConstantOp] = {}
+    int8: dict[SSAValue, Int8Storage] = {}
+    """Tensors stored as 8-bit between kernels (int8_storage.py)."""
 
     def ref(v: SSAValue | str) -> str:
         if isinstance(v, str):
@@ -139,6 +148,10 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
             continue
         if isinstance(op, nn.PadOp) and channel_pad_view(op.output) is not None:
             continue  # read unpadded by the fused epilogue that uses it
+        if (storage := elided_dcast(op, outputs)) is not None:
+            dcast = op.results[0]  # its readers dequantize its 8-bit input
+            names[dcast], int8[dcast] = ref(op.operands[0]), storage
+            continue
         producer, epilogue, final = _fusion_parts(op)
         _check_layout(producer)
         # an op with several results (nn.split) writes all of them in each of its launches
@@ -150,18 +163,26 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
                 names[value] = f"b{len(allocs)}"
                 allocs.append(_storage_bytes(value, program))
         residuals = epilogue_inputs(producer, epilogue)
+        offer = offer_for(op, producer, epilogue, residuals, int8, set(outputs))
         first_request = len(program.requests)
-        emitted = emit(producer, epilogue, program)
+        set_offer(program, offer)
+        try:
+            emitted = emit(producer, epilogue, program)
+        finally:
+            set_offer(program, None)
         if residuals and len(emitted) != 1:
             raise LoweringError(producer, f"'{producer.name}' cannot fuse a residual epilogue")
         asked = dict(program.requests[first_request:])  # this op's own descriptions
+        dequantized = _claim(offer, final, names, allocs, launches, program, int8)
         fused = f"{FUSED_MARK}{', '.join(e.name for e in epilogue)}" if epilogue else ""
         for kernel, inputs, gsize in emitted:
             if epilogue and FUSED_MARK not in program.comments[kernel]:
                 program.comments[kernel] += fused
             if min(gsize) == 0:
                 continue
-            args = [ref(v) for v in [*inputs, *residuals]] + [names[v] for v in written]
+            read = [dequantized.get(v, v) if isinstance(v, SSAValue) else v for v in inputs]
+            read += [dequantized.get(v, v) for v in residuals]
+            args = [ref(v) for v in read] + [names[v] for v in written]
             label = asked.get(kernel, program.comments[kernel])
             if epilogue and FUSED_MARK not in label:
                 label += fused
@@ -180,6 +201,36 @@ def generate_entry(func: FuncOp, program: Program) -> tuple[list[Launch], list[i
         k = program.kernel(_kernel(1, "    y[gid] = x0[gid];\n", ct, ct), f"copy {ct}")
         launches.append(Launch(k, [ref(v), out], [n]))
     return launches, allocs
+
+
+def _claim(
+    offer: Offer | None,
+    final: SSAValue,
+    names: dict[SSAValue, str],
+    allocs: list[int],
+    launches: list[Launch],
+    program: Program,
+    int8: dict[SSAValue, Int8Storage],
+) -> dict[SSAValue, str]:
+    """Settle an op's 8-bit storage offer after its kernels are generated: a claimed result
+    is stored 8-bit (its buffer shrinks to a byte per element); an offered input that its
+    kernels did not claim is dequantized into a float buffer by a launch before them.
+    Returns the float buffer of each such input."""
+    if offer is None:
+        return {}
+    if offer.result is not None and offer.claimed_result:
+        int8[final] = offer.result
+        allocs[int(names[final][1:])] = _numel(_shape(final))
+    dequantized: dict[SSAValue, str] = {}
+    for value, storage in offer.inputs.items():
+        if value in offer.claimed_inputs:
+            continue
+        name = f"b{len(allocs)}"
+        allocs.append(_storage_bytes(value, program))
+        kernel = dequantize_kernel(storage, program)
+        launches.append(Launch(kernel, [names[value], name], [_numel(_shape(value))]))
+        dequantized[value] = name
+    return dequantized
 
 
 def _storage_bytes(value: SSAValue, program: Program) -> int:

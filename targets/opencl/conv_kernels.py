@@ -40,6 +40,11 @@ Under 8 output channels only dot products of `NARROW_DEPTH` or more are tiled (o
 Depthwise convs need an even channel count (`float4` or `float2` vectors when not divisible
 by 8). The caller falls back to its one-element-per-work-item kernels otherwise (None).
 
+8-bit storage (int8_storage.py, offered by `opencl-bufferize`): the GEMM, direct and depthwise
+kernels read an input (and same-shape residuals) stored as 8-bit integers, dequantized at the
+load (a 256-entry float table for scalar loads, `scale * (convert_floatN(c) - zp)` for
+vectors), and store a result ending in a round trip as `q + zp`; bit for bit the float path.
+
 Precision: buffers and packed filters hold `REAL` (program.py's template type: float, or half
 in fp16); accumulators, the epilogue and the loaded filter and input values are float
 (`WIDEN<n>` converts a `REAL<n>` load, `NARROW<n>` the result at its store), so fp16 halves
@@ -58,6 +63,7 @@ from xdsl.ir import SSAValue
 from irc.dialects import nn
 from irc.dialects.nn import array_from_dense
 from irc.dialects.nn.base import get_int, get_ints
+from irc.targets.opencl.int8_storage import TABLE, Int8Storage, current_offer
 from irc.targets.opencl.residuals import padded_residual, padded_residual_vector
 
 TileKernel = tuple[str, list[SSAValue | str], list[int]]
@@ -149,7 +155,7 @@ class KernelProgram(Protocol):
 
     def kernel(self, signature_and_body: str, comment: str) -> str: ...
 
-    def constant(self, array: np.ndarray) -> str: ...
+    def constant(self, array: np.ndarray, table: bool = False) -> str: ...
 
 
 class TiledKernels:
@@ -169,6 +175,100 @@ class TiledKernels:
         self.act = act
         self.make_kernel = kernel
         self.residual_pattern = residual_pattern
+        self.offer = current_offer(program)
+        """The 8-bit storage `opencl-bufferize` offers this op (int8_storage.py), or None."""
+        self._begin(None, char=False)
+
+    def _begin(self, x: SSAValue | None, char: bool = True) -> None:
+        """Start a kernel reading `x` as its input `x0`: with `char`, `x0`, same-shape
+        residuals and the result take the 8-bit storage the offer has for them (claimed when
+        the kernel is finished); without, every tensor is `REAL`."""
+        offer = self.offer if char else None
+        self._char_x = offer.inputs.get(x) if offer is not None and x is not None else None
+        self._x_value = x
+        self._char_y = None
+        if offer is not None and offer.result is not None and self.act:
+            if self.act[-1] == offer.product:
+                self._char_y = offer.result
+        self._residuals_char = offer is not None
+        self._char_residuals: dict[int, Int8Storage] = {}
+        self._char_params: dict[int, str] = {}
+        """Regular inputs other than `x0` that are 8-bit (a zero tap row)."""
+
+    def _x_type(self, width: int = 0) -> str:
+        """The element type of a pointer into `x0` (`width` elements, 0: one)."""
+        if self._char_x is not None:
+            return self._char_x.pointer(width)
+        return f"REAL{width or ''}"
+
+    scalar_table = True
+    """Scalar 8-bit loads dequantize through a table (`Int8Storage.table_load`), not
+    arithmetic (gpu_kernels.py: arithmetic)."""
+
+    def _x_load(self, load: str, width: int = 0) -> str:
+        """The float (or `floatW`) value of a load from `x0`."""
+        if self._char_x is not None:
+            if not width and self.scalar_table:
+                return self._char_x.table_load(load)
+            return self._char_x.dequantize(load, width)
+        return f"WIDEN{width or ''}({load})"
+
+    def _zero_taps(self, c: int) -> str:
+        """The constant read for `c` channels of a tap outside the image: float zeros, or the
+        zero point when `x0` is 8-bit (it dequantizes to +0.0)."""
+        if self._char_x is None:
+            return self.program.constant(np.zeros(c, np.float32))
+        dtype = np.int8 if self._char_x.ctype == "char" else np.uint8
+        return self.program.constant(np.full(c, self._char_x.zero_point, dtype))
+
+    def _residual_storage(self, m: re.Match[str]) -> Int8Storage | None:
+        """The 8-bit storage of a same-shape residual read `m` (`RESIDUAL<j>[gid]`), or
+        None (float, or a per-channel / channel-padded read)."""
+        if not self._residuals_char or self.offer is None:
+            return None
+        if m.group(2) is not None or m.group(3) is not None:
+            return None
+        j = int(m.group(1))
+        if j >= len(self.offer.residuals):
+            return None
+        storage = self.offer.inputs.get(self.offer.residuals[j])
+        if storage is not None:
+            self._char_residuals[j] = storage
+        return storage
+
+    def _epilogue(self) -> list[str]:
+        """The epilogue expressions before the store: without the round trip's product when
+        the result is stored 8-bit."""
+        return self.act[:-1] if self._char_y is not None else self.act
+
+    def _make(self, body: str, inputs: list[SSAValue | str]) -> str:
+        """The kernel text with its 8-bit parameters typed, the offer's storage claimed."""
+        params = dict(self._char_params)
+        if TABLE in body and self._char_x is not None:  # the table: the last regular input
+            params[len(inputs)] = "float"  # float32 in every precision
+            body = body.replace(TABLE, f"x{len(inputs)}")
+            inputs.append(self.program.constant(self._char_x.table(), table=True))
+        n_in = len(inputs)
+        text = self.make_kernel(n_in, body)
+        if self._char_x is not None:
+            params[0] = self._char_x.ctype
+        params |= {n_in + j: s.ctype for j, s in self._char_residuals.items()}
+        for index, ctype in params.items():
+            old = f"__global const REAL* restrict x{index},"
+            assert old in text, old
+            text = text.replace(old, f"__global const {ctype}* restrict x{index},", 1)
+        if self._char_y is not None:
+            old = "__global REAL* restrict y)"
+            assert old in text, old
+            text = text.replace(old, f"__global {self._char_y.ctype}* restrict y)", 1)
+        if self.offer is not None:
+            if self._char_x is not None and self._x_value is not None:
+                self.offer.claimed_inputs.add(self._x_value)
+            for j in self._char_residuals:
+                self.offer.claimed_inputs.add(self.offer.residuals[j])
+            if self._char_y is not None:
+                self.offer.claimed_result = True
+        return text
 
     def _store(
         self, vw: int, acc: str, pixel: str, vector: str, channels: int, padded: bool = False
@@ -186,14 +286,20 @@ class TiledKernels:
                 if m.group(3) is not None:
                     return padded_residual_vector(m, vw, pixel, f"({vector}) * {vw}")
                 index = out_index if m.group(2) is None else vector
+                if (storage := self._residual_storage(m)) is not None:
+                    element = f"((__global const {storage.pointer(vw)}*)RESIDUAL{m.group(1)})"
+                    return storage.dequantize(f"{element}[{index}]", vw, added=True)
                 return f"WIDEN{vw}(((__global const {real}*)RESIDUAL{m.group(1)})[{index}])"
 
-            exprs = [self.residual_pattern.sub(load, e) for e in self.act]
+            exprs = [self.residual_pattern.sub(load, e) for e in self._epilogue()]
             body = "".join(f"            v = {e};\n" for e in exprs if e != "v")
-            store = (
-                f"        {{ {vec} v = {acc};\n{body}"
-                f"            ((__global {real}*)y)[{out_index}] = NARROW{vw}(v); }}\n"
-            )
+            if self._char_y is not None:
+                target = f"((__global {self._char_y.pointer(vw)}*)y)"
+                value = self._char_y.store("v", vw)
+            else:
+                target, value = f"((__global {real}*)y)", f"NARROW{vw}(v)"
+            store = f"        {{ {vec} v = {acc};\n{body}"
+            store += f"            {target}[{out_index}] = {value}; }}\n"
             if padded:
                 store = f"        if (({vector}) < {channels // vw})\n{store}"
             return store
@@ -214,13 +320,21 @@ class TiledKernels:
                     if m.group(3) is not None:
                         return padded_residual_vector(m, 4, pixel, f"c0 + {4 * quad}")
                     index = element if m.group(2) is None else channel
+                    if (storage := self._residual_storage(m)) is not None:
+                        quads = f"((__global const {storage.pointer(4)}*)RESIDUAL{m.group(1)})"
+                        return storage.dequantize(f"{quads}[{index}]", 4, added=True)
                     return f"WIDEN4(((__global const REAL4*)RESIDUAL{m.group(1)})[{index}])"
 
-                exprs = [self.residual_pattern.sub(quad_load, e) for e in self.act]
+                exprs = [self.residual_pattern.sub(quad_load, e) for e in self._epilogue()]
                 body = "".join(f" v = {e};" for e in exprs if e != "v")
+                if self._char_y is not None:
+                    target = f"((__global {self._char_y.pointer(4)}*)y)"
+                    value = self._char_y.store("v", 4)
+                else:
+                    target, value = "((__global REAL4*)y)", "NARROW4(v)"
                 lines.append(
                     f"            if (c0 + {4 * quad} < {channels}) {{ float4 v = {acc}.s{lanes};"
-                    f"{body} ((__global REAL4*)y)[{element}] = NARROW4(v); }}\n"
+                    f"{body} {target}[{element}] = {value}; }}\n"
                 )
             return "".join(lines) + "        }\n"
         for lane in range(vw):
@@ -230,13 +344,16 @@ class TiledKernels:
                 if m.group(3) is not None:
                     return padded_residual(m, element, channel, pixel=pixel)
                 index = element if m.group(2) is None else channel
+                if (storage := self._residual_storage(m)) is not None:
+                    return storage.dequantize(f"RESIDUAL{m.group(1)}[{index}]", added=True)
                 return f"WIDEN(RESIDUAL{m.group(1)}[{index}])"
 
-            exprs = [self.residual_pattern.sub(scalar, e) for e in self.act]
+            exprs = [self.residual_pattern.sub(scalar, e) for e in self._epilogue()]
             body = "".join(f" v = {e};" for e in exprs if e != "v")
+            value = "v" if self._char_y is None else self._char_y.store("v")
             lines.append(
                 f"            if ({channel} < {channels}) {{ float v = {acc}.s{lane:x};{body}"
-                f" y[{element}] = v; }}\n"
+                f" y[{element}] = {value}; }}\n"
             )
         return "".join(lines) + "        }\n"
 
@@ -266,7 +383,7 @@ class TiledKernels:
         return lines
 
     def _finish(self, body: str, inputs: list[SSAValue | str], total: int, desc: str) -> TileKernel:
-        name = self.program.kernel(self.make_kernel(len(inputs), body), desc)
+        name = self.program.kernel(self._make(body, inputs), desc)
         return name, inputs, [total]
 
     def gemm(
@@ -282,6 +399,7 @@ class TiledKernels:
         layout = self._channels(n_out, bias, k)
         if layout is None:
             return None
+        self._begin(x)
         vw, nv, groups, weights, bias_input = layout(weights)
         mr = row_tile(rows)
         tiles = -(-rows // mr)
@@ -304,7 +422,7 @@ class TiledKernels:
         ]
         for r in range(mr):
             row = f"min(m0 + {r}, {rows - 1})" if tiles * mr > rows else f"m0 + {r}"
-            lines.append(f"    __global const REAL* a{r} = x0 + ({row}) * {k};\n")
+            lines.append(f"    __global const {self._x_type()}* a{r} = x0 + ({row}) * {k};\n")
         for v in range(nv):
             init = (
                 f"WIDEN{vw}(((__global const {real}*)x2)[cg * {nv} + {v}]) + ({vec})(0.0f)"
@@ -317,7 +435,7 @@ class TiledKernels:
         for v in range(nv):
             lines.append(f"        const {vec} w{v} = WIDEN{vw}(wp[k * {nv} + {v}]);\n")
         for r in range(mr):
-            lines.append(f"        const float b{r} = a{r}[k];\n")
+            lines.append(f"        const float b{r} = {self._x_load(f'a{r}[k]')};\n")
             for v in range(nv):
                 lines.append(f"        acc{r}_{v} += b{r} * w{v};\n")
         lines.append("    }\n")
@@ -392,6 +510,7 @@ class TiledKernels:
         layout = self._channels(oc, bias, kh * kw * c)
         if layout is None:
             return None
+        self._begin(op.input)
         vw, nv, groups, weights, bias_input = layout(weights)
         sh, sw = get_ints(props, "strides")
         dh, dw = get_ints(props, "dilations")
@@ -401,7 +520,9 @@ class TiledKernels:
         vec, real = f"float{vw}", f"REAL{vw}"
         # [OC, KH, KW, C] -> [OC/NR][KH][KW][C][NV][VW] (OC padded to whole vectors)
         packed = weights.reshape(groups, nv, vw, kh, kw, c).transpose(0, 3, 4, 5, 1, 2)
-        zeros = self.program.constant(np.zeros(c, np.float32))
+        zeros = self._zero_taps(c)
+        if self._char_x is not None:
+            self._char_params[2] = self._char_x.ctype
         lines = [
             f"    const int cg = gid % {groups}; int t = gid / {groups};\n",
             f"    const int ow0 = (t % {tiles_w}) * {mr}; t /= {tiles_w};\n",
@@ -425,7 +546,7 @@ class TiledKernels:
                 for v in range(nv)
             ]
             for r in range(mr):
-                out.append(f"{indent}    const float b{r} = a{r}[j];\n")
+                out.append(f"{indent}    const float b{r} = {self._x_load(f'a{r}[j]')};\n")
                 out += [f"{indent}    acc{r}_{v} += b{r} * w{v};\n" for v in range(nv)]
             return [*out, f"{indent}}}\n"]
 
@@ -445,6 +566,7 @@ class TiledKernels:
         # a tile whose every tap lies inside the row reads it directly (one loop over
         # (kw, ic) when the taps are contiguous); edge tiles point missing taps at zeros
         last = (mr - 1) * sw + (kw - 1) * dw
+        xt = self._x_type()
         lines += [
             f"    const int iwt = ow0 * {sw} - {pl};\n",
             f"    const int inside = iwt >= 0 && iwt + {last} < {w};\n",
@@ -455,19 +577,19 @@ class TiledKernels:
             *padded_row(),
             "            continue;\n",
             "        }\n",
-            f"        __global const REAL* row = x0 + (n * {h} + ih) * {w * c};\n",
+            f"        __global const {xt}* row = x0 + (n * {h} + ih) * {w * c};\n",
             "        if (inside) {\n",
         ]
         if dw == 1:
             lines += [
-                f"            __global const REAL* a{r} = row + (iwt + {r * sw}) * {c};\n"
+                f"            __global const {xt}* a{r} = row + (iwt + {r * sw}) * {c};\n"
                 for r in range(mr)
             ]
             lines += fma_loop(str(kw * c), "wk", "            ")
         else:
             lines.append(f"            for (int kw = 0; kw < {kw}; ++kw) {{\n")
             lines += [
-                f"                __global const REAL* a{r} = row"
+                f"                __global const {xt}* a{r} = row"
                 f" + (iwt + {r * sw} + kw * {dw}) * {c};\n"
                 for r in range(mr)
             ]
@@ -478,7 +600,7 @@ class TiledKernels:
         for r in range(mr):
             lines.append(
                 f"                const int iw{r} = iwt + {r * sw} + kw * {dw};\n"
-                f"                __global const REAL* a{r} = (iw{r} >= 0 && iw{r} < {w}"
+                f"                __global const {xt}* a{r} = (iw{r} >= 0 && iw{r} < {w}"
                 f" && ow0 + {r} < {ow}) ? row + iw{r} * {c} : x2;\n"
             )
         lines.append(f"                __global const {real}* wp = wk + kw * {c * nv};\n")
@@ -509,6 +631,7 @@ class TiledKernels:
         vw = vector_width(c) or (4 if c % 4 == 0 else 2 if c % 2 == 0 else 0)
         if not vw:
             return None
+        self._begin(op.input)
         sh, sw = get_ints(props, "strides")
         dh, dw = get_ints(props, "dilations")
         pt, pl = get_ints(props, "pads")[:2]
@@ -559,14 +682,14 @@ class TiledKernels:
             *[f"            acc{r} += z;\n" for r in range(mr)],
             "            continue;\n",
             "        }\n",
-            f"        __global const {real}* xr = (__global const {real}*)x0"
-            f" + (n * {h} + ih) * {w * blocks} + cb;\n",
+            f"        __global const {self._x_type(vw)}* xr = (__global const"
+            f" {self._x_type(vw)}*)x0 + (n * {h} + ih) * {w * blocks} + cb;\n",
         ]
 
         def taps(guarded: bool) -> list[str]:
             out = []
             for j in range(columns):
-                load = f"WIDEN{vw}(xr[(iw0 + {j}) * {blocks}])"
+                load = self._x_load(f"xr[(iw0 + {j}) * {blocks}]", vw)
                 if guarded:
                     load = f"(iw0 + {j} >= 0 && iw0 + {j} < {w}) ? {load} : ({vec})(0.0f)"
                 out.append(f"            const {vec} c{j} = {load};\n")
@@ -614,6 +737,7 @@ class TiledKernels:
             oc,
         ):
             return None
+        self._begin(None, char=False)  # every tensor REAL
         taps, rows = kh * kw, n * h * w
         oh, ow = h * kh, w * kw
         columns = weights.transpose(1, 2, 0, 3).reshape(taps * oc, c)  # [(tap, oc), C]

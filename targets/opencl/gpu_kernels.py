@@ -28,6 +28,7 @@ work-group rule always finds a GPU-sized group. Accumulation is float in every p
 exact additive identity) in depthwise, from +0.0 with the bias added last in the GEMM and
 direct conv (matrix products on the reference); taps in the padding multiply +0.0, as in the
 reference's zero-padded sums. The fused epilogue runs on the accumulator before its store.
+8-bit inputs and results as conv_kernels.py's (int8_storage.py), dequantized by arithmetic.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ class GpuKernels(TiledKernels):
     stores of `TiledKernels`, on `float4` vectors)."""
 
     compute_units: int = 64
+    scalar_table = False  # a GPU has arithmetic to spare; a table load adds latency
 
     def _vectors(
         self, channels: int, bias: SSAValue | np.ndarray | None
@@ -163,7 +165,7 @@ class GpuKernels(TiledKernels):
     def _gpu_finish(
         self, body: str, inputs: list[SSAValue | str], total: int, desc: str, group: int = 0
     ) -> TileKernel:
-        text = self.make_kernel(len(inputs), body)
+        text = self._make(body, inputs)
         if group:
             text = text.replace("__kernel void", f"__kernel {required_group(group)} void", 1)
         name = self.program.kernel(text, desc)
@@ -183,6 +185,7 @@ class GpuKernels(TiledKernels):
         layout = self._vectors(n_out, bias)
         if layout is None or k == 0:
             return None
+        self._begin(x)
         vectors, bias_input = layout
         if shape is None:
             shape = gemm_shape(rows, vectors, k, self.compute_units)
@@ -213,12 +216,12 @@ class GpuKernels(TiledKernels):
         lines.append("    __global const REAL4* wp = (__global const REAL4*)x1 + cv;\n")
         for r in range(r_count):
             row = f"min(m0 + {r}, {rows - 1})" if tiles * r_count > rows else f"m0 + {r}"
-            lines.append(f"    __global const REAL* a{r} = x0 + ({row}) * {k};\n")
+            lines.append(f"    __global const {self._x_type()}* a{r} = x0 + ({row}) * {k};\n")
             lines.append(f"    float4 acc{r} = (float4)(0.0f);\n")
         lines.append("    for (int k = k0; k < k1; ++k) {\n")
         lines.append(f"        const float4 w = WIDEN4(wp[k * {vectors}]);\n")
         for r in range(r_count):
-            lines.append(f"        acc{r} += WIDEN(a{r}[k]) * w;\n")
+            lines.append(f"        acc{r} += {self._x_load(f'a{r}[k]')} * w;\n")
         lines.append("    }\n")
         if split > 1:
             lines.append(f"    __local float4 partial[{(split - 1) * r_count * lanes}];\n")
@@ -271,6 +274,7 @@ class GpuKernels(TiledKernels):
         layout = self._vectors(oc, bias)
         if layout is None or c == 0:
             return None
+        self._begin(op.input)
         vectors, bias_input = layout
         if r_count is None:
             r_count = pixels_per_item(n * oh * ow, vectors, self.compute_units)
@@ -282,7 +286,10 @@ class GpuKernels(TiledKernels):
         # [OC, KH, KW, C] -> [KH][KW][C][OC/4][4]
         padded = self._pad_rows(weights, vectors)
         packed = padded.reshape(vectors, VW, kh, kw, c).transpose(2, 3, 4, 0, 1)
-        zeros = self.program.constant(np.zeros(c, np.float32))
+        zeros = self._zero_taps(c)
+        if self._char_x is not None:
+            self._char_params[2] = self._char_x.ctype
+        xt = self._x_type()
         lines = [
             *_row_tile_prologue(total, vectors, tiles_w, r_count, oh),
         ]
@@ -293,13 +300,13 @@ class GpuKernels(TiledKernels):
             f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
             f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
             f"        const int row_in = ih >= 0 && ih < {h};\n",
-            f"        __global const REAL* row = x0 + (n * {h} + (row_in ? ih : 0)) * {w * c};\n",
+            f"        __global const {xt}* row = x0 + (n * {h} + (row_in ? ih : 0)) * {w * c};\n",
             f"        for (int kw = 0; kw < {kw}; ++kw) {{\n",
         ]
         for r in range(r_count):
             lines.append(
                 f"            const int iw{r} = (ow0 + {r}) * {sw} - {pl} + kw * {dw};\n"
-                f"            __global const REAL* a{r} = (row_in && iw{r} >= 0 && iw{r} < {w}"
+                f"            __global const {xt}* a{r} = (row_in && iw{r} >= 0 && iw{r} < {w}"
                 f" && ow0 + {r} < {ow}) ? row + iw{r} * {c} : x2;\n"
             )
         lines += [
@@ -307,7 +314,9 @@ class GpuKernels(TiledKernels):
             f"            for (int ic = 0; ic < {c}; ++ic) {{\n",
             f"                const float4 wv = WIDEN4(wk[ic * {vectors}]);\n",
         ]
-        lines += [f"                acc{r} += WIDEN(a{r}[ic]) * wv;\n" for r in range(r_count)]
+        lines += [
+            f"                acc{r} += {self._x_load(f'a{r}[ic]')} * wv;\n" for r in range(r_count)
+        ]
         lines.append("            }\n        }\n    }\n")
         if bias_input is not None:
             lines.append("    const float4 bias = WIDEN4(((__global const REAL4*)x3)[cv]);\n")
@@ -335,6 +344,7 @@ class GpuKernels(TiledKernels):
         _, oh, ow, _ = out_shape
         if c % VW:
             return None
+        self._begin(op.input)
         vectors = c // VW
         if r_count is None:
             r_count = pixels_per_item(n * oh * ow, vectors, self.compute_units)
@@ -351,6 +361,7 @@ class GpuKernels(TiledKernels):
         init = (
             "WIDEN4(((__global const REAL4*)x2)[cv])" if op.bias is not None else "(float4)(-0.0f)"
         )
+        xt = self._x_type(VW)
         lines += [f"    float4 acc{r} = {init};\n" for r in range(r_count)]
         # a tap in the padding (rows included) multiplies +0.0, as the reference's
         # zero-padded sum does
@@ -358,7 +369,7 @@ class GpuKernels(TiledKernels):
             f"    for (int kh = 0; kh < {kh}; ++kh) {{\n",
             f"        const int ih = oh * {sh} - {pt} + kh * {dh};\n",
             f"        const int row_in = ih >= 0 && ih < {h};\n",
-            f"        __global const REAL4* xr = (__global const REAL4*)x0"
+            f"        __global const {xt}* xr = (__global const {xt}*)x0"
             f" + (n * {h} + (row_in ? ih : 0)) * {w * vectors} + cv;\n",
             f"        for (int kw = 0; kw < {kw}; ++kw) {{\n",
             f"            const float4 wv = WIDEN4(wp[(kh * {kw} + kw) * {vectors}]);\n",
@@ -367,7 +378,7 @@ class GpuKernels(TiledKernels):
             lines.append(
                 f"            {{ const int iw = (ow0 + {r}) * {sw} - {pl} + kw * {dw};\n"
                 f"              acc{r} += (row_in && iw >= 0 && iw < {w}"
-                f" ? WIDEN4(xr[iw * {vectors}]) : (float4)(0.0f)) * wv; }}\n"
+                f" ? {self._x_load(f'xr[iw * {vectors}]', VW)} : (float4)(0.0f)) * wv; }}\n"
             )
         lines.append("        }\n    }\n")
         lines += self._store_row(VW, r_count, (oh, ow, tiles_w), [("acc{r}", "cv")], c)
@@ -387,6 +398,7 @@ class GpuKernels(TiledKernels):
         beta = get_float(op.all_properties(), "beta")
         if cols < SOFTMAX_MIN_COLUMNS or self.act or (beta is not None and beta < 0):
             return None
+        self._begin(None, char=False)
         rows = int(np.prod(shape)) // cols
         group = SOFTMAX_GROUP
         body = (

@@ -252,7 +252,7 @@ def epilogue_inputs(producer: Operation, epilogue: Sequence[Operation]) -> list[
     return out
 
 
-def _folds_round_trips() -> bool:
+def folds_round_trips() -> bool:
     """Whether qcast -> dcast pairs become requantize.py's round trip (strict builds)."""
     return BUILD_OPTIONS != FAST_MATH_BUILD_OPTIONS
 
@@ -264,7 +264,7 @@ def _clamp_dropped(
     starting there."""
     return (
         bounds is not None
-        and _folds_round_trips()
+        and folds_round_trips()
         and is_round_trip(epilogue, i)
         and activation_subsumed(bounds, epilogue[i])  # type: ignore[arg-type]  # a qcast
     )
@@ -308,7 +308,7 @@ def epilogue_exprs(producer: Operation, epilogue: Sequence[Operation]) -> list[s
                 fused_bounds(props), epilogue, index + 1
             ):
                 exprs.append(FUSED_ACTIVATION[get_str(props, "activation")])
-        elif _folds_round_trips() and is_round_trip(epilogue, index):
+        elif folds_round_trips() and is_round_trip(epilogue, index):
             exprs += round_trip_exprs(
                 op,  # type: ignore[arg-type]  # is_round_trip: a qcast
                 last=index + 2 == len(epilogue),
