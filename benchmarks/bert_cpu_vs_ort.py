@@ -13,8 +13,9 @@ of ops in target regions, the median latency, irc / onnxruntime (below 1: irc is
 and the largest output difference relative to the output's scale. `--baseline NAME=VALUE`
 also compiles each entry of `--targets` with the environment variable NAME set to VALUE
 while it compiles (e.g. `IRC_CPU_ISA=avx2`, or a switch of a fusion such as
-`IRC_CPU_FUSE_RESIDUAL=0`) and runs it interleaved with the others, for an A/B of one
-change in one process: irc / baseline is printed too.
+`IRC_CPU_FUSE_RESIDUAL=0`; several joined by commas, e.g.
+`IRC_CPU_FUSE_ATTENTION=0,IRC_CPU_FUSE_RESIDUAL=0`) and runs it interleaved with the others,
+for an A/B of one change in one process: irc / baseline is printed too.
 
 Thread counts: OMP_NUM_THREADS and IRC_CPU_THREADS (the CPU target), and PoCL's
 POCL_MAX_PTHREAD_COUNT / POCL_CPU_MAX_CU_COUNT (the OpenCL target on PoCL's CPU device),
@@ -53,8 +54,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--baseline",
-        metavar="NAME=VALUE",
-        help="also compile each target list with this environment variable set, and compare",
+        metavar="NAME=VALUE[,NAME=VALUE]",
+        help="also compile each target list with these environment variables set, and compare",
     )
     args = parser.parse_args()
     for name in ("OMP_NUM_THREADS", "IRC_CPU_THREADS", "POCL_MAX_PTHREAD_COUNT"):
@@ -130,20 +131,22 @@ def main() -> None:
 
 
 def compile_with_env(path: Path, targets: str, shapes: dict, assignment: str):
-    """`irc.compile` of the model for `targets` with the environment variable of
-    `assignment` (NAME=VALUE) set while it compiles (the old value restored after)."""
+    """`irc.compile` of the model for `targets` with the environment variables of
+    `assignment` (NAME=VALUE, or several joined by commas) set while it compiles (the old
+    values restored after)."""
     import irc
 
-    name, _, value = assignment.partition("=")
-    old = os.environ.get(name)
-    os.environ[name] = value
+    pairs = [item.partition("=") for item in assignment.split(",") if item]
+    old = {name: os.environ.get(name) for name, _, _ in pairs}
+    os.environ.update({name: value for name, _, value in pairs})
     try:
         return irc.compile(path, targets.split(","), input_shapes=shapes)
     finally:
-        if old is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = old
+        for name, value in old.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 if __name__ == "__main__":

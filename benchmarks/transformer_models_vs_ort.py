@@ -14,8 +14,13 @@ difference relative to the output's scale.
 irc's thread count: OMP_NUM_THREADS and IRC_CPU_THREADS are set before irc loads libgomp.
 The machine is shared and noisy: only the ratio measured in one run means much (PERF_NOTES.md).
 
+`--baseline NAME=VALUE[,NAME=VALUE]` also compiles the model with those environment
+variables set (a fusion's switch, `IRC_CPU_ISA=avx2`) and runs it interleaved: irc / baseline
+is printed too.
+
 usage: python benchmarks/transformer_models_vs_ort.py [--model deit] [--layers N]
                                                       [--threads 2] [--runs 20] [--targets cpu]
+                                                      [--baseline IRC_CPU_FUSE_ATTENTION=0]
 """
 
 from __future__ import annotations
@@ -38,11 +43,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--targets", default="cpu")
+    parser.add_argument(
+        "--baseline",
+        metavar="NAME=VALUE[,NAME=VALUE]",
+        help="also compile with these environment variables set, and compare",
+    )
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = os.environ["IRC_CPU_THREADS"] = str(args.threads)
 
     import numpy as np
     import onnx
+    from bert_cpu_vs_ort import compile_with_env
     from side_by_side import cpu_name, interleaved_ms, interleaved_ort_session, region_share
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -72,16 +83,22 @@ def main() -> None:
             path, args.targets.split(","), input_shapes={k: v.shape for k, v in feeds.items()}
         )
         compile_s = time.perf_counter() - start
+        shapes = {k: v.shape for k, v in feeds.items()}
+        baseline = (
+            compile_with_env(path, args.targets, shapes, args.baseline) if args.baseline else None
+        )
         session = interleaved_ort_session(path, args.threads)
 
     runners = {"irc": lambda: compiled.run(feeds), "onnxruntime": lambda: session.run(None, feeds)}
+    if baseline is not None:
+        runners["baseline"] = lambda: baseline.run(feeds)
     got, want = runners["irc"](), runners["onnxruntime"]()
     error = max(
         float(np.max(np.abs(got[name] - w)) / np.max(np.abs(w)))
         for name, w in zip(compiled.output_names, want, strict=True)
     )
     times = interleaved_ms(runners, args.runs)
-    irc_ms, ort_ms = (statistics.median(times[label]) for label in runners)
+    irc_ms, ort_ms = (statistics.median(times[label]) for label in ("irc", "onnxruntime"))
 
     summary, share = region_share(compiled.summary)
     print(f"{title}, batch 1, {args.threads} threads, {cpu_name()}")
@@ -90,6 +107,13 @@ def main() -> None:
         f"  irc [{args.targets}] {irc_ms:.2f} ms, onnxruntime {ort_ms:.2f} ms, "
         f"irc/onnxruntime {irc_ms / ort_ms:.2f}x; max |diff| / output scale {error:.1e}"
     )
+    if baseline is not None:
+        base_ms = statistics.median(times["baseline"])
+        print(
+            f"  baseline ({args.baseline}) {base_ms:.2f} ms, irc/baseline {irc_ms / base_ms:.3f}x, "
+            f"baseline/onnxruntime {base_ms / ort_ms:.2f}x"
+        )
+    print(f"  load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":
