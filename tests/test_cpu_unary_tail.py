@@ -7,9 +7,11 @@ case runs an array whose length leaves a tail on every ISA (61 = 3 * 16 + 13 = 7
 15 * 4 + 1) and the same values tiled 16 times (no tail anywhere): the first 61 outputs of
 the tiled run are the short run's, bit for bit, on every ISA profile this host runs; and
 every profile with fused multiply-add (avx2, avx512, avx512vnni: the same `-ffp-contract=fast`
-contractions) gives the same bits. The generic profile (no FMA at the baseline `-march`)
-rounds exp's polynomial step by step: measured on an AVX-512 Xeon, silu within 2 ulp of
-avx512vnni, gelu's tiny far-tail results up to 126 ulp. The float elementwise ops of
+contractions) gives the same bits, except gelu's erf form, whose erfc divides on avx2 and
+takes AVX-512's reciprocal estimate and a Newton step on avx512 (commit 7d327a6: 10 % of
+65,536 values differ, up to 64 ulp at x = -8.4). The generic profile (no FMA at the
+baseline `-march`) rounds exp's polynomial step by step: measured on an AVX-512 Xeon, silu
+within 2 ulp of avx512vnni, gelu's tiny far-tail results up to 126 ulp. The float elementwise ops of
 `lowerings/elementwise.py` (sigmoid, tanh, exp, erf, log) are one scalar libm call per
 element on every ISA, so they have no tail of their own.
 """
@@ -72,7 +74,7 @@ FMA_ISAS = tuple(name for name in RUNNABLE_ISAS if name != "generic")
 
 
 @pytest.mark.skipif(len(FMA_ISAS) < 2, reason="one FMA profile runs here")
-@pytest.mark.parametrize(("op_type", "props"), UNARY)
+@pytest.mark.parametrize(("op_type", "props"), [UNARY[0], UNARY[2]])  # gelu-erf: below
 def test_every_fma_profile_gives_the_same_bits(
     op_type: type[nn.NNOp], props: dict[str, object]
 ) -> None:
