@@ -3,8 +3,12 @@
 A `Case` is one op (or a small graph) built on values typed like its input arrays: an array
 becomes an entry argument, or an `nn.constant` inside the entry when its index is in
 `constants`. `build_executable(cases)` puts many independent cases into ONE executable (one
-argument list, one result list), so a family of kernels compiles once; `reference_outputs`
-runs the reference kernels on the same ops before `lower-cpu` erases them.
+argument list, one result list), so a family of kernels compiles once; with
+`per_case=True` each case is an entry function of its own in that executable (one C function
+per case in the one translation unit: gcc's optimisation of one function grows faster than
+its size, so 62 conv_transpose cases compile in 6.9 s of CPU as 62 functions against 15.1 s
+as one; Xeon @ 2.50GHz, AVX-512), run in order by `execute_cases`. `reference_outputs` runs
+the reference kernels on the same ops before `lower-cpu` erases them.
 """
 
 from __future__ import annotations
@@ -100,14 +104,18 @@ def tensor_type(array: np.ndarray) -> TensorType:
 
 
 def build_executable(
-    cases: Sequence[Case], name: str = "test_cpu_0"
+    cases: Sequence[Case], name: str = "test_cpu_0", *, per_case: bool = False
 ) -> tuple[ModuleOp, delegate.ExecutableOp, list[BuiltCase]]:
-    """One executable whose entry runs every case; args and results concatenated in order."""
-    arg_arrays = [a for c in cases for i, a in enumerate(c.arrays) if i not in c.constants]
-    block = Block(arg_types=[tensor_type(a) for a in arg_arrays])
-    args = iter(block.args)
+    """One executable running every case: its entry `entry` takes all cases' arguments and
+    returns all their results, concatenated in order; with `per_case`, one entry per case
+    instead (`case_entry(i)`, run them with `execute_cases`)."""
+    blocks: list[Block] = []
     built: list[BuiltCase] = []
     for case in cases:
+        arrays = [a for i, a in enumerate(case.arrays) if i not in case.constants]
+        if per_case or not blocks:
+            blocks.append(Block())
+        block = blocks[-1]
         values: list[SSAValue] = []
         ops: list[Operation] = []
         case_args: list[np.ndarray] = []
@@ -118,26 +126,43 @@ def build_executable(
                 ops.append(const)
                 values.append(const.output)
             else:
-                arg = next(args)
+                arg = block.insert_arg(tensor_type(array), len(block.args))
                 values.append(arg)
                 bindings[arg] = array
                 case_args.append(array)
+        assert len(case_args) == len(arrays)
         made = case.build(*values)
         made_ops = [made] if isinstance(made, Operation) else list(made)
         ops += made_ops
         built.append(BuiltCase(case, ops, case_args, bindings, list(made_ops[-1].results)))
         block.add_ops(ops)
-    outputs = [v for b in built for v in b.outputs]
-    block.add_op(ReturnOp(*outputs))
-    func = FuncOp(
-        "entry",
-        FunctionType.from_lists([a.type for a in block.args], [v.type for v in outputs]),
-        Region(block),
-    )
-    executable = delegate.ExecutableOp(name, "cpu", [func])
+    if not blocks:
+        blocks.append(Block())
+    funcs: list[Operation] = []
+    for i, block in enumerate(blocks):
+        mine = built[i : i + 1] if per_case else built
+        outputs = [v for b in mine for v in b.outputs]
+        block.add_op(ReturnOp(*outputs))
+        func_type = FunctionType.from_lists([a.type for a in block.args], [v.type for v in outputs])
+        funcs.append(FuncOp(case_entry(i) if per_case else "entry", func_type, Region(block)))
+    executable = delegate.ExecutableOp(name, "cpu", funcs)
     module = ModuleOp([executable])
     module.verify()
     return module, executable, built
+
+
+def case_entry(index: int) -> str:
+    """The entry function of case `index` of an executable built with `per_case`."""
+    return f"entry_{index}"
+
+
+def execute_cases(loaded: LoadedCpuExecutable, built: Sequence[BuiltCase]) -> list[np.ndarray]:
+    """Every case of a `per_case` executable run on its own arguments: all the cases'
+    outputs in order (what the single entry of the other form returns)."""
+    outputs: list[np.ndarray] = []
+    for i, b in enumerate(built):
+        outputs += loaded.execute(case_entry(i), b.args)
+    return outputs
 
 
 def reference_outputs(built: BuiltCase) -> list[np.ndarray]:
@@ -231,12 +256,13 @@ def load_with_isa(executable: delegate.ExecutableOp, name: str) -> LoadedCpuExec
 
 
 def run_family(cases: Sequence[Case]) -> Results:
-    """Build, lower, compile and run one executable with all `cases`; actual and expected."""
-    module, executable, built = build_executable(cases)
+    """Build, lower, compile and run one executable with all `cases` (an entry per case);
+    actual and expected."""
+    module, executable, built = build_executable(cases, per_case=True)
     expected = [reference_outputs(b) for b in built]
     lower(module)
     loaded = CpuRuntime().load(executable)
-    outputs = list(loaded.execute("entry", [a for b in built for a in b.args]))
+    outputs = execute_cases(loaded, built)
     results: Results = {}
     for b, exp in zip(built, expected, strict=True):
         actual, outputs = outputs[: len(b.outputs)], outputs[len(b.outputs) :]

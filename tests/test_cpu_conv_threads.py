@@ -33,6 +33,7 @@ from cpu_support import (
     RUNNABLE_ISAS,
     Case,
     build_executable,
+    execute_cases,
     load_with_isa,
     lower,
     needs_compiler,
@@ -184,24 +185,23 @@ def load_without_openmp(
 
 @pytest.fixture(scope="module")
 def results() -> Results:
-    module, executable, built = build_executable(CASES, name="test_cpu_conv_threads")
+    module, executable, built = build_executable(CASES, name="test_cpu_conv_threads", per_case=True)
     expected = [reference_outputs(b) for b in built]
     lower(module)
     loaded = CpuRuntime().load(executable)
-    args = [a for b in built for a in b.args]
     runs = []
     for threads in (1, 2, 16):
         loaded.set_threads(threads)
         assert loaded.threads == threads
-        runs.append(list(loaded.execute("entry", args)))
+        runs.append(execute_cases(loaded, built))
     plain = load_without_openmp(executable, PLAIN_ISA)
     for threads in (1, 2):
         plain.set_threads(threads)
-        runs.append(list(plain.execute("entry", args)))
+        runs.append(execute_cases(plain, built))
     for name in OTHER_ISAS:
         other = load_with_isa(executable, name)
         other.set_threads(2)
-        runs.append(list(other.execute("entry", args)))
+        runs.append(execute_cases(other, built))
     out: Results = {}
     at = 0
     for b, exp in zip(built, expected, strict=True):

@@ -22,6 +22,7 @@ import pytest
 from cpu_support import (
     Case,
     build_executable,
+    execute_cases,
     isas_with_distinct_code,
     load_with_isa,
     lower,
@@ -150,13 +151,14 @@ ALL_NEGATIVE = {
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, list[tuple[str, np.ndarray, np.ndarray]]]:
-    module, executable, built = build_executable(CASES, name="test_cpu_conv_zero_sign")
+    module, executable, built = build_executable(
+        CASES, name="test_cpu_conv_zero_sign", per_case=True
+    )
     expected = [reference_outputs(b)[0] for b in built]
     lower(module)
-    args = [a for b in built for a in b.args]
     out: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {b.case.id: [] for b in built}
     for name in isas_with_distinct_code(executable):
-        got = list(load_with_isa(executable, name).execute("entry", args))
+        got = execute_cases(load_with_isa(executable, name), built)
         for b, want, have in zip(built, expected, got, strict=True):
             out[b.case.id].append((name, np.asarray(have), want))
     return out

@@ -21,6 +21,7 @@ import pytest
 from cpu_support import (
     Case,
     build_executable,
+    execute_cases,
     isas_with_distinct_code,
     load_with_isa,
     lower,
@@ -80,16 +81,15 @@ NAMES = [case.id.split("/")[0] for case in CASES[::3]]
 @pytest.fixture(scope="module")
 def results() -> dict[str, list[tuple[str, int, np.ndarray]]]:
     """Case id -> (ISA, threads, output) for every run, and ("reference", 0, output)."""
-    module, executable, built = build_executable(CASES, name="test_cpu_gemm")
+    module, executable, built = build_executable(CASES, name="test_cpu_gemm", per_case=True)
     expected = [reference_outputs(b)[0] for b in built]
     lower(module)
-    args = [a for b in built for a in b.args]
     out: dict[str, list[tuple[str, int, np.ndarray]]] = {b.case.id: [] for b in built}
     for name in isas_with_distinct_code(executable):
         loaded = load_with_isa(executable, name)
         for threads in (1, 2):
             loaded.set_threads(threads)
-            got = list(loaded.execute("entry", args))
+            got = execute_cases(loaded, built)
             for b, value in zip(built, got, strict=True):
                 out[b.case.id].append((name, threads, np.asarray(value)))
     for b, value in zip(built, expected, strict=True):
