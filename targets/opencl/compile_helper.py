@@ -109,7 +109,8 @@ class CompileHelper:
         """Kernels the helper started (or finished) compiling."""
         self.done: set[int] = set()
         self.lowest = self.count
-        """The lowest index the helper claimed (it goes down from the end)."""
+        """The lowest index the helper claimed (it goes down from the end); once it has
+        exited, the lowest it finished."""
         self._cond = threading.Condition()
         self._proc = subprocess.Popen(
             [sys.executable, "-P", __file__],
@@ -146,8 +147,8 @@ class CompileHelper:
                 elif kind == "d":
                     self.done.add(i)
                 self._cond.notify_all()
-        with self._cond:
-            self.lowest = -1  # exited: claims nothing more
+        with self._cond:  # exited: what it did not finish is the parent's again
+            self.lowest = min(self.done, default=self.count)
             self._cond.notify_all()
 
     def claim(self, index: int) -> bool:
@@ -165,8 +166,16 @@ class CompileHelper:
         return self._proc.poll()
 
     def finish(self, timeout: float = 300.0) -> None:
-        """Tell the helper to stop after its current kernel and wait for it."""
+        """Tell the helper to stop after its current kernel and wait for that kernel; a
+        helper compiling nothing (still starting, say) is ended at once (PoCL writes every
+        cache file under a temporary name and renames it: an ended helper leaves no partial
+        entry)."""
         self._send(b"stop\n")
+        with self._cond:
+            busy = bool(self.claimed - self.done)
+        if not busy:
+            with contextlib.suppress(OSError):
+                self._proc.terminate()
         try:
             self._proc.wait(timeout)
         except subprocess.TimeoutExpired:
