@@ -552,34 +552,19 @@ class LoadedOpenCLExecutable(LoadedExecutable):
         options = device_build_options(self.device)
         return Payload(self.device.identity, self.source, options, launches, constants)
 
-    def _start_helper(
-        self, cold: list[tuple[_Entry, int]], contexts: dict[int, ExecutionContext]
-    ) -> CompileHelper | None:
-        """A helper process compiling from the back of `cold` (compile_helper.py), where it
-        pays: PoCL with its kernel cache on, `MIN_KERNELS` or more kernels, and a program
-        whose build took a while (a quick build means PoCL's cache knew the program, and
-        so its kernels)."""
+    def _helper_pays(self, cold: list[tuple[_Entry, int]]) -> bool:
+        """Whether a helper process compiling from the back of `cold` (compile_helper.py)
+        pays: PoCL with its kernel cache on, `MIN_KERNELS` or more kernels, a program whose
+        build took a while (a quick build means PoCL's cache knew the program, and so its
+        kernels), and `compile_helper.enabled()` (the switch, a free CPU)."""
         if len(cold) < MIN_KERNELS or self.built.build_seconds < HELPER_MIN_BUILD_SECONDS:
-            return None
-        if not helper_enabled() or not pocl_kernel_cache_on(self.device):
-            return None
-        payload = self._helper_payload(cold, contexts)
-        if payload is None:
-            return None
-        try:
-            return CompileHelper(payload)
-        except OSError:  # no process to start: compile here
-            return None
+            return False
+        return helper_enabled() and pocl_kernel_cache_on(self.device)
 
-    def warm_up(self) -> int:
-        """Run every entry once on zero-filled buffers when some of its launches (kernel,
-        global and local size) never ran in this process, so that the driver's compilation
-        at first enqueue happens now; returns how many entries ran. On PoCL a helper process
-        compiles part of the kernels meanwhile (compile_helper.py)."""
+    def _compile_with_helper(self, cold: list[tuple[_Entry, int]]) -> None:
+        """Launch `cold` from the front here, on zero-filled buffers, while a helper
+        process compiles from the back (what is left goes to the ordinary warm-up)."""
         cl, queue = self.device.cl, self.device.queue
-        cold = self._cold_launches()
-        if not cold:
-            return 0
         zero = np.zeros(1, np.uint8)
         contexts: dict[int, ExecutionContext] = {}
         pools: dict[int, ContextPool] = {}
@@ -590,20 +575,38 @@ class LoadedOpenCLExecutable(LoadedExecutable):
                 for buffer in context.all_buffers():
                     cl.enqueue_fill_buffer(queue, buffer, zero, 0, buffer.size)
         try:
-            helper = self._start_helper(cold, contexts)
-            if helper is not None:
+            payload = self._helper_payload(cold, contexts)
+            if payload is None:
+                return
+            try:
+                helper = CompileHelper(payload)
+            except OSError:  # no process to start: the warm-up compiles everything here
+                return
 
-                def compile_here(index: int) -> None:
-                    entry, i = cold[index]
-                    launch = entry.spec.launches[i]
-                    kernel = contexts[id(entry)].kernels[i]
-                    cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
-                    queue.finish()
+            def compile_here(index: int) -> None:
+                entry, i = cold[index]
+                launch = entry.spec.launches[i]
+                kernel = contexts[id(entry)].kernels[i]
+                cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
+                queue.finish()
 
-                compile_from_both_ends(helper, compile_here, len(cold))
+            compile_from_both_ends(helper, compile_here, len(cold))
         finally:
             for key, context in contexts.items():
                 pools[key].release(context)
+
+    def warm_up(self) -> int:
+        """Run every entry once on zero-filled buffers when some of its launches (kernel,
+        global and local size) never ran in this process, so that the driver's compilation
+        at first enqueue happens now; returns how many entries ran. On PoCL a helper process
+        may compile part of the kernels meanwhile (`_helper_pays`, compile_helper.py)."""
+        cl, queue = self.device.cl, self.device.queue
+        cold = self._cold_launches()
+        if not cold:
+            return 0
+        if self._helper_pays(cold):
+            self._compile_with_helper(cold)
+        zero = np.zeros(1, np.uint8)
         ran = 0
         for entry in self._entries.values():
             signatures = {
