@@ -5,7 +5,8 @@ dequantize it — bit for bit the reference's, in both kernel styles, for signed
 storage and zero points at the minimum, inside the range and at 0. A reader that does not
 claim the storage (a depthwise conv of 3 channels: one work-item per output) gets a
 dequantizing launch. An int8 input's dcast is not launched when its scale is a float32.
-The mutations (the stored integer off by one, the table read one entry off) are caught."""
+The mutations (the stored integer off by one, the table read one entry off) are caught.
+A classifier's weights that are int8 products are read as bytes (int8_weights.py), exactly."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from xdsl.dialects.builtin import Float32Type, IntegerType, Signedness, TensorTy
 from xdsl.ir import Operation, SSAValue
 
 from irc.dialects import nn, quant
+from irc.targets.opencl import conv_kernels
 from irc.targets.opencl.int8_storage import Int8Storage
+from irc.targets.opencl.int8_weights import int8_weights
 
 pytestmark = [pytest.mark.private_cache, needs_device]
 
@@ -154,3 +157,68 @@ def test_mutations_are_caught(monkeypatch: pytest.MonkeyPatch, name: str, mutant
     monkeypatch.setattr(Int8Storage, name, mutant)
     with pytest.raises(AssertionError):
         run_cases_bit_exact(CASES[:1], "cpu", f"test_int8_storage_mutant_{name}")
+
+
+def _int8_product_weights(rows: int, cols: int, seed: int) -> np.ndarray:
+    """Weights `scale[n] * q` as fold-qdq leaves them (float32 products, |q| <= 127)."""
+    rng = np.random.default_rng(seed)
+    q = rng.integers(-127, 128, (rows, cols)).astype(np.float32)
+    q[:, 0] = 127  # the symmetric scale's peak
+    scales = (rng.uniform(0.001, 0.05, rows)).astype(np.float32)
+    return scales[:, None] * q
+
+
+def test_int8_weights_recovers_exact_products_only() -> None:
+    w = _int8_product_weights(40, 64, 7)
+    found = int8_weights(w)
+    assert found is not None
+    q, scales = found
+    np.testing.assert_array_equal(scales[:, None] * q.astype(np.float32), w)
+    w[3, 5] = np.nextafter(w[3, 5], np.float32(1))  # one weight off the grid
+    assert int8_weights(w) is None
+    zero_row = _int8_product_weights(3, 8, 8)
+    zero_row[1] = 0.0
+    assert int8_weights(zero_row) is not None
+    floats = np.random.default_rng(9).standard_normal((8, 8)).astype(np.float32)
+    assert int8_weights(floats) is None  # a float model's weights
+    assert int8_weights(np.array([[1.0, 0.3, np.nan]], np.float32)) is None
+
+
+def _classifier_case(case_id: str, weights: np.ndarray, seed: int) -> Case:
+    """A 1-row fully_connected (a classifier) with int8-product weights, then a round trip."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((1, weights.shape[1])).astype(np.float32)
+    bias = rng.standard_normal(weights.shape[0]).astype(np.float32)
+
+    def build(xv: SSAValue, wv: SSAValue, bv: SSAValue) -> list[Operation]:
+        fc = nn.FullyConnectedOp.make(xv, wv, bv)
+        return [fc, *_round_trip(fc.output, MID)]
+
+    return Case(case_id, build, [x, weights, bias], frozenset({1, 2}))
+
+
+CLASSIFIER = _int8_product_weights(200, 400, 8)  # 80000 weights: 8-bit
+
+
+def test_classifier_reads_8bit_weights_bit_exact() -> None:
+    source = run_cases_bit_exact(
+        [_classifier_case("classifier", CLASSIFIER, 9)], "cpu", "test_int8_weights"
+    )
+    assert "8-bit weights" in source
+    assert "__global const char16* wp" in source
+    assert "]) * s0;" in source
+
+
+def test_classifier_weight_scale_mutation_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scales 0.1 % off give other weights: the comparison fails."""
+
+    def scales_off(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        found = int8_weights(weights)
+        assert found is not None
+        return found[0], found[1] * np.float32(1.001)
+
+    monkeypatch.setattr(conv_kernels, "int8_weights", scales_off)
+    with pytest.raises(AssertionError):
+        run_cases_bit_exact(
+            [_classifier_case("classifier", CLASSIFIER, 9)], "cpu", "test_int8_weights_mutant"
+        )

@@ -64,6 +64,7 @@ from irc.dialects import nn
 from irc.dialects.nn import array_from_dense
 from irc.dialects.nn.base import get_int, get_ints
 from irc.targets.opencl.int8_storage import TABLE, Int8Storage, current_offer
+from irc.targets.opencl.int8_weights import MAX_ROWS, MIN_WEIGHTS, int8_weights
 from irc.targets.opencl.residuals import padded_residual, padded_residual_vector
 
 TileKernel = tuple[str, list[SSAValue | str], list[int]]
@@ -148,6 +149,9 @@ def row_tile(count: int, candidates: tuple[int, ...] = ROW_TILES) -> int:
 
 class KernelProgram(Protocol):
     """What the generators need of `program.Program`."""
+
+    precision: str
+    """`fp32` or `fp16` (program.py's PRECISIONS)."""
 
     kernel_style: str
     """`cpu` or `gpu` (program.py's KERNEL_STYLES): a `gpu` program keeps one channel block
@@ -235,6 +239,13 @@ class TiledKernels:
         if storage is not None:
             self._char_residuals[j] = storage
         return storage
+
+    def _int8_weights(self, weights: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The GEMM's (padded) weights as 8-bit integers and per-channel scales, when it
+        streams them for few rows in fp32 (int8_weights.py), else None."""
+        if rows > MAX_ROWS or weights.size < MIN_WEIGHTS or self.program.precision != "fp32":
+            return None
+        return int8_weights(weights)
 
     def _epilogue(self) -> list[str]:
         """The epilogue expressions before the store: without the round trip's product when
@@ -406,6 +417,7 @@ class TiledKernels:
         vec, real = f"float{vw}", f"REAL{vw}"
         # [N, K] -> [N/NR][K][NV][VW]
         packed = weights.reshape(groups, nv, vw, k).transpose(0, 3, 1, 2)
+        quantized = self._int8_weights(weights, rows)
         # Weights larger than the rows (a transformer's FC: 768 x 3072 weights, 128 rows):
         # consecutive work-items take consecutive row tiles of one weight panel, which stays
         # in cache (channel groups first re-read every panel from memory: 9 vs 105 GFLOP/s
@@ -420,6 +432,13 @@ class TiledKernels:
             order,
             f"    __global const {real}* wp = (__global const {real}*)x1 + cg * {k * nv};\n",
         ]
+        scales_index = 3 if bias_input is not None else 2
+        if quantized is not None:  # bytes times the channel's scale (int8_weights.py)
+            lines[-1] = (
+                f"    __global const char{vw}* wp = (__global const char{vw}*)x1 + cg * {k * nv};\n"
+            )
+            scales = f"((__global const {vec}*)x{scales_index})"
+            lines += [f"    const {vec} s{v} = {scales}[cg * {nv} + {v}];\n" for v in range(nv)]
         for r in range(mr):
             row = f"min(m0 + {r}, {rows - 1})" if tiles * mr > rows else f"m0 + {r}"
             lines.append(f"    __global const {self._x_type()}* a{r} = x0 + ({row}) * {k};\n")
@@ -433,7 +452,10 @@ class TiledKernels:
                 lines.append(f"    {vec} acc{r}_{v} = {init};\n")
         lines.append(f"    for (int k = 0; k < {k}; ++k) {{\n")
         for v in range(nv):
-            lines.append(f"        const {vec} w{v} = WIDEN{vw}(wp[k * {nv} + {v}]);\n")
+            weight = f"WIDEN{vw}(wp[k * {nv} + {v}])"
+            if quantized is not None:
+                weight = f"convert_float{vw}(wp[k * {nv} + {v}]) * s{v}"
+            lines.append(f"        const {vec} w{v} = {weight};\n")
         for r in range(mr):
             lines.append(f"        const float b{r} = {self._x_load(f'a{r}[k]')};\n")
             for v in range(nv):
@@ -451,6 +473,13 @@ class TiledKernels:
         inputs: list[SSAValue | str] = [x, self.program.constant(packed)]
         if bias_input is not None:
             inputs.append(bias_input)
+        if quantized is not None:
+            q, scales = quantized
+            inputs[1] = self.program.constant(q.reshape(groups, nv, vw, k).transpose(0, 3, 1, 2))
+            self._char_params[1] = "char"
+            inputs.append(self.program.constant(scales.reshape(groups, nv, vw), table=True))
+            self._char_params[scales_index] = "float"
+            desc += " 8-bit weights"
         first = ", rows first" if rows_first else ""
         desc += f" (tiled x{vw}) [{mr}x{nv * vw} tile{first}]"
         return self._finish("".join(lines), inputs, tiles * groups, desc)
