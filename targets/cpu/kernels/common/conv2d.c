@@ -90,19 +90,10 @@ IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const f
                               long xs_pix, long xs_h, long xs_w, int KH, int KW, int Cg,
                               const float *restrict w, float *restrict y, long ys_pix,
                               int nvalid, const float *restrict bias, int act,
-                              const float *restrict res, int act2, irc_vf start, int first,
-                              int last) {
+                              const float *restrict res, int act2, irc_vf start) {
   irc_vf acc[IRC_MR][2];
   for (int m = 0; m < MR_; ++m)
     for (int v = 0; v < TV; ++v) acc[m][v] = start;
-  if (!first) /* the sums so far, stored raw in y by the previous run of the reduction */
-    for (int v = 0; v < TV; ++v) {
-      const int n = nvalid - IRC_VL * v < IRC_VL ? nvalid - IRC_VL * v : IRC_VL;
-      if (n <= 0) break;
-      for (int m = 0; m < MR_; ++m)
-        acc[m][v] = n == IRC_VL ? *(const irc_vfu *)(y + m * ys_pix + IRC_VL * v)
-                                : irc_vf_load_n(y + m * ys_pix + IRC_VL * v, n);
-    }
   if (xs_w == Cg) {
     /* Taps one input pixel apart and all input channels in the group (no dilation, one
        group): a row's KW taps x Cg channels are one run of the input and of the weights,
@@ -131,20 +122,6 @@ IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const f
         }
       }
     }
-  if (!last) { /* the sums so far, raw, for the next run of the reduction */
-    for (int v = 0; v < TV; ++v) {
-      const int n = nvalid - IRC_VL * v < IRC_VL ? nvalid - IRC_VL * v : IRC_VL;
-      if (n <= 0) break;
-      for (int m = 0; m < MR_; ++m) {
-        float *o = y + m * ys_pix + IRC_VL * v;
-        if (n == IRC_VL)
-          *(irc_vfu *)o = acc[m][v];
-        else
-          irc_vf_store_n(o, acc[m][v], n);
-      }
-    }
-    return;
-  }
   /* The epilogue, vector by vector (v a constant in each: the sums stay in registers). */
   if (irc_tile_epilogue(MR_, 0, acc, y, ys_pix, nvalid, bias, act, res, act2, start) && TV > 1)
     irc_tile_epilogue(MR_, 1, acc, y, ys_pix, nvalid, bias, act, res, act2, start);
@@ -157,81 +134,38 @@ IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, int ow,
                                   const float *restrict bb, int C, int Wp, int OC, int KH,
                                   int KW, int SW, int DH, int DW, int Cg, int act, int vact,
                                   const float *restrict res, int act2, int vact2,
-                                  irc_vf start, int first, int last) {
+                                  irc_vf start) {
   float *restrict o = yrow + (long)ow * OC + oc0;
   const float *restrict ro = res ? res + (o - y) : NULL;
   irc_conv_tile(MR_, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
-                (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2, start, first,
-                last);
-  if (last && (vact < 0 || (res && vact2 < 0)))
+                (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2, start);
+  if (vact < 0 || (res && vact2 < 0))
     for (int m = 0; m < MR_; ++m) {
       if (vact < 0) irc_epilogue(o + (long)m * OC, nvalid, bb, act);
       if (res) irc_residual(o + (long)m * OC, nvalid, ro + (long)m * OC, act2);
     }
 }
 
-/* MR_ pixels from ow of one channel block (NB channels from oc0, `left` of them valid), in
-   slices of SL channels (TV vectors each): the slices of one tile of pixels run one after
-   the other, so the tile's inputs stay in L1 across them (AVX2 reads a 32-channel block in
-   two 16-channel slices). */
-IRC_INLINE void irc_conv2d_block_pixels(const int MR_, const int TV, int NB, int SL, int ow,
-                                        const float *restrict xrow, const float *restrict wb,
-                                        float *restrict y, float *restrict yrow, int oc0,
-                                        int left, const float *restrict bb, int C, int Wp,
-                                        int OC, int KH, int KW, int SW, int DH, int DW, int Cg,
-                                        int act, int vact, const float *restrict res, int act2,
-                                        int vact2, irc_vf start, int first, int last) {
-  for (int s = 0; s < NB && s < left; s += SL)
-    irc_conv2d_pixels(MR_, TV, NB, ow, xrow, wb + s, y, yrow, oc0 + s,
-                      left - s < SL ? left - s : SL, bb ? bb + s : NULL, C, Wp, OC, KH, KW, SW,
-                      DH, DW, Cg, act, vact, res, act2, vact2, start, first, last);
-}
-
-/* One channel block: pixels [ow0, ow1) of an output row in tiles of IRC_MR pixels, then
-   one of IRC_MR / 2 and single pixels, each tile over the block's slices. A pointwise conv
-   whose slices are narrower than the block (AVX2: 16 of 32 channels) and whose reduction is
-   longer than IRC_CONV_KC runs it in runs of at most IRC_CONV_KC_RUN, each over every tile
-   of the pixels, so a run's weights stay in L1 across the tiles (a 16-wide slice of 32-wide
-   rows touches every other line, half of L1's sets); the sums so far are kept raw in y
-   between runs (stored and reloaded exactly: the same sums in the same order, the same
-   bits). AVX2, Xeon @ 2.50GHz, 1 thread: 576->96 @14, 960->160 @7, 320->1280 @7 +8-11 %;
-   AVX-512 (32-wide slices, its prefetched L2 stream) measured 8-10 % slower with runs. */
-#ifndef IRC_CONV_KC
-#define IRC_CONV_KC 192
-#endif
-#ifndef IRC_CONV_KC_RUN
-#define IRC_CONV_KC_RUN 128
-#endif
-IRC_INLINE void irc_conv2d_block(const int TV, int NB, int SL, int ow0, int ow1,
-                                 const float *restrict xrow, const float *restrict wb,
-                                 float *restrict y, float *restrict yrow, int oc0, int left,
+/* One slice of a channel block: pixels [ow0, ow1) of an output row, TV vectors, in tiles of
+   IRC_MR pixels, then one of IRC_MR / 2 and single pixels. */
+IRC_INLINE void irc_conv2d_slice(const int TV, int NB, int ow0, int ow1, const float *restrict xrow,
+                                 const float *restrict wb, float *restrict y,
+                                 float *restrict yrow, int oc0, int nvalid,
                                  const float *restrict bb, int C, int Wp, int OC, int KH, int KW,
                                  int SW, int DH, int DW, int Cg, int act, int vact,
                                  const float *restrict res, int act2, int vact2, irc_vf start) {
-  const int nk = KH == 1 && KW == 1 && SL < NB && res != y && Cg > IRC_CONV_KC
-                     ? (Cg + IRC_CONV_KC_RUN - 1) / IRC_CONV_KC_RUN
-                     : 1;
-  for (int k = 0; k < nk; ++k) {
-    const int k0 = (int)((long)k * Cg / nk), k1 = (int)((long)(k + 1) * Cg / nk);
-    const float *restrict xk = xrow + k0;
-    const float *restrict wk = wb + (long)k0 * NB;
-    const int first = k == 0, last = k + 1 == nk, kn = k1 - k0;
-    int ow = ow0;
-    for (; ow + IRC_MR <= ow1; ow += IRC_MR)
-      irc_conv2d_block_pixels(IRC_MR, TV, NB, SL, ow, xk, wk, y, yrow, oc0, left, bb, C, Wp, OC,
-                              KH, KW, SW, DH, DW, kn, act, vact, res, act2, vact2, start, first,
-                              last);
-    if (IRC_MR >= 4 && ow + IRC_MR / 2 <= ow1) {
-      irc_conv2d_block_pixels(IRC_MR / 2, TV, NB, SL, ow, xk, wk, y, yrow, oc0, left, bb, C, Wp,
-                              OC, KH, KW, SW, DH, DW, kn, act, vact, res, act2, vact2, start,
-                              first, last);
-      ow += IRC_MR / 2;
-    }
-    for (; ow < ow1; ++ow)
-      irc_conv2d_block_pixels(1, TV, NB, SL, ow, xk, wk, y, yrow, oc0, left, bb, C, Wp, OC, KH,
-                              KW, SW, DH, DW, kn, act, vact, res, act2, vact2, start, first,
-                              last);
+  int ow = ow0;
+  for (; ow + IRC_MR <= ow1; ow += IRC_MR)
+    irc_conv2d_pixels(IRC_MR, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
+                      SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+  if (IRC_MR >= 4 && ow + IRC_MR / 2 <= ow1) {
+    irc_conv2d_pixels(IRC_MR / 2, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH,
+                      KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+    ow += IRC_MR / 2;
   }
+  for (; ow < ow1; ++ow)
+    irc_conv2d_pixels(1, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW, SW,
+                      DH, DW, Cg, act, vact, res, act2, vact2, start);
 }
 
 /* One task of irc_conv2d: output pixels [ow0, ow1) of output row `row`, output-channel blocks
@@ -257,17 +191,21 @@ IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long b
   const irc_vf start = irc_conv_start(C / Cg, C);
   for (long gb = blk0; gb < blk1; ++gb) {
     const int g = (int)(gb / nblk), b = (int)(gb % nblk);
-    const int left = OCg - b * NB;
-    const int oc0 = g * OCg + b * NB;
-    const float *restrict wb = w + gb * wblk;
-    const float *restrict bb = bias ? bias + oc0 : NULL;
-    const float *restrict xg = xrow + g * Cg;
-    if (SL == 2 * IRC_VL)
-      irc_conv2d_block(2, NB, SL, ow0, ow1, xg, wb, y, yrow, oc0, left, bb, C, Wp, OC, KH, KW,
-                       SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
-    else
-      irc_conv2d_block(1, NB, SL, ow0, ow1, xg, wb, y, yrow, oc0, left, bb, C, Wp, OC, KH, KW,
-                       SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+    for (int s = 0; s < NB; s += SL) {
+      const int left = OCg - b * NB - s;
+      if (left <= 0) break;
+      const int nvalid = left < SL ? left : SL;
+      const int oc0 = g * OCg + b * NB + s;
+      const float *restrict wb = w + gb * wblk + s;
+      const float *restrict bb = bias ? bias + oc0 : NULL;
+      const float *restrict xg = xrow + g * Cg;
+      if (SL == 2 * IRC_VL)
+        irc_conv2d_slice(2, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
+                         SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+      else
+        irc_conv2d_slice(1, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
+                         SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+    }
   }
 }
 
