@@ -135,18 +135,19 @@ class CompileHelper:
     def _read(self) -> None:
         stdout = self._proc.stdout
         assert stdout is not None
-        for line in stdout:
-            kind, _, index = line.decode("ascii", "replace").strip().partition(" ")
-            if not index.isdigit():
-                continue
-            i = int(index)
-            with self._cond:
-                if kind == "c":
-                    self.claimed.add(i)
-                    self.lowest = min(self.lowest, i)
-                elif kind == "d":
-                    self.done.add(i)
-                self._cond.notify_all()
+        with contextlib.suppress(OSError, ValueError):  # the pipe closed under the read
+            for line in stdout:
+                kind, _, index = line.decode("ascii", "replace").strip().partition(" ")
+                if not index.isdigit():
+                    continue
+                i = int(index)
+                with self._cond:
+                    if kind == "c":
+                        self.claimed.add(i)
+                        self.lowest = min(self.lowest, i)
+                    elif kind == "d":
+                        self.done.add(i)
+                    self._cond.notify_all()
         with self._cond:  # exited: what it did not finish is the parent's again
             self.lowest = min(self.done, default=self.count)
             self._cond.notify_all()
@@ -182,11 +183,16 @@ class CompileHelper:
             self._proc.kill()
             self._proc.wait()
         finally:
-            for stream in (self._proc.stdin, self._proc.stdout):
-                if stream is not None:
-                    with contextlib.suppress(OSError):  # lines to a helper that has exited
-                        stream.close()
-        self._reader.join(timeout=5)
+            if self._proc.stdin is not None:
+                with contextlib.suppress(OSError):  # lines to a helper that has exited
+                    self._proc.stdin.close()
+            # the reader sees the end of the pipe once the helper and any linker it started
+            # are gone; closing the pipe under a blocked read is the last resort
+            self._reader.join(timeout=5)
+            if self._proc.stdout is not None:
+                with contextlib.suppress(OSError):
+                    self._proc.stdout.close()
+            self._reader.join(timeout=5)
 
 
 def compile_from_both_ends(
