@@ -27,7 +27,12 @@ def _t(dims: tuple[int, ...]) -> str:
     return f"tensor<{'x'.join(map(str, dims))}xf32>"
 
 
-def heads_module(
+Block = tuple[list[str], list[str], list[str], list[str]]
+"""A function's pieces: arguments, body lines, results, result types."""
+
+
+def heads_block(
+    p: str,
     b: int,
     s: int,
     h: int,
@@ -37,56 +42,67 @@ def heads_module(
     mask: tuple[int, ...] | None = None,
     merge: bool = True,
     query_also_returned: bool = False,
-) -> str:
-    """BERT's attention block after its projections: q, k, v [b, s, h, dh] split into heads
-    by transposes, the attention, then (with `merge`) the heads merged back to [b, s, h*dh]."""
+) -> Block:
+    """BERT's attention block after its projections, its values named with prefix `p`: q, k,
+    v [b, s, h, dh] split into heads by transposes, the attention, then (with `merge`) the
+    heads merged back to [b, s, h*dh]."""
     x = _t((b, s, h, dh))
     heads = _t((b, h, s, dh))
     keys = _t((b, h, dh, s)) if key_transposed else heads
     key_perm = "[0, 2, 3, 1]" if key_transposed else "[0, 2, 1, 3]"
-    args = [f"%q: {x}", f"%k: {x}", f"%v: {x}"]
-    operands, types = "%qt, %kt, %vt", f"{heads}, {keys}, {heads}"
+    args = [f"%{p}q: {x}", f"%{p}k: {x}", f"%{p}v: {x}"]
+    operands, types = f"%{p}qt, %{p}kt, %{p}vt", f"{heads}, {keys}, {heads}"
     if mask is not None:
-        args.append(f"%m: {_t(mask)}")
-        operands, types = operands + ", %m", types + f", {_t(mask)}"
+        args.append(f"%{p}m: {_t(mask)}")
+        operands, types = operands + f", %{p}m", types + f", {_t(mask)}"
     flag = "key_transposed = true" if key_transposed else ""
     lines = [
-        f"%qt = nn.transpose %q perm = [0, 2, 1, 3] : {x} -> {heads}",
-        f"%kt = nn.transpose %k perm = {key_perm} : {x} -> {keys}",
-        f"%vt = nn.transpose %v perm = [0, 2, 1, 3] : {x} -> {heads}",
-        f"%o = nn.attention {operands} scale = 0.125 {flag} : {types} -> {heads}",
+        f"%{p}qt = nn.transpose %{p}q perm = [0, 2, 1, 3] : {x} -> {heads}",
+        f"%{p}kt = nn.transpose %{p}k perm = {key_perm} : {x} -> {keys}",
+        f"%{p}vt = nn.transpose %{p}v perm = [0, 2, 1, 3] : {x} -> {heads}",
+        f"%{p}o = nn.attention {operands} scale = 0.125 {flag} : {types} -> {heads}",
     ]
-    results, result_types = ["%o"], [heads]
+    results, result_types = [f"%{p}o"], [heads]
     if merge:
         merged = _t((b, s, h * dh))
         lines += [
-            f"%ot = nn.transpose %o perm = [0, 2, 1, 3] : {heads} -> {x}",
-            f"%r = nn.reshape %ot shape = [{b}, {s}, {h * dh}] : {x} -> {merged}",
+            f"%{p}ot = nn.transpose %{p}o perm = [0, 2, 1, 3] : {heads} -> {x}",
+            f"%{p}r = nn.reshape %{p}ot shape = [{b}, {s}, {h * dh}] : {x} -> {merged}",
         ]
-        results, result_types = ["%r"], [merged]
+        results, result_types = [f"%{p}r"], [merged]
     if query_also_returned:
-        results.append("%qt")
+        results.append(f"%{p}qt")
         result_types.append(heads)
-    body = "\n    ".join(lines)
-    return (
-        f"func.func @main({', '.join(args)}) -> ({', '.join(result_types)}) {{\n    {body}\n"
-        f"    func.return {', '.join(results)} : {', '.join(result_types)}\n}}"
-    )
+    return args, lines, results, result_types
 
 
-def fc_residual_module(m: int, k: int, n: int) -> str:
+def fc_residual_block(p: str, m: int, k: int, n: int) -> Block:
     """Two fully connected layers with residual adds (the second product has two uses, so
     only the first add joins its epilogue) and a relu after the first add."""
     x, w, bias = _t((1, m, k)), _t((n, k)), _t((n,))
     y, w2 = _t((1, m, n)), _t((n, n))
-    return f"""func.func @main(%x: {x}, %w: {w}, %b: {bias}, %r: {y}, %w2: {w2}) -> ({y}, {y}) {{
-    %c = nn.fully_connected %x, %w, %b : {x}, {w}, {bias} -> {y}
-    %a = nn.add %r, %c : {y}, {y} -> {y}
-    %p = nn.relu %a : {y} -> {y}
-    %d = nn.fully_connected %p, %w2 : {y}, {w2} -> {y}
-    %e = nn.add %d, %p : {y}, {y} -> {y}
-    func.return %e, %d : {y}, {y}
-}}"""
+    args = [f"%{p}x: {x}", f"%{p}w: {w}", f"%{p}b: {bias}", f"%{p}r: {y}", f"%{p}w2: {w2}"]
+    lines = [
+        f"%{p}c = nn.fully_connected %{p}x, %{p}w, %{p}b : {x}, {w}, {bias} -> {y}",
+        f"%{p}a = nn.add %{p}r, %{p}c : {y}, {y} -> {y}",
+        f"%{p}p = nn.relu %{p}a : {y} -> {y}",
+        f"%{p}d = nn.fully_connected %{p}p, %{p}w2 : {y}, {w2} -> {y}",
+        f"%{p}e = nn.add %{p}d, %{p}p : {y}, {y} -> {y}",
+    ]
+    return args, lines, [f"%{p}e", f"%{p}d"], [y, y]
+
+
+def module_of(*blocks: Block) -> str:
+    """One function @main holding the blocks side by side."""
+    args = [a for b in blocks for a in b[0]]
+    lines = [line for b in blocks for line in b[1]]
+    results = [r for b in blocks for r in b[2]]
+    types = [t for b in blocks for t in b[3]]
+    body = "\n    ".join(lines)
+    return (
+        f"func.func @main({', '.join(args)}) -> ({', '.join(types)}) {{\n    {body}\n"
+        f"    func.return {', '.join(results)} : {', '.join(types)}\n}}"
+    )
 
 
 def parse(text: str) -> ModuleOp:
@@ -111,58 +127,68 @@ def feeds_of(compiled: irc.CompiledModel, seed: int) -> dict[str, np.ndarray]:
     feeds = {}
     for spec in compiled.inputs:
         a = rng.standard_normal(spec.shape).astype(np.float32)
-        if spec.name == "m":  # an additive mask: some keys off, the first one kept
+        if spec.name.endswith("m"):  # an additive mask: some keys off, the first one kept
             a = np.where(a > 0.8, -3.4e38, 0.0).astype(np.float32)
             a[..., 0] = 0.0
         feeds[spec.name] = a
     return feeds
 
 
-def check(text: str, switch: str, monkeypatch: pytest.MonkeyPatch, seed: int = 0) -> None:
+ATTENTION_CASES = {
+    # BERT's layout: keys [H, Dh, S], a mask over the keys, heads not a vector wide
+    "bert": dict(b=1, s=37, h=3, dh=20, mask=(1, 1, 1, 37)),
+    # whole 16 x 16 key blocks (two vectors of keys), keys [H, S, Dh], no merge
+    "rows": dict(b=1, s=32, h=2, dh=32, key_transposed=False, merge=False),
+    # two batches, a mask per batch and query row, a partial third vector of keys
+    "batches": dict(b=2, s=33, h=4, dh=16, mask=(2, 1, 33, 33)),
+    # a query transpose also returned: it runs, the others fold
+    "returned": dict(b=1, s=20, h=2, dh=24, query_also_returned=True),
+}
+FC_CASES = {"fcsmall": (5, 7, 9), "fcwide": (37, 64, 48)}
+
+
+def all_cases() -> str:
+    blocks = [heads_block(name, **kw) for name, kw in ATTENTION_CASES.items()]
+    blocks += [fc_residual_block(name, *mkn) for name, mkn in FC_CASES.items()]
+    return module_of(*blocks)
+
+
+def test_fusions_match_the_reference_and_the_unfused_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Fused cpu == unfused cpu (bit for bit) and both match the reference."""
+    text = all_cases()
     compiled = irc.compile(parse(text), "cpu")
     with monkeypatch.context() as patch:
-        patch.setenv(switch, "0")
+        patch.setenv("IRC_CPU_FUSE_ATTENTION", "0")
+        patch.setenv("IRC_CPU_FUSE_RESIDUAL", "0")
         unfused = irc.compile(parse(text), "cpu")
     reference = irc.compile(parse(text), "reference")
-    feeds = feeds_of(compiled, seed)
+    feeds = feeds_of(compiled, 0)
     got, plain, want = compiled.run(feeds), unfused.run(feeds), reference.run(feeds)
+    assert len(compiled.output_names) == 9
     for name in compiled.output_names:
         np.testing.assert_array_equal(got[name], plain[name], err_msg=name)
         np.testing.assert_allclose(got[name], want[name], rtol=RTOL, atol=ATOL, err_msg=name)
 
 
-ATTENTION_CASES = {
-    # BERT's layout: keys [H, Dh, S], a mask over the keys, heads not a vector wide
-    "bert": dict(b=1, s=37, h=3, dh=20, mask=(1, 1, 1, 37)),
-    # whole 16 x 16 key blocks (two vectors of keys), keys [H, S, Dh], no merge
-    "keys_as_rows": dict(b=1, s=32, h=2, dh=32, key_transposed=False, merge=False),
-    # two batches, a mask per batch and query row, a partial third vector of keys
-    "batches": dict(b=2, s=33, h=4, dh=16, mask=(2, 1, 33, 33)),
-    # a query transpose also returned: it runs, the others fold
-    "query_returned": dict(b=1, s=20, h=2, dh=24, query_also_returned=True),
-}
+def test_the_fusions_take_their_ops() -> None:
+    kinds = fused(all_cases())
+    heads = ["nn.transpose"] * 3 + ["nn.attention"]
+    assert (
+        kinds["attention"]
+        == [
+            [*heads, "nn.transpose"],  # bert
+            heads,  # rows: no merging transpose
+            [*heads, "nn.transpose"],  # batches
+            [*heads[1:], "nn.transpose"],  # returned: the query's transpose stays out
+        ]
+    )
+    assert kinds["conv_add"] == [["nn.fully_connected", "nn.add", "nn.relu"]] * 2
 
 
-@pytest.mark.parametrize("case", sorted(ATTENTION_CASES))
-def test_attention_fusion_matches(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    check(heads_module(**ATTENTION_CASES[case]), "IRC_CPU_FUSE_ATTENTION", monkeypatch)
-
-
-def test_attention_fusion_takes_the_head_transposes() -> None:
-    kinds = fused(heads_module(**ATTENTION_CASES["bert"]))
-    assert kinds == {"attention": [["nn.transpose"] * 3 + ["nn.attention", "nn.transpose"]]}
-    kinds = fused(heads_module(**ATTENTION_CASES["query_returned"]))
-    assert kinds == {"attention": [["nn.transpose"] * 2 + ["nn.attention", "nn.transpose"]]}
-
-
-def test_attention_fusion_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fusions_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IRC_CPU_FUSE_ATTENTION", "0")
-    assert fused(heads_module(**ATTENTION_CASES["bert"])) == {}
-
-
-@pytest.mark.parametrize(("m", "k", "n"), [(5, 7, 9), (37, 64, 48)])
-def test_fc_residual_matches(m: int, k: int, n: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    text = fc_residual_module(m, k, n)
-    assert fused(text) == {"conv_add": [["nn.fully_connected", "nn.add", "nn.relu"]]}
-    check(text, "IRC_CPU_FUSE_RESIDUAL", monkeypatch, seed=1)
+    assert set(fused(all_cases())) == {"conv_add"}
+    monkeypatch.setenv("IRC_CPU_FUSE_RESIDUAL", "0")
+    assert fused(all_cases()) == {}
