@@ -6,8 +6,8 @@
    on tensors ended by `cpu.yield`; `kind` says which kernel): `"qconv"`, an int8
    `cast -> sub zp -> conv2d / fully_connected -> rescale [-> scast -> clip]` chain;
    `"qadd"`, the int8 add of `lower-quantized`; `"conv_add"`, a float conv2d and the
-   residual `nn.add` (and an `nn.relu` of it) computed in its epilogue (or a float
-   fully_connected and its residual add); `"attention"`, an `nn.attention` and the head
+   residual `nn.add` (and an `nn.relu` of it) computed in its epilogue; `"attention"`, an
+   `nn.attention` and the head
    transposes its kernel reads through strides; `"dynamic_fc"`, a
    dynamically quantized fully connected layer with the quantization of its input
    (`targets/cpu/dynamic_quant.py`);
@@ -305,7 +305,7 @@ PLAN_WORKSPACE = "cpu.workspace"
 FUSION_KINDS = {
     "qconv": ("nn.conv2d", "nn.fully_connected"),
     "qadd": ("nn.add",),
-    "conv_add": ("nn.conv2d", "nn.fully_connected"),
+    "conv_add": ("nn.conv2d",),
     "dynamic_fc": ("nn.fully_connected",),
     "qtable": ("quant.rescale",),
     "qmul": ("nn.mul",),
@@ -380,13 +380,12 @@ class FusionOp(IRDLOperation):
         if len(producers) != 1:
             names = " or ".join(f"'{n}'" for n in FUSION_KINDS[kind])
             raise VerifyException(f"a '{kind}' fusion holds exactly one {names}")
-        if kind == "conv_add" and [op.name for op in ops[1:-1]] not in (
-            ["nn.add"],
-            ["nn.add", "nn.relu"],
+        if kind == "conv_add" and [op.name for op in ops[:-1]] not in (
+            ["nn.conv2d", "nn.add"],
+            ["nn.conv2d", "nn.add", "nn.relu"],
         ):
             raise VerifyException(
-                "a 'conv_add' fusion holds an nn.conv2d (or nn.fully_connected) and the "
-                "nn.add of it (then an nn.relu)"
+                "a 'conv_add' fusion holds an nn.conv2d and the nn.add of it (then an nn.relu)"
             )
         if kind == "attention" and any(
             op.name not in ("nn.attention", "nn.transpose") for op in ops[:-1]

@@ -62,7 +62,7 @@ func.func @no_producer(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @conv_relu(%x: tensor<1x4x4x8xf32>, %w: tensor<8x1x1x8xf32>) -> tensor<1x4x4x8xf32> {
-  // expected-error @+1 {{a 'conv_add' fusion holds an nn.conv2d (or nn.fully_connected) and the nn.add of it}}
+  // expected-error @+1 {{a 'conv_add' fusion holds an nn.conv2d and the nn.add of it}}
   %f = "cpu.fusion"() <{kind = "conv_add"}> ({
     %c = nn.conv2d %x, %w layout = "NHWC" : tensor<1x4x4x8xf32>, tensor<8x1x1x8xf32> -> tensor<1x4x4x8xf32>
     %r = nn.relu %c : tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>

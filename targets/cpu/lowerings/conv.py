@@ -291,11 +291,8 @@ def conv2d(
 
 
 @lowering(nn.FullyConnectedOp)
-def fully_connected(
-    op: nn.FullyConnectedOp, ctx: LoweringContext, residual: tuple[SSAValue, int] | None = None
-) -> Lowered | None:
-    """A float fully_connected: `irc_conv2d` on one row of pixels; with `residual` =
-    (value, activation code) the result is act(fc + value) (`residual_adds`)."""
+def fully_connected(op: nn.FullyConnectedOp, ctx: LoweringContext) -> Lowered | None:
+    """A float fully_connected: `irc_conv2d` on one row of pixels."""
     if integer_result(op):
         return None
     x_shape, (oc, k) = shape(op.input), shape(op.weights)
@@ -319,8 +316,7 @@ def fully_connected(
         bias = _bias(ctx, em, op.bias)
         if m:
             geometry = (1, 1, m, k, wk, bias, res[0], 1, m, oc, 1, 1, 1, 1, 1, 1)
-            extra = ("NULL", 0) if residual is None else (em.ptr(residual[0]), residual[1])
-            args = (nv, em.ptr(op.input), *geometry, 1, k, oc, act, *extra)
+            args = (nv, em.ptr(op.input), *geometry, 1, k, oc, act, "NULL", 0)
             body.append(c_call("irc_conv2d", *args))
         return block(describe(op), [], body)
 

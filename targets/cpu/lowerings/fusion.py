@@ -6,8 +6,7 @@
   correction folded into the bias, or the depthwise kernel on column quads of 4 kernel rows,
   its int16 form for very wide kernels; requantization in the epilogue);
 * "qadd": the int8 add (`fused_int8_add`);
-* "conv_add": a float conv2d or fully_connected with the residual add (and a relu after
-  it) in its epilogue;
+* "conv_add": a float conv2d with the residual add (and a relu after it) in its epilogue;
 * "attention": an attention with its head transposes read / written through strides
   (`attention_layout`);
 * the dynamically quantized fully_connected of `dynamic_quant.py`.
@@ -25,7 +24,7 @@ from irc.dialects import cpu, nn
 from irc.targets.cpu import csrc, dynamic_quant, qfusion
 from irc.targets.cpu.attention_layout import KIND as ATTENTION_KIND
 from irc.targets.cpu.attention_layout import match_attention
-from irc.targets.cpu.lowerings.conv import conv2d, fully_connected
+from irc.targets.cpu.lowerings.conv import conv2d
 from irc.targets.cpu.lowerings.helpers import (
     activation_code,
     block,
@@ -277,7 +276,7 @@ def conv_add(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
     conv, add = members[:2]
     relu = members[2] if len(members) == 3 else None
     if not (
-        isinstance(conv, nn.Conv2DOp | nn.FullyConnectedOp)
+        isinstance(conv, nn.Conv2DOp)
         and isinstance(add, nn.AddOp)
         and _final(fusion) is (add if relu is None else relu)
         and (relu is None or (isinstance(relu, nn.ReluOp) and activation_code(add) == 0))
@@ -285,12 +284,7 @@ def conv_add(fusion: cpu.FusionOp, ctx: LoweringContext) -> Lowered | None:
         return None
     other = add.operands[1] if add.operands[0] is conv.output else add.operands[0]
     act2 = activation_code(add) if relu is None else csrc.ACTIVATION_CODES["relu"]
-    if isinstance(conv, nn.FullyConnectedOp):
-        lowered = fully_connected(conv, ctx, (other, act2))
-        if lowered is None:
-            return None
-    else:
-        lowered = conv2d(conv, ctx, (other, act2))
+    lowered = conv2d(conv, ctx, (other, act2))
     timed = (conv, tuple(conv.operands))
     reads = fusion_inputs(fusion)
     return Lowered(lowered.emit, lowered.temps, lowered.snippets, False, reads, timed)
