@@ -100,10 +100,13 @@ seconds:
 | text_detection_640 | off | 17.7 | 89.9 | 120.3 | 13.20 |
 | text_detection_640 | on | 22.0 | 52.3 | 87.3 | 13.59 |
 
-The helper costs 0.2-0.4 CPU s and takes 0.58-0.68x off the kernels' wall time on this
-loaded machine. Quiet, a cold compile is about its CPU seconds minus what the second core
-takes over: MobileNetV2 ~8 s serial, ~6 s with the helper (goal <= 10 s); the detection
-net ~13 s serial, ~10 s with it (it was 25-33 s before).
+A second run, `--repeat 2`, MobileNetV2 only (load 7.7-8.7): off build 2.43, kernels
+7.15, total 11.88, CPU 6.57; on 2.59, 7.78, 12.71, CPU 7.55. So the helper costs 0.2-1.0
+CPU s, and its gain needs a CPU that is really idle: 0.58-0.68x of the kernels' wall time in
+the first run, none in the second (no idle core at load 8). That is why, unset, it starts
+only while the load average leaves a CPU free. Quiet, a cold compile is about its CPU
+seconds (MobileNetV2 6.6-8 s: within the 10 s goal serially; the detection net ~13 s, it
+was 25-33 s), less what the helper takes over on the second core (not measured quiet here).
 
 usage: python benchmarks/compile_time.py [--models DIR] [--only NAME,...]
            [--targets cpu opencl opencl,cpu] [--repeat K] [--json OUT]
