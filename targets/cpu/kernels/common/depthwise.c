@@ -141,29 +141,6 @@ typedef struct {
   long nsplit, nblk, tasks, parts;
 } irc_dw_args;
 
-/* MR_ inner pixels (every tap inside the input row) x channels [c0, c1) of a row, channel
-   block by channel block (the last one overlapping its neighbour when C % IRC_VL != 0); x:
-   input of the tile's first pixel at the first valid tap row, w: that tap row's weights, y:
-   the first pixel's output; taps rows [kh_lo, kh_hi) valid (nkh of them). */
-IRC_INLINE void irc_dw_tiles(const int MR_, const irc_dw_args *restrict a, const float *restrict x,
-                             const float *restrict w, float *restrict y, int c0, int c1, int nkh,
-                             int kh_lo, int kh_hi, int vact) {
-  const int C = a->C, KH = a->KH, KW = a->KW, SW = a->SW, DW = a->DW;
-  const long xs_h = (long)a->DH * a->W * C;
-  for (int cb = c0; cb < c1; cb += IRC_VL) {
-    const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
-    const irc_vf bv = a->bias ? *(const irc_vfu *)(a->bias + c) : IRC_VF_NEG_ZERO;
-    const irc_vf start = nkh == KH ? IRC_VF_NEG_ZERO
-                                   : irc_dw_start(IRC_VL, a->w + c, KH, KW, C, kh_lo, kh_hi, 0, KW);
-    if (KW == 3 && DW == 1 && SW == 1)
-      irc_dw_tile3(MR_, 1, x + c, C, xs_h, nkh, w + c, (long)KW * C, C, y + c, C, start, bv,
-                   vact);
-    else
-      irc_dw_tile(MR_, x + c, (long)SW * C, xs_h, (long)DW * C, nkh, KW, w + c, (long)KW * C, C,
-                  y + c, C, start, bv, vact);
-  }
-}
-
 /* Output row r (of N * OH), channels [c0, c1) (c0 a multiple of IRC_DW_GROUP; c1 one too,
    or C): which code computes a channel (a border pixel's 4-vector block, its 1-vector tail)
    depends on the channel only, never on the range. */
@@ -206,22 +183,25 @@ IRC_INLINE void irc_dw_row(const irc_dw_args *restrict a, long r, int c0, int c1
     }
   } else {
     /* Pixel tiles outermost, channel blocks inside: a tile's input windows (all channels)
-       stay in L1 across the blocks. Tiles of IRC_DW_MR pixels, then one of IRC_DW_MR / 2
-       where the rest of the row's inner pixels allow (a 14-pixel row at MR 8: 1 + 8 + 4 + 1
-       pixels, not 1 + 8 + 5 single ones), then single pixels. */
+       stay in L1 across the blocks. */
     int ow = 0;
     while (ow < OW) {
       const int iw0 = ow * SW - PL;
       if (ow >= ow_lo && ow + IRC_DW_MR <= ow_hi) {
-        irc_dw_tiles(IRC_DW_MR, a, xr + (long)iw0 * C, wr, yrow + (long)ow * C, c0, c1, nkh,
-                     kh_lo, kh_hi, vact);
+        for (int cb = c0; cb < c1; cb += IRC_VL) {
+          const int c = cb + IRC_VL <= C ? cb : C - IRC_VL;
+          const irc_vf bv = bias ? *(const irc_vfu *)(bias + c) : IRC_VF_NEG_ZERO;
+          const irc_vf start = nkh == KH ? IRC_VF_NEG_ZERO
+                                         : irc_dw_start(IRC_VL, w + c, KH, KW, C, kh_lo, kh_hi,
+                                                        0, KW);
+          if (KW == 3 && DW == 1 && SW == 1)
+            irc_dw_tile3(IRC_DW_MR, 1, xr + (long)iw0 * C + c, C, xs_h, nkh, wr + c,
+                         (long)KW * C, C, yrow + (long)ow * C + c, C, start, bv, vact);
+          else
+            irc_dw_tile(IRC_DW_MR, xr + (long)iw0 * C + c, xs_pix, xs_h, xs_w, nkh, KW, wr + c,
+                        (long)KW * C, C, yrow + (long)ow * C + c, C, start, bv, vact);
+        }
         ow += IRC_DW_MR;
-        continue;
-      }
-      if (IRC_DW_MR >= 4 && ow >= ow_lo && ow + IRC_DW_MR / 2 <= ow_hi) {
-        irc_dw_tiles(IRC_DW_MR / 2, a, xr + (long)iw0 * C, wr, yrow + (long)ow * C, c0, c1, nkh,
-                     kh_lo, kh_hi, vact);
-        ow += IRC_DW_MR / 2;
         continue;
       }
       /* One pixel, its taps clipped to the input columns [0, W). */
