@@ -1,7 +1,8 @@
 """Which tensors `opencl-bufferize` offers 8-bit storage (int8_storage.py), op by op.
 
 A fused op's result is offered `Int8Storage` when its epilogue ends in a qcast -> dcast round
-trip (lowerings/requantize.py, strict builds), it is not an entry result, and every op
+trip (lowerings/requantize.py, strict builds; stored as `q` itself where it fits a byte,
+else as `q + zp`), it is not an entry result, and every op
 reading it is one whose kernel generator dequantizes 8-bit loads (`likely_int8_reader`: the
 input of a conv with a constant filter, groups 1 or depthwise, or of a fully_connected with
 constant weights; a same-shape residual read by such a kernel's epilogue). An input is offered
@@ -78,7 +79,20 @@ def result_storage(epilogue: Sequence[Operation]) -> tuple[Int8Storage, str] | N
     assert isinstance(element, UniformQuantizedType)
     storage = _per_tensor_storage(element)
     assert storage is not None  # is_round_trip: per-tensor 8-bit
-    return storage, round_trip_exprs(qcast, last=True)[-1]
+    return _unshifted(storage, element), round_trip_exprs(qcast, last=True)[-1]
+
+
+def _unshifted(storage: Int8Storage, element: UniformQuantizedType) -> Int8Storage:
+    """A round trip's storage as the integer `q` itself where it fits a byte: `uchar` for
+    `q` in [0, 255] (a zero point at the storage minimum, MobileNetV2's relu6 activations),
+    `char` for [-128, 127]; readers then dequantize without subtracting a zero point."""
+    low, high = element.storage_range
+    zp = storage.zero_point
+    if 0 <= low - zp and high - zp <= 255:
+        return Int8Storage("uchar", storage.scale, 0)
+    if -128 <= low - zp and high - zp <= 127:
+        return Int8Storage("char", storage.scale, 0)
+    return storage
 
 
 def _per_tensor_storage(element: UniformQuantizedType) -> Int8Storage | None:

@@ -4,25 +4,27 @@
 // 8-bit storage between kernels (targets/opencl/int8_storage.py). The model input's dcast is
 // not launched: the first conv reads the int8 input and dequantizes it (cpu style through a
 // table of the 256 values from -128, 0.5 * (c - 1), the last regular input; gpu style by
-// arithmetic). Its round trip
-// stores the integer plus the zero point (no `scale * v` product); the second conv reads
-// it twice, as its input and as the residual of its epilogue (`+ 0.0f`: no contraction into
-// the add). Two launches, one planned buffer of one byte per element.
+// arithmetic). Its round trip stores the rounded integer (no `scale * v` product) as a
+// uchar (its zero point is the storage minimum: 0 <= q <= 255, no zero point to add or
+// subtract); the second conv reads it twice, as its input and as the residual of its
+// epilogue (`+ 0.0f`: no contraction into the add). Two launches, one planned buffer of one
+// byte per element.
 // CHECK-LABEL: "ocl.program"() <{sym_name = "kernels", source = ""}>
 // CPU:         "ocl.upload"() <{index = 1 : i64, value = dense<"0x000081C2000080C2{{.*}}000000000000003F{{.*}}"> : tensor<256xf32>}>
-// CPU:         "ocl.kernel"() <{sym_name = "k0", body = "__kernel void KERNEL_NAME(__global const char* restrict x0, __global const float* restrict x1, __global const float* restrict x2, __global char* restrict y)
+// CPU:         "ocl.kernel"() <{sym_name = "k0", body = "__kernel void KERNEL_NAME(__global const char* restrict x0, __global const float* restrict x1, __global const float* restrict x2, __global uchar* restrict y)
 // CPU-SAME:      const float b0 = (x2 + 128)[a0[k]];
-// CPU-SAME:      v = (v - ((v + 12582912.0f) - 12582912.0f) == 0.5f ? ((v + 12582912.0f) - 12582912.0f) + 1.0f : ((v + 12582912.0f) - 12582912.0f));\0A{{ *}}((__global char16*)y)[(m0 + 0) * 1 + cg * 1 + 0] = convert_char16(v + -128.0f); }
-// GPU:         "ocl.kernel"() <{sym_name = "k0", body = "__kernel void KERNEL_NAME(__global const char* restrict x0, __global const float* restrict x1, __global char* restrict y)
+// CPU-SAME:      v = (v - ((v + 12582912.0f) - 12582912.0f) == 0.5f ? ((v + 12582912.0f) - 12582912.0f) + 1.0f : ((v + 12582912.0f) - 12582912.0f));\0A{{ *}}((__global uchar16*)y)[(m0 + 0) * 1 + cg * 1 + 0] = convert_uchar16(v); }
+// GPU:         "ocl.kernel"() <{sym_name = "k0", body = "__kernel void KERNEL_NAME(__global const char* restrict x0, __global const float* restrict x1, __global uchar* restrict y)
 // GPU-SAME:      acc0 += (0.5f * ((float)(a0[k]) - 1.0f)) * w;
-// GPU-SAME:      ((__global char4*)y)[(m0 + 0) * 4 + cv] = convert_char4(v + -128.0f); }
+// GPU-SAME:      ((__global uchar4*)y)[(m0 + 0) * 4 + cv] = convert_uchar4(v); }
 // CHECK-NOT:     0.023529412f * v
 // CHECK-SAME:    description = "nn.conv2d 1x4x4x16, 16x1x1x16 -> 1x4x4x16
-// CPU:         "ocl.kernel"() <{sym_name = "k1", body = "__kernel void KERNEL_NAME(__global const char* restrict x0, __global const float* restrict x1, __global const float* restrict x2, __global const char* restrict x3, __global float* restrict y)
-// CPU-SAME:      v = (v + (0.023529412f * (convert_float16(((__global const char16*)x3)[(m0 + 0) * 1 + cg * 1 + 0]) - -128.0f) + 0.0f));\0A{{ *}}((__global float16*)y)
-// GPU:         "ocl.kernel"() <{sym_name = "k1", body = "__kernel void KERNEL_NAME(__global const char* restrict x0, __global const float* restrict x1, __global const char* restrict x2, __global float* restrict y)
-// GPU-SAME:      acc0 += (0.023529412f * ((float)(a0[k]) - -128.0f)) * w;
-// GPU-SAME:      v = (v + (0.023529412f * (convert_float4(((__global const char4*)x2)[(m0 + 0) * 4 + cv]) - -128.0f) + 0.0f));
+// CPU:         "ocl.kernel"() <{sym_name = "k1", body = "__kernel void KERNEL_NAME(__global const uchar* restrict x0, __global const float* restrict x1, __global const float* restrict x2, __global const uchar* restrict x3, __global float* restrict y)
+// CPU-SAME:      const float b0 = (x2 + 0)[a0[k]];
+// CPU-SAME:      v = (v + (0.023529412f * convert_float16(((__global const uchar16*)x3)[(m0 + 0) * 1 + cg * 1 + 0]) + 0.0f));\0A{{ *}}((__global float16*)y)
+// GPU:         "ocl.kernel"() <{sym_name = "k1", body = "__kernel void KERNEL_NAME(__global const uchar* restrict x0, __global const float* restrict x1, __global const uchar* restrict x2, __global float* restrict y)
+// GPU-SAME:      acc0 += (0.023529412f * (float)(a0[k])) * w;
+// GPU-SAME:      v = (v + (0.023529412f * convert_float4(((__global const uchar4*)x2)[(m0 + 0) * 4 + cv]) + 0.0f));
 // CHECK:       "ocl.execute"(%{{.*}}) <{program = @kernels, peak_bytes = 256 : i64}> ({
 // CHECK-NEXT:    "ocl.alloc"() <{id = 0 : i64, bytes = 256 : i64}> : () -> ()
 // CPU-NEXT:      "ocl.launch"() <{kernel = "k0", args = ["in0", "c0", "c1", "b0"], global = [2 : i64], local = []}> : () -> ()
