@@ -106,7 +106,8 @@ IRC_INLINE irc_vf irc_vf_recip_1_6(irc_vf d) {
    argument falls below -69, so a is clamped to 10 first: NaN gives 0, the caller keeps x's
    NaN). */
 IRC_INLINE irc_vf irc_vf_erfc_abs(irc_vf a) {
-  a = irc_vf_select(a < 10.0f, a, a * 0.0f + 10.0f);
+  const irc_vf ten = {0.0f};
+  a = irc_vf_select(a < 10.0f, a, ten + 10.0f); /* not a * 0 + 10: inf * 0 is NaN */
   const irc_vf t = irc_vf_recip_1_6(1.0f + 0.5f * a);
   irc_vf p = t * 0.17087277f - 0.82215223f;
   p = p * t + 1.48851587f;
