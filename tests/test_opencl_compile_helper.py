@@ -7,6 +7,7 @@ results are unchanged, and the switch (`IRC_OPENCL_COMPILE_HELPER`) is read as d
 
 from __future__ import annotations
 
+import io
 import signal
 import threading
 import time
@@ -27,6 +28,8 @@ from irc.targets.opencl.compile_helper import (
     HelperLaunch,
     Payload,
     compile_from_both_ends,
+    decode_payload,
+    encode_payload,
 )
 from irc.targets.opencl.lower import LowerOpenCLPass
 from irc.targets.opencl.runtime import OpenCLRuntime
@@ -203,3 +206,21 @@ def test_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compile_helper.os, "getloadavg", lambda: (3.5, 3.0, 2.0))
     assert not compile_helper.enabled(2)  # both CPUs busy: the helper would only cost
     assert compile_helper.enabled(8)
+
+
+def test_payload_round_trips_through_its_byte_form() -> None:
+    """The payload crosses the pipe as JSON and raw bytes (no pickle): every field survives,
+    constants byte for byte and in order, a missing local size stays None."""
+    payload = Payload(
+        "platform|1.0|device|2.0|driver",
+        "__kernel void k(__global float *a) {}",
+        "-cl-std=CL1.2",
+        [
+            HelperLaunch("k", (4, 2), None, [("a", 16), ("b", 3)]),
+            HelperLaunch("m", (8,), (4,), []),
+        ],
+        {"a": bytes(range(16)), "b": b"\xff\x00\x7f"},
+    )
+    stream = io.BytesIO(encode_payload(payload))
+    assert decode_payload(stream.read) == payload
+    assert stream.read() == b""

@@ -11,12 +11,11 @@ process (`python -P compile_helper.py`: it imports only pyopencl and numpy, not 
 compiles kernels from the end of the list while the loading process compiles from the front;
 when they meet, the loader's ordinary warm-up finds the helper's kernels in the cache.
 
-The protocol (lines of ASCII; the payload is a pickle the parent wrote to the pipe, never
-read from anywhere else):
+The protocol (lines of ASCII after the payload; no pickle: the payload is JSON and raw bytes):
 
-* parent -> helper, stdin: the size of a pickled `Payload` (8 bytes, little-endian) and the
-  pickle, then lines `p <i>` (the parent claimed
-  kernel i) and, when it is done, `stop`;
+* parent -> helper, stdin: the `Payload` (`encode_payload`: the size of a JSON header, 8
+  bytes little-endian, the header, then each constant's bytes in the header's order), then
+  lines `p <i>` (the parent claimed kernel i) and, when it is done, `stop`;
 * helper -> parent, stdout: `c <i>` (about to compile kernel i), `d <i>` (compiled);
   `ready` once the program is built.
 
@@ -28,8 +27,8 @@ parent the kernels it then compiles itself: the helper is an optimisation, never
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import pickle
 import select
 import subprocess
 import sys
@@ -39,7 +38,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["HELPER_ENV", "MIN_KERNELS", "CompileHelper", "HelperLaunch", "Payload"]
+__all__ = [
+    "HELPER_ENV",
+    "MIN_KERNELS",
+    "CompileHelper",
+    "HelperLaunch",
+    "Payload",
+    "decode_payload",
+    "encode_payload",
+]
 
 HELPER_ENV = "IRC_OPENCL_COMPILE_HELPER"
 """`0`/`off`: never start a helper process; `on`: start one whenever PoCL's kernel cache is
@@ -77,6 +84,45 @@ class Payload:
     launches: list[HelperLaunch]
     constants: dict[str, bytes] = field(default_factory=dict)
     """Buffer key -> its contents (the program's constants; other buffers start as zeros)."""
+
+
+def encode_payload(payload: Payload) -> bytes:
+    """The payload as the helper reads it: header size, JSON header, constants' bytes."""
+    header = {
+        "identity": payload.identity,
+        "source": payload.source,
+        "options": payload.options,
+        "launches": [
+            [
+                item.kernel,
+                list(item.global_size),
+                None if item.local_size is None else list(item.local_size),
+                item.args,
+            ]
+            for item in payload.launches
+        ],
+        "constants": [[key, len(data)] for key, data in payload.constants.items()],
+    }
+    head = json.dumps(header).encode()
+    return b"".join([len(head).to_bytes(8, "little"), head, *payload.constants.values()])
+
+
+def decode_payload(read: Callable[[int], bytes]) -> Payload:
+    """The payload `encode_payload` wrote, from `read(count)` (exactly count bytes)."""
+    header = json.loads(read(int.from_bytes(read(8), "little")))
+    launches = [
+        HelperLaunch(
+            str(kernel),
+            tuple(int(n) for n in global_size),
+            None if local_size is None else tuple(int(n) for n in local_size),
+            [(str(key), int(size)) for key, size in args],
+        )
+        for kernel, global_size, local_size, args in header["launches"]
+    ]
+    constants = {str(key): read(int(size)) for key, size in header["constants"]}
+    return Payload(
+        str(header["identity"]), str(header["source"]), str(header["options"]), launches, constants
+    )
 
 
 def _device_identity(platform: Any, device: Any) -> str:
@@ -120,8 +166,7 @@ class CompileHelper:
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-        self._send(len(data).to_bytes(8, "little") + data)
+        self._send(encode_payload(payload))
 
     def _send(self, data: bytes) -> None:
         stdin = self._proc.stdin
@@ -308,8 +353,7 @@ def main() -> int:
     """The helper process: read the payload, compile kernels from the end; exit 0."""
     stdin_fd = sys.stdin.fileno()
     try:
-        size = int.from_bytes(_read_exactly(stdin_fd, 8), "little")
-        payload = pickle.loads(_read_exactly(stdin_fd, size))
+        payload = decode_payload(lambda count: _read_exactly(stdin_fd, count))
         _serve(payload, stdin_fd, bytearray())
     except Exception:  # the parent compiles whatever is left
         return 0
