@@ -21,8 +21,10 @@
   host's best profile, else the profile's `-march` level, plus its defines. Results are
   cached per compiler for the process, and a successful probe on disk (`cpu-probe`
   namespace) keyed by the compiler file's path, size, mtime and inode.
-* **Cache.** A library is keyed by the SHA-256 of its source, the flags (so the ISA) and
-  the compiler's identity (path and `--version` text), and lives in the `cpu` directory of
+* **Cache.** A library is keyed by the SHA-256 of its source, the flags (so the ISA), the
+  compiler's identity (path and `--version` text) and, with `-march=native`, what that
+  selects on this CPU (`native_target`: a cache shared by an AVX2 and an AVX-512 machine
+  keeps one library per CPU), and lives in the `cpu` directory of
   the private irc cache (`irc.cache`: `$IRC_CACHE_DIR`, else `$XDG_CACHE_HOME/irc`, else
   `~/.cache/irc`, mode 0700) as `<key>.so` plus `<key>.json`, which records the library's
   size and SHA-256. Both are written to a temporary name and renamed into place (atomic),
@@ -136,6 +138,30 @@ class CompilerError(Exception):
     """The C compiler failed on generated code (an irc bug) or could not be run."""
 
 
+@functools.cache
+def native_target(compiler: str) -> str:
+    """What `-march=native` selects on this CPU for `compiler`: the command lines its driver
+    prints with `-###` (gcc's `-march=cascadelake -mavx512f ...`, clang's `-target-cpu` and
+    `-target-feature`s), else the CPU's feature flags (`isa.host_features`). Part of the cache
+    key of a library built with `-march=native`: the flag's text is the same on every machine,
+    so without it a cache shared by several (a home directory on NFS, a CI cache restored on
+    another runner: AMD EPYC with AVX2 and Intel Xeon with AVX-512) would hand one CPU's library
+    to another, which dies of SIGILL on its first AVX-512 instruction."""
+    try:
+        run = subprocess.run(
+            [compiler, "-march=native", "-###", "-E", "-x", "c", os.devnull],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        commands = [line for line in run.stderr.splitlines() if line.startswith(" ")]
+    except (OSError, subprocess.SubprocessError):
+        commands = []
+    if commands:
+        return "\n".join(commands)
+    return "cpu flags: " + " ".join(sorted(isa.host_features()))
+
+
 @dataclass(frozen=True)
 class Toolchain:
     """A working C compiler and the flags that work with it here."""
@@ -152,8 +178,11 @@ class Toolchain:
         return "-fopenmp" in self.flags
 
     def cache_key(self, source: str) -> str:
+        """SHA-256 of the compiler (path, `--version`), the flags and `source`; with
+        `-march=native`, also of what that means on this CPU (`native_target`)."""
         digest = hashlib.sha256()
-        for part in (self.compiler, self.version, " ".join(self.flags), source):
+        native = native_target(self.compiler) if "-march=native" in self.flags else ""
+        for part in (self.compiler, self.version, " ".join(self.flags), native, source):
             digest.update(part.encode())
             digest.update(b"\0")
         return digest.hexdigest()
