@@ -99,8 +99,12 @@ def test_profiles_build_with_their_own_flags() -> None:
     chain = toolchain.probe().toolchain
     assert chain is not None
     avx2 = toolchain.flags_for(chain, isa.PROFILES["avx2"]).flags
-    assert "-march=x86-64-v3" in avx2
-    assert "-march=native" not in avx2
+    if isa.best().name == "avx2" and "-march=native" in chain.flags:
+        # an AVX2-only host (e.g. AMD EPYC): its best profile is built for the CPU itself
+        assert "-march=native" in avx2
+    else:
+        assert "-march=x86-64-v3" in avx2
+        assert "-march=native" not in avx2
     assert "-DIRC_CONV_F32_MR=6" in avx2
     generic = toolchain.flags_for(chain, isa.PROFILES["generic"]).flags
     assert "-DIRC_PORTABLE" in generic
