@@ -71,6 +71,15 @@ modules (the CLI imports the ONNX importer even on a hit) and 35 % parsing the a
 rewrite passes, `lower-cpu` (~10 %), printing the artifact (~10 %, the C source as an
 escaped string literal) and the ONNX import.
 
+Since an entry's ops run in step functions of 8 ops (targets/cpu/steps.py; gcc's time on
+one function grows faster than the function), measured 2026-11-27 on the Xeon above (AVX-512
++ VNNI, load average 1-2), `--goals --repeat 1`: DenseNet-121 cold 13.5 s wall / 13.5 CPU s
+(before: 24.7 / 22.3, the lead's run), cached 1.2 s; MobileNetV2 cold 4.9 s (before 5.2).
+gcc alone on DenseNet's translation unit, the two forms interleaved: 18.5-18.7 -> 9.4-9.8
+CPU s (steps of 4-8 ops were fastest, 16: 11.6, 32: 12.7); MobileNetV2's 2.9-3.4 either
+way (noise). Of the 9.6 s, about 2.5 s is the kernel snippets (csrc) compiled into every
+model's unit, 2.3 s the 225 outlined loop tasks, the rest the steps and the entry.
+
 `--opencl-cold` measures issue #16's figure instead: MobileNetV2 (`--detection` adds the
 640x640 text-detection net of examples/build_detection_net.py) compiled for `opencl` in a new
 process with an empty `IRC_CACHE_DIR` **and** an empty `POCL_CACHE_DIR`, then run once on
