@@ -26,11 +26,11 @@ import statistics
 import subprocess
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from side_by_side import DEFAULT_MODELS, load_inputs
+from cpu_isa_compare import irc_runner
+from side_by_side import DEFAULT_MODELS
 
 DEFAULT_FILES = (
     "common/conv2d.c",
@@ -77,23 +77,6 @@ def swap_in(rev: str, files: tuple[str, ...]) -> Callable[[], None]:
     return undo
 
 
-def runner(path: Path, isa_name: str) -> Callable[[], object]:
-    """One run of `path` compiled for the cpu target with profile `isa_name` (built now)."""
-    import irc
-
-    inputs = load_inputs(path.parent)
-    shapes = {k: v.shape for k, v in inputs.items()} if path.suffix == ".onnx" else None
-    os.environ["IRC_CPU_ISA"] = isa_name
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = irc.compile(path, targets=["cpu", "reference"], input_shapes=shapes)
-        model.run(inputs)  # builds and loads the library with this profile and these sources
-    finally:
-        del os.environ["IRC_CPU_ISA"]
-    return lambda: model.run(inputs)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="*", default=["mobilenet_v2_float32"])
@@ -116,10 +99,10 @@ def main(argv: list[str] | None = None) -> None:
         path = args.models_dir / files[name]
         runs: dict[str, Callable[[], object]] = {}
         for p in profiles:
-            runs[f"new {p}"] = runner(path, p)
+            runs[f"new {p}"] = irc_runner(path, p)(1)
             undo = swap_in(args.rev, tuple(args.files))
             try:
-                runs[f"old {p}"] = runner(path, p)
+                runs[f"old {p}"] = irc_runner(path, p)(1)
             finally:
                 undo()
         for run in runs.values():
