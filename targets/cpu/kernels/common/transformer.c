@@ -37,6 +37,19 @@ IRC_INLINE float irc_vf_hsum_tree(irc_vf v) {
 #endif
 }
 
+/* Cephes' expf polynomial: e^r for |r| <= ln2 / 2 (irc_vf_exp and irc_vf_exp_nonpos). */
+IRC_INLINE irc_vf irc_vf_exp_poly(irc_vf r) {
+  const irc_vf zero = {0.0f};
+  const irc_vf z = r * r;
+  irc_vf p = zero + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return p * z + r + 1.0f;
+}
+
 /* exp on IRC_VL lanes (Cephes' expf: x = n ln2 + r, a degree-6 polynomial of r, times 2^n),
    within 2 ulp of expf above e^-69; below (results under 1e-30) it is 0, so that what is
    computed from it never meets denormals (a masked score's softmax weight times a value
@@ -53,14 +66,7 @@ IRC_INLINE irc_vf irc_vf_exp(irc_vf x) {
   const irc_vf t = x * 1.44269504088896341f + 12582912.0f;
   const irc_vf fx = t - 12582912.0f;
   x = x - fx * 0.693359375f + fx * 2.12194440e-4f;
-  const irc_vf z = x * x;
-  irc_vf p = zero + 1.9875691500e-4f;
-  p = p * x + 1.3981999507e-3f;
-  p = p * x + 8.3334519073e-3f;
-  p = p * x + 4.1665795894e-2f;
-  p = p * x + 1.6666665459e-1f;
-  p = p * x + 5.0000001201e-1f;
-  p = p * z + x + 1.0f;
+  const irc_vf p = irc_vf_exp_poly(x);
   const irc_vf scale = (irc_vf)(((irc_vfi)t - 0x4B400000 + 127) << 23);
   return irc_vf_select(nan, x, irc_vf_select(tiny, zero, p * scale));
 }
@@ -75,14 +81,7 @@ IRC_INLINE irc_vf irc_vf_exp_nonpos(irc_vf x) {
   const irc_vf t = x * 1.44269504088896341f + 12582912.0f;
   const irc_vf n = t - 12582912.0f;
   const irc_vf r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  const irc_vf z = r * r;
-  irc_vf p = zero + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * z + r + 1.0f;
+  const irc_vf p = irc_vf_exp_poly(r);
   const irc_vfi bits = ((irc_vfi)t - 0x4B400000 + 127) << 23;
   const irc_vf e = (irc_vf)((irc_vfi)(p * (irc_vf)bits) & keep);
   return irc_vf_select(nan, x, e);
