@@ -10,6 +10,12 @@ and, with one thread, the median CPU time of a run (`time.process_time`: on a sh
 overloaded machine the CPU a run consumes is steadier than its wall time, which includes
 the waits for a core), and the ratios irc/peer and ISA/best ISA.
 
+The peer always runs its own best kernels for the host (XNNPACK and onnxruntime pick their ISA
+by cpuid, with no override): on an AVX-512 VNNI machine `irc/avx2 / tflite` compares irc's AVX2
+kernels with XNNPACK's VNNI ones, a lower bound of what an AVX2-only CPU would show, not like
+for like (int8 most of all: vpdpbusd does 64 multiply-adds per instruction, AVX2's vpmaddwd
+16 plus an add).
+
 Several thread counts (`--threads 1 2`) run in the same process and the same interleaved
 rounds: OMP_NUM_THREADS is set to the largest before libgomp loads, and each irc run first
 sets its libraries' thread count (`LoadedCpuExecutable.set_threads`); the peer gets one
