@@ -73,7 +73,11 @@ def test_an_element_has_the_same_bits_in_the_body_and_the_tail(
 FMA_ISAS = tuple(name for name in RUNNABLE_ISAS if name != "generic")
 
 
-@pytest.mark.skipif(len(FMA_ISAS) < 2, reason="one FMA profile runs here")
+@pytest.mark.skipif(
+    len(FMA_ISAS) < 2,
+    reason="needs two vector ISA profiles this CPU runs to compare "
+    f"(runs: {', '.join(FMA_ISAS) or 'none'})",
+)
 @pytest.mark.parametrize(("op_type", "props"), [UNARY[0], UNARY[2]])  # gelu-erf: below
 def test_every_fma_profile_gives_the_same_bits(
     op_type: type[nn.NNOp], props: dict[str, object]
