@@ -176,9 +176,10 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
     passed on with dashes), one `convert-layout{targets=... to=X}` per distinct
     `preferred_layout` X (targets without a preference get none), `insert-qdq{targets=...}`
     for the targets that do not run quantized ops (with `emulate_rounding`),
-    `fuse-activations{targets=...}` for the targets other than the host's (and `widen-fp16`
-    after `canonicalize` when there are such targets), and `outline-delegates`. Steps
-    whose target list would be empty are left out: without
+    `fuse-activations{targets=...}` for the targets other than the host's (and
+    `widen-fp16{targets=...}` with them after `canonicalize` when there are such
+    targets), and `outline-delegates`. Steps whose target list would be empty are left
+    out: without
     `targets` those passes would convert the whole graph. Raises `TargetError` for an
     unknown target.
     """
@@ -206,8 +207,9 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
         steps.append(pass_spec("insert-qdq", {"targets": float_only, **qdq_options}))
     delegated = [name for name in names if name != HOST_TARGET]
     if delegated:
-        # float16 models run in float32 on the delegated targets (none computes in half).
-        steps.insert(steps.index("canonicalize") + 1, "widen-fp16")
+        # float16 models run in float32 unless every delegated target computes float16.
+        widen = pass_spec("widen-fp16", {"targets": delegated})
+        steps.insert(steps.index("canonicalize") + 1, widen)
         steps.append(pass_spec("fuse-activations", {"targets": delegated}))
     steps.append("outline-delegates")
     return ",".join(steps)
@@ -570,13 +572,17 @@ class LoweringError(Exception):
         return self.diagnostic.op
 
 
-def lowering_pipelines(targets: Iterable[str]) -> dict[str, str]:
-    """Each target's `lowering_passes()` (targets without any are left out)."""
+def lowering_pipelines(targets: Iterable[str], *, float16: bool = False) -> dict[str, str]:
+    """Each target's `lowering_passes()` (targets without any are left out); with `float16`
+    (the module holds a float16 model's values: `widen-fp16` marked it), its
+    `float16_lowering_passes()` where it has them."""
     from irc.targets import get_target
 
     pipelines: dict[str, str] = {}
     for name in dict.fromkeys(targets):
-        spec = get_target(name).lowering_passes().strip()
+        target = get_target(name)
+        half = target.float16_lowering_passes() if float16 else None
+        spec = (target.lowering_passes() if half is None else half).strip()
         if spec:
             pipelines[name] = spec
     return pipelines
@@ -597,6 +603,8 @@ def lower_executables(
 ) -> list[str]:
     """Run each executable's target's lowering passes on it (in place); returns the names
     of the executables lowered. `skip` names executables to leave alone (already lowered).
+    A module `widen-fp16` marked (`FLOAT16_MODEL`) gets each target's
+    `float16_lowering_passes()` where it has them.
 
     Raises `LoweringError` at the first failure, or, when a `failures` list is given,
     appends every failure to it and goes on with the next executable (a failed executable
@@ -607,9 +615,12 @@ def lower_executables(
 
     from irc.diagnostics import diagnostic_from_exception
 
+    from irc.passes.widen_fp16 import FLOAT16_MODEL
+
     skipped = set(skip)
     executables = [exe for exe in _executables(module) if exe.sym_name.data not in skipped]
-    pipelines = lowering_pipelines(exe.target.data for exe in executables)
+    float16 = FLOAT16_MODEL in module.attributes
+    pipelines = lowering_pipelines((exe.target.data for exe in executables), float16=float16)
     from irc.targets import get_target
 
     passes = {

@@ -18,7 +18,10 @@ float32 models. This pass gives such a model the form every target runs:
   `f32` at the entry and its `f16` results back before the return (a remark says so), so the
   caller feeds and reads float16 as before.
 
-Modules without `f16` tensors are left unchanged. Run before `partition` (the default
+Modules without `f16` tensors are left unchanged, and so are modules compiled for targets
+that all compute float16 themselves (`widen-fp16{targets=a,b}`: each answers
+`Target.computes_float16`; the ops none of them takes run on the host, whose reference
+target computes float16 too). Run before `partition` (the default
 pipeline runs it after `canonicalize` when a target other than the host's takes part), so
 that targets judge the float32 ops.
 """
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import Float16Type, Float32Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import Float16Type, Float32Type, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -38,8 +41,16 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from irc.diagnostics import emit_remark
 from irc.dialects import nn
 from irc.dialects.nn import array_from_dense
+from irc.targets.base import get_target
 
 __all__ = ["WidenFp16Pass", "widen_fp16", "widened"]
+
+
+FLOAT16_MODEL = "irc.float16_model"
+"""The module attribute `widen_fp16` sets when it widened something: the float32 tensors
+hold a float16 model's values. `irc.pipelines.lower_executables` then lowers each executable
+with its target's `float16_lowering_passes()` (the OpenCL target keeps such tensors as half
+on the device), so a target stores them 16-bit without a pass reading its internals."""
 
 
 def _is_half(t: Attribute) -> bool:
@@ -104,10 +115,11 @@ def _skip(op: Operation, kept: set[Operation]) -> bool:
 
 
 def widen_fp16(module: ModuleOp) -> int:
-    """Widen `module`'s float16 tensors to float32 (see the module docstring). Returns the
-    number of ops whose types changed."""
+    """Widen `module`'s float16 tensors to float32 (see the module docstring) and mark it
+    `FLOAT16_MODEL`. Returns the number of ops whose types changed."""
     if not _has_half(module):
         return 0
+    module.attributes[FLOAT16_MODEL] = UnitAttr()
     kept: set[Operation] = set()
     for function in [op for op in module.walk() if isinstance(op, func.FuncOp)]:
         if function.body.blocks:
@@ -167,5 +179,11 @@ class WidenFp16Pass(ModulePass):
 
     name = "widen-fp16"
 
+    targets: tuple[str, ...] = ()
+    """The targets the module is compiled for: nothing is widened when every one of them
+    computes float16 (`Target.computes_float16`); empty: widen."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.targets and all(get_target(name).computes_float16 for name in self.targets):
+            return
         widen_fp16(op)

@@ -8,6 +8,7 @@ A target is what TFLite calls a delegate, LiteRT a compiler plugin, MindSpore Li
 | availability | `Target.available()` -> `Availability` (bool + reason) |
 | capability | `Target.supports(op)` -> `Support` (yes, or a reason code and text) |
 | layout / quantization | `preferred_layout` ("NHWC", "NCHW" or None), `runs_quantized` |
+| float16 | `computes_float16`: takes a float16 model's tensors as they are |
 | compile | `Target.lowering_passes()`: pass pipeline applied to its executables |
 | own passes | `Target.passes()`: the passes that pipeline names besides irc's (`PassTable`) |
 | emit | `Target.emit_source(executable)`: generated source text (`irc-translate --emit-*`) |
@@ -192,6 +193,13 @@ class Target(ABC):
     """True: runs quantized ops natively (int8 kernels); False: `insert-qdq` turns its
     quantized ops into float ops (the TFLite GPU delegate's approach)."""
 
+    computes_float16: ClassVar[bool] = False
+    """True: `supports()` judges float16 ops too, and the target computes those it takes
+    as docs/semantics.md defines them (float32 arithmetic on the widened inputs, one
+    rounding to float16 per result), storing float16 tensors as float16; `widen-fp16
+    {targets=...}` then keeps a float16 model's tensors. False: `widen-fp16` gives it
+    float32 ops."""
+
     def available(self) -> Availability:
         """Whether the target can run on this machine (a driver, a compiler...)."""
         return Availability(True)
@@ -203,6 +211,13 @@ class Target(ABC):
     def lowering_passes(self) -> str:
         """The pass pipeline (irc-opt `-p` syntax) applied to this target's executables."""
         return ""
+
+    def float16_lowering_passes(self) -> str | None:
+        """The pipeline for this target's executables in a float16 model that `widen-fp16`
+        widened (float32 tensors holding float16 values; the module carries
+        `irc.float16_model`): e.g. 16-bit storage of those tensors. None (the default):
+        `lowering_passes()`."""
+        return None
 
     def passes(self) -> Mapping[str, type[ModulePass]]:
         """This target's own passes, by name: those `lowering_passes()` may name besides

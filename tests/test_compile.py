@@ -127,7 +127,7 @@ def assert_close(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> flo
 
 def test_default_pipeline_for_testplugin_and_reference(registry: None) -> None:
     assert default_pipeline(TARGETS) == (
-        "canonicalize,widen-fp16,partition{targets=testplugin,reference},"
+        "canonicalize,widen-fp16{targets=testplugin},partition{targets=testplugin,reference},"
         "convert-layout{targets=testplugin to=NCHW},insert-qdq{targets=testplugin},"
         "fuse-activations{targets=testplugin},outline-delegates"
     )
@@ -145,7 +145,7 @@ def test_default_pipeline_options(registry: None) -> None:
         emulate_rounding=False,
     )
     assert spec == (
-        "canonicalize,widen-fp16,"
+        "canonicalize,widen-fp16{targets=testplugin},"
         'partition{targets=testplugin,reference min-ops=3 deny-ops="nn.softmax",exp'
         ' place="conv 1:host","#4:reference" report="out dir/report.json" strict=false},'
         "convert-layout{targets=testplugin to=NCHW},"
