@@ -484,10 +484,11 @@ static void irc_qpad(uint8_t *restrict dst, const uint8_t *restrict src, long N,
    time; y [N][OH][OW][OC] bytes. Register tile: MR output pixels x NB channels, started at
    the bias; a tail tile repeats its last pixel (computed again, written once). The input
    words of a pixel tile (all taps) are XORed with `flip` once, into a stack buffer that
-   every channel block of the tile reads (a broadcast from memory is a load, no shuffle;
-   on AVX2 each word is stored as its two int16-pair dwords, IRC_QCONV_WIDE_X, and the tile
-   and its mode-0 epilogue are irc_qconv_tile_avx2's); a tile too deep for IRC_QCONV_XBUF
-   reads the input directly. Mode 0 with AVX512BW
+   every channel block of the tile reads (irc_qconv_fill, kernels/<isa>/qconv_tile.h; a
+   broadcast from memory is a load, no shuffle; on AVX2 each word is stored as its two
+   int16-pair dwords, pixel-major, IRC_QCONV_WIDE_X, and the tile and its mode-0 epilogue
+   are irc_qconv_tile_avx2's); a tile too deep for IRC_QCONV_XBUF reads the input directly.
+   Mode 0 with AVX512BW
    stores through irc_qconv_store4 (four vectors per pack, masked stores); other modes,
    MR = 1 and the portable path requantize vector by vector. Tasks (channel block fastest,
    then pixel tile, then row) form IRC_QCONV_CHUNKS contiguous chunks that the threads claim
@@ -583,32 +584,9 @@ static long irc_qconv_chunks(long tasks, double work) {
             const long pix = ow0 + p < OW ? ow0 + p : OW - 1;                                \
             xp[p] = x + ((n * Hp + oh * SH) * Wp + pix * SW) * Cs;                           \
           }                                                                                  \
-          if (buffered && C4 == 1 && ow0 + (MR) <= OW) /* e.g. an RGB image's first conv: */ \
-            for (int tap = 0; tap < KH * KW; ++tap) { /* the pixels at a fixed stride */       \
-              const uint8_t *restrict src =                                                  \
-                  xp[0] + ((long)(tap / KW) * DH * Wp + (long)(tap % KW) * DW) * Cs;         \
-              for (int p = 0; p < (MR); ++p) {                                               \
-                uint32_t a;                                                                  \
-                __builtin_memcpy(&a, src + p * SW * Cs, 4);                                  \
-                if (IRC_QCONV_WIDE_X)                                                        \
-                  irc_qwiden_word(a ^ flip, xb + (tap * (MR) + p) * 2);                      \
-                else                                                                         \
-                  xb[tap * (MR) + p] = a ^ flip;                                             \
-              }                                                                              \
-            }                                                                                \
-          else if (buffered)                                                                 \
-            for (int tap = 0; tap < KH * KW; ++tap) {                                        \
-              const long off = ((long)(tap / KW) * DH * Wp + (long)(tap % KW) * DW) * Cs;    \
-              for (long c4 = 0; c4 < C4; ++c4)                                               \
-                for (int p = 0; p < (MR); ++p) {                                             \
-                  uint32_t a;                                                                \
-                  __builtin_memcpy(&a, xp[p] + off + c4 * 4, 4);                             \
-                  if (IRC_QCONV_WIDE_X) /* AVX2: the int16 pairs of the word */              \
-                    irc_qwiden_word(a ^ flip, xb + ((tap * C4 + c4) * (MR) + p) * 2);        \
-                  else                                                                       \
-                    xb[(tap * C4 + c4) * (MR) + p] = a ^ flip;                               \
-                }                                                                            \
-            }                                                                                \
+          if (buffered) /* the tile's input words, once for all its channel blocks */        \
+            irc_qconv_fill(xb, xp, (MR), KH, KW, C4, (long)DH * Wp * Cs, (long)DW * Cs, flip, \
+                           IRC_QCONV_XBUF);                                                  \
         }                                                                                    \
         irc_vi32 acc[MR][NV];                                                                \
         const int8_t *restrict wb = w + b * KH * KW * C4 * NB * 4;                           \

@@ -1,9 +1,26 @@
 /* irc CPU kernels, portable C and AVX-512 (x86_64_avx512/ has no file of its own): the fused
    int8 conv runs its dot product in the kernel itself (the portable one, or zmm registers with
-   vpdpbusd on VNNI); no separate tile function. */
+   vpdpbusd on VNNI); no separate tile function, the input words of a tile k-major. */
 #define IRC_QCONV_AVX2 0
 #define IRC_QCONV_WIDE_X 0
-IRC_INLINE void irc_qwiden_word(uint32_t a, uint32_t *restrict dst) { dst[0] = a; }
+
+/* The input words of a pixel tile XORed with `flip` once for every channel block of the tile:
+   xb [K][MR] (K = KH * KW * C4 words per pixel, tap-major as the weights are packed; the
+   kernel broadcasts xb[k * MR + p]), pixel p's taps at xp[p] + kh * rstep + kw * cstep. */
+IRC_INLINE void irc_qconv_fill(uint32_t *restrict xb, const uint8_t *const *xp, const int MR,
+                               int KH, int KW, long C4, long rstep, long cstep, uint32_t flip,
+                               long room) {
+  (void)room;
+  for (int tap = 0; tap < KH * KW; ++tap) {
+    const long off = (long)(tap / KW) * rstep + (long)(tap % KW) * cstep;
+    for (long c4 = 0; c4 < C4; ++c4)
+      for (int p = 0; p < MR; ++p) {
+        uint32_t a;
+        __builtin_memcpy(&a, xp[p] + off + c4 * 4, 4);
+        xb[(tap * C4 + c4) * MR + p] = a ^ flip;
+      }
+  }
+}
 IRC_INLINE int irc_qconv_tile_avx2(const int MR, const int NV, int32_t *restrict out,
                                    const int32_t *restrict bias, const uint32_t *restrict xw,
                                    const int8_t *restrict wb, long K, int mode0,
