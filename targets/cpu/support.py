@@ -10,9 +10,10 @@ integer algorithm (logistic, tanh, gelu, exp, log, sqrt, rsqrt, hard_swish) run 
 (`tables.py`); quantized softmax, log_softmax and resize run native kernels bit-exact with
 the reference (`quant_kernels.py`, which says which cases it refuses); other quantized ops
 with their own algorithm are refused with code `quantized`; `quant.qcast`/`quant.dcast`
-and integer-to-float `nn.cast` run the kernels of `quant_casts.py`. float16 tensors are
-taken only by `nn.cast` to and from float32 (F16C where present) and by data movement of
-their bits, never from constants (constants are uploaded as float32). NCHW
+and integer-to-float `nn.cast` run the kernels of `quant_casts.py`. float16 tensors (a
+float16 model: the target `computes_float16`) run the float16 kernels of `binary16.py`
+(convolutions, elementwise ops, reductions; float16 constants only as the operands they
+pack), `nn.cast` to and from float32 (F16C where present) and data movement of their bits. NCHW
 float ops are accepted: inside the target's regions `convert-layout` gives them NHWC, and
 `lower-cpu` wraps any NCHW op it still meets in transposes; integer convolutions and pools
 run NHWC only.
@@ -27,7 +28,7 @@ from irc.dialects import nn, quant
 from irc.dialects.quant import UniformQuantizedType
 from irc.targets.base import Support
 from irc.targets.cpu.c_types import C_TYPES, c_type
-from irc.targets.cpu.lowerings import quant_casts, registered_ops, transformer
+from irc.targets.cpu.lowerings import binary16, quant_casts, registered_ops, transformer
 from irc.targets.cpu.lowerings.casts import is_half_cast
 from irc.targets.cpu.lowerings.elementwise import INTEGER_BINARY_OPS
 from irc.targets.cpu.lowerings.movement import DATA_MOVEMENT_OPS
@@ -84,11 +85,15 @@ def check_op(op: Operation, *, converts_layout: bool = False) -> Support:
 
 
 def _check_half(op: Operation) -> Support:
-    """float16 tensors: the casts to and from float32 and data movement of their bits
-    (`widen-fp16` gives float16 models float32 ops; these remain at a float16 signature,
-    where `convert-layout` may move a transpose to the other side of a cast)."""
+    """float16 tensors: the float16 kernels (`binary16.check`), the casts to and from
+    float32 and data movement of their bits."""
     if any(d < 0 for t in _tensor_types(op) for d in t.get_shape()):
         return Support.no("dynamic", f"cpu: '{op.name}' has a dynamic shape")
+    computed = binary16.check(op)
+    if computed is not None:
+        return computed
+    if isinstance(op, nn.PadOp) and op.value.value.data != 0:
+        return Support.no("attribute", f"cpu: float16 '{op.name}' with a nonzero fill value")
     if any(isinstance(v.owner, nn.ConstantOp) for v in op.operands):
         return Support.no("dtype", f"cpu: '{op.name}' of a float16 constant")
     if type(op) in DATA_MOVEMENT_OPS:

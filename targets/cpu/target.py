@@ -28,6 +28,7 @@ class CpuTarget(Target):
     name: ClassVar[str] = "cpu"
     preferred_layout: ClassVar[Layout | None] = "NHWC"
     runs_quantized: ClassVar[bool] = True
+    computes_float16: ClassVar[bool] = True
 
     def available(self) -> Availability:
         from irc.targets.cpu import isa, toolchain

@@ -6,6 +6,9 @@
 scale 1); a widening cast to int32 whose only use is an integer binary op, which reads the
 narrow input directly (an alias); otherwise the integer form's conversion
 (`elementwise.integer_unary`). `quant.scast` is free (an alias of its operand's storage).
+
+Importing this module (the first family `lowerings/__init__.py` imports) imports `binary16`
+before any other family, so the float16 kernels are the first lowerings of their op types.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from xdsl.ir import Operation
 
 from irc.dialects import nn, quant
 from irc.targets.cpu import csrc
-from irc.targets.cpu.lowerings import quant_casts, transformer
+from irc.targets.cpu.lowerings import binary16, quant_casts, transformer  # noqa: F401  (binary16 first)
 from irc.targets.cpu.lowerings.elementwise import INTEGER_BINARY_OPS, integer_unary
 from irc.targets.cpu.lowerings.helpers import (
     block,

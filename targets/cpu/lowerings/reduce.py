@@ -82,8 +82,12 @@ def integer_reduce(op: nn.ReduceOp, ctx: LoweringContext) -> Lowered | None:
 @lowering(nn.ReduceOp)
 def reduce(op: nn.ReduceOp, ctx: LoweringContext) -> Lowered | None:
     """A float sum, mean, prod, max or min."""
-    if integer_result(op):
-        return None
+    return None if integer_result(op) else float_reduction(op)
+
+
+def float_reduction(op: nn.ReduceOp) -> Lowered:
+    """The float32 loop nests of a sum, mean, prod, max or min (`binary16` runs them on a
+    float16 reduce's widened input)."""
     init = {"sum": "0.0f", "mean": "0.0f", "prod": "1.0f", "max": "(-INFINITY)"}
     init["min"] = "INFINITY"
     combine = {

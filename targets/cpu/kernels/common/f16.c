@@ -67,3 +67,64 @@ static void irc_f16_to_f32(const uint16_t *restrict in, float *restrict out, int
 #endif
     for (; i < n; i++) out[i] = irc_half_to_float(in[i]);
 }
+
+/* One value: float16 bits to float32 (exact) and float32 to float16 bits (nearest, ties to
+   even): F16C's one-value forms where present, else the portable functions above. */
+static inline float irc_h2f(uint16_t h) {
+#if defined(__F16C__) && !defined(IRC_PORTABLE)
+    return _cvtsh_ss(h);
+#else
+    return irc_half_to_float(h);
+#endif
+}
+
+static inline uint16_t irc_f2h(float f) {
+#if defined(__F16C__) && !defined(IRC_PORTABLE)
+    return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#else
+    return irc_float_to_half(f);
+#endif
+}
+
+/* A vector of IRC_VL float16 values as float32 (irc_vf_load_h) and a float32 vector rounded
+   to float16 (irc_vf_store_h): one vcvtph2ps / vcvtps2ph of the whole vector on the AVX-512
+   (16 lanes) and AVX2 (8 lanes, F16C) profiles, lane by lane otherwise; the _n forms move
+   the first n (1..IRC_VL) lanes only. */
+#if IRC_VL == 16 && defined(__AVX512F__) && !defined(IRC_PORTABLE)
+static inline irc_vf irc_vf_load_h(const uint16_t *p) {
+    return (irc_vf)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+static inline void irc_vf_store_h(uint16_t *p, irc_vf v) {
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT));
+}
+#elif IRC_VL == 8 && defined(__F16C__) && !defined(IRC_PORTABLE)
+static inline irc_vf irc_vf_load_h(const uint16_t *p) {
+    return (irc_vf)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+static inline void irc_vf_store_h(uint16_t *p, irc_vf v) {
+    _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT));
+}
+#else
+static inline irc_vf irc_vf_load_h(const uint16_t *p) {
+    irc_vf v;
+    for (int j = 0; j < IRC_VL; ++j) v[j] = irc_h2f(p[j]);
+    return v;
+}
+static inline void irc_vf_store_h(uint16_t *p, irc_vf v) {
+    for (int j = 0; j < IRC_VL; ++j) p[j] = irc_f2h(v[j]);
+}
+#endif
+
+/* The partial forms go through a vector's worth of halves on the stack: one whole-vector
+   conversion instead of n one-value ones (the lanes past n are +0.0 / not stored). */
+static inline irc_vf irc_vf_load_hn(const uint16_t *p, int n) {
+    uint16_t t[IRC_VL] = {0};
+    memcpy(t, p, sizeof(uint16_t) * (size_t)n);
+    return irc_vf_load_h(t);
+}
+
+static inline void irc_vf_store_hn(uint16_t *p, irc_vf v, int n) {
+    uint16_t t[IRC_VL];
+    irc_vf_store_h(t, v);
+    memcpy(p, t, sizeof(uint16_t) * (size_t)n);
+}

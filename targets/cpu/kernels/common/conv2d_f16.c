@@ -1,0 +1,324 @@
+/* irc CPU kernels: snippet "conv2d_f16" (targets/cpu/lowerings/binary16.py): float16 convolutions.
+   Tensors are float16 (IEEE binary16 bits, uint16_t), NHWC; filters float16, packed at compile
+   time; the bias float32 (the model's float16 bias, widened exactly). Arithmetic is float32:
+   inputs and weights are widened on load (f16.c: vcvtph2ps of whole vectors where the ISA
+   profile has F16C), products summed in float32 registers, and each result rounded once to
+   float16 on store (vcvtps2ph, nearest even, as numpy's astype(float16)) after the bias and
+   the fused activation: docs/semantics.md's float16 rule, the reference's sums (+0.0 start for
+   a convolution, -0.0 for a depthwise one, taps in order, zero padding summed as +0.0).
+
+   irc_conv2d_f16 is the implicit GEMM of conv2d.c with float16 storage: the register tile of
+   the ISA profile (IRC_CONV_F32_MR pixels x IRC_CONV_F32_NR channels) reads a float32 copy of
+   its input window (the tile's pixels x taps x channels, converted once per tile and channel
+   slice, zero padding written there: no padded copy of the input) and, where a task has
+   enough pixels to reuse them, a float32 copy of the slice's weight panel (converted once per
+   task); with few pixels (fully connected layers at batch 1) each weight vector is widened in
+   the loop, so the weights are read from memory once, at half the bytes of float32.
+   irc_depthwise_f16 widens the input rows a task's output row reads (zero padding included)
+   and its channels' taps once per task, then sums register tiles of IRC_DWH_MR pixels. */
+#ifndef IRC_CONV_F32_MR
+#define IRC_CONV_F32_MR 8
+#endif
+#ifndef IRC_CONV_F32_NR
+#define IRC_CONV_F32_NR (2 * IRC_VL)
+#endif
+#define IRC_CH_MR IRC_CONV_F32_MR
+#define IRC_CH_NR IRC_CONV_F32_NR
+#define IRC_CH_PART_WORK 250000.0   /* multiply-adds per part of a split conv */
+#define IRC_CH_PANEL_FLOATS 65536   /* the largest weight panel copied to float32 (256 KiB) */
+#define IRC_DWH_MR 4                /* depthwise output pixels per register tile */
+#define IRC_DWH_PARALLEL_WORK 50000.0
+
+/* y = act(acc + bias) for vector v of MR_ rows of sums, rounded to float16 and stored to y
+   (rows ys_pix apart, nvalid valid lanes from the tile's first channel); tanh is applied
+   lane by lane. */
+IRC_INLINE void irc_ch_epilogue(const int MR_, const int v, irc_vf acc[][2], uint16_t *restrict y,
+                                long ys_pix, int nvalid, const float *restrict bias, int act) {
+  const int n = nvalid - IRC_VL * v < IRC_VL ? nvalid - IRC_VL * v : IRC_VL;
+  if (n <= 0) return;
+  if (bias) {
+    const float *bp = bias + IRC_VL * v;
+    const irc_vf bv = n == IRC_VL ? *(const irc_vfu *)bp : irc_vf_load_n(bp, n);
+    for (int m = 0; m < MR_; ++m) acc[m][v] += bv;
+  }
+  if (act == IRC_ACT_TANH) {
+    for (int m = 0; m < MR_; ++m)
+      for (int j = 0; j < IRC_VL; ++j) acc[m][v][j] = tanhf(acc[m][v][j]);
+  } else if (act != IRC_ACT_NONE) {
+    for (int m = 0; m < MR_; ++m) acc[m][v] = irc_vf_act(acc[m][v], act);
+  }
+  uint16_t *o = y + IRC_VL * v;
+  if (n == IRC_VL)
+    for (int m = 0; m < MR_; ++m) irc_vf_store_h(o + m * ys_pix, acc[m][v]);
+  else
+    for (int m = 0; m < MR_; ++m) irc_vf_store_hn(o + m * ys_pix, acc[m][v], n);
+}
+
+/* MR_ output pixels x TV vectors of channels, summed over KH x KW x Cg from +0.0. xw: the
+   float32 window (pixel m, tap (kh, kw), channel c at m * xs_pix + kh * xs_h + kw * xs_w + c);
+   HALF_W: the weights are float16 rows `wh` (widened here), else float32 rows `wf`; rows are
+   ws floats / halves apart, one per (tap, input channel). */
+IRC_INLINE void irc_ch_tile(const int MR_, const int TV, const int HALF_W, const float *restrict xw,
+                            long xs_pix, long xs_h, long xs_w, int KH, int KW, int Cg,
+                            const uint16_t *restrict wh, const float *restrict wf, long ws,
+                            uint16_t *restrict y, long ys_pix, int nvalid,
+                            const float *restrict bias, int act) {
+  irc_vf acc[IRC_CH_MR][2];
+  for (int m = 0; m < MR_; ++m)
+    for (int v = 0; v < TV; ++v) acc[m][v] = (irc_vf){0.0f};
+  if (xs_w == Cg) { /* a row's taps are one run of the window and of the weights */
+    Cg *= KW;
+    KW = 1;
+  }
+  for (int kh = 0; kh < KH; ++kh)
+    for (int kw = 0; kw < KW; ++kw) {
+      const float *restrict xt = xw + kh * xs_h + kw * xs_w;
+      const long r0 = (long)(kh * KW + kw) * Cg;
+      for (int c = 0; c < Cg; ++c) {
+        irc_vf b0, b1;
+        if (HALF_W) {
+          const uint16_t *restrict wr = wh + (r0 + c) * ws;
+          b0 = irc_vf_load_h(wr);
+          b1 = TV > 1 ? irc_vf_load_h(wr + IRC_VL) : b0;
+        } else {
+          const float *restrict wr = wf + (r0 + c) * ws;
+          b0 = *(const irc_vfu *)wr;
+          b1 = TV > 1 ? *(const irc_vfu *)(wr + IRC_VL) : b0;
+        }
+        for (int m = 0; m < MR_; ++m) {
+          const float a = xt[m * xs_pix + c];
+          acc[m][0] += a * b0;
+          if (TV > 1) acc[m][1] += a * b1;
+        }
+      }
+    }
+  irc_ch_epilogue(MR_, 0, acc, y, ys_pix, nvalid, bias, act);
+  if (TV > 1) irc_ch_epilogue(MR_, 1, acc, y, ys_pix, nvalid, bias, act);
+}
+
+/* The arguments of irc_conv2d_f16 and its split into tasks. */
+typedef struct {
+  const uint16_t *x, *w;
+  const float *bias;
+  uint16_t *y;
+  int H, W, C, OH, OW, OC, KH, KW, SH, SW, DH, DW, PT, PL, Cg, OCg, act, nchunk, chunk, NV;
+  long ptasks, blocks, nsplit, tasks, parts;
+} irc_conv2d_f16_args;
+
+/* The float32 window of MR_ output pixels from (row, ow) of group g: KH rows of `span`
+   input columns x Cg channels, zero outside the input. */
+IRC_INLINE void irc_ch_window(const irc_conv2d_f16_args *restrict a, float *restrict xw, int n,
+                              int oh, int ow, int span, int g) {
+  const int Cg = a->Cg, C = a->C;
+  for (int kh = 0; kh < a->KH; ++kh) {
+    float *restrict row = xw + (long)kh * span * Cg;
+    const int ih = oh * a->SH - a->PT + kh * a->DH;
+    const int iw0 = ow * a->SW - a->PL;
+    if (ih < 0 || ih >= a->H) {
+      memset(row, 0, sizeof(float) * (size_t)span * Cg);
+      continue;
+    }
+    const uint16_t *restrict src = a->x + ((long)n * a->H + ih) * a->W * C + g * Cg;
+    if (Cg == C && iw0 >= 0 && iw0 + span <= a->W) {
+      irc_f16_to_f32(src + (long)iw0 * C, row, (int64_t)span * C);
+      continue;
+    }
+    for (int j = 0; j < span; ++j) {
+      const int iw = iw0 + j;
+      if (iw < 0 || iw >= a->W)
+        memset(row + (long)j * Cg, 0, sizeof(float) * Cg);
+      else
+        irc_f16_to_f32(src + (long)iw * C, row + (long)j * Cg, Cg);
+    }
+  }
+}
+
+/* Pixels [ow0, ow1) of output row `row`, channel blocks [blk0, blk1). */
+static void irc_ch_task(const irc_conv2d_f16_args *restrict a, long row, int ow0, int ow1,
+                        long blk0, long blk1) {
+  const int NB = 16 * a->NV;
+  const int SL = NB < IRC_CH_NR ? NB : IRC_CH_NR;
+  const int KH = a->KH, KW = a->KW, Cg = a->Cg, OCg = a->OCg, OC = a->OC;
+  const int nblk = (OCg + NB - 1) / NB;
+  const long rows = (long)KH * KW * Cg, wblk = rows * NB;
+  const int oh = (int)(row % a->OH), n = (int)(row / a->OH);
+  const int span = (IRC_CH_MR - 1) * a->SW + (KW - 1) * a->DW + 1;
+  const long xs_pix = (long)a->SW * Cg, xs_w = (long)a->DW * Cg, xs_h = (long)span * Cg;
+  float xw[(long)KH * span * Cg];
+  const int panel = ow1 - ow0 >= 2 * IRC_CH_MR && rows * SL <= IRC_CH_PANEL_FLOATS;
+  float wf[panel ? rows * SL : 1];
+  uint16_t *restrict yrow = a->y + row * a->OW * OC;
+  for (long gb = blk0; gb < blk1; ++gb) {
+    const int g = (int)(gb / nblk), b = (int)(gb % nblk);
+    for (int s = 0; s < NB; s += SL) {
+      const int left = OCg - b * NB - s;
+      if (left <= 0) break;
+      const int nvalid = left < SL ? left : SL;
+      const int oc0 = g * OCg + b * NB + s;
+      const uint16_t *restrict wh = a->w + gb * wblk + s;
+      const float *restrict bb = a->bias ? a->bias + oc0 : NULL;
+      if (panel)
+        for (long r = 0; r < rows; ++r) irc_f16_to_f32(wh + r * NB, wf + r * SL, SL);
+      int ow = ow0;
+      while (ow < ow1) {
+        const int mr = ow1 - ow >= IRC_CH_MR ? IRC_CH_MR : ow1 - ow >= IRC_CH_MR / 2 ? IRC_CH_MR / 2 : 1;
+        irc_ch_window(a, xw, n, oh, ow, (mr - 1) * a->SW + (KW - 1) * a->DW + 1, g);
+        uint16_t *restrict o = yrow + (long)ow * OC + oc0;
+#define IRC_CH_CALL(MR_, TV, HW)                                                              \
+  irc_ch_tile(MR_, TV, HW, xw, xs_pix, (long)((MR_ - 1) * a->SW + (KW - 1) * a->DW + 1) * Cg, \
+              xs_w, KH, KW, Cg, wh, wf, HW ? NB : SL, o, OC, nvalid, bb, a->act)
+#define IRC_CH_TV(MR_)                                         \
+  do {                                                         \
+    if (SL == 2 * IRC_VL) {                                    \
+      if (panel) IRC_CH_CALL(MR_, 2, 0); else IRC_CH_CALL(MR_, 2, 1); \
+    } else {                                                   \
+      if (panel) IRC_CH_CALL(MR_, 1, 0); else IRC_CH_CALL(MR_, 1, 1); \
+    }                                                          \
+  } while (0)
+        if (mr == IRC_CH_MR)
+          IRC_CH_TV(IRC_CH_MR);
+        else if (mr == IRC_CH_MR / 2)
+          IRC_CH_TV(IRC_CH_MR / 2);
+        else
+          IRC_CH_TV(1);
+#undef IRC_CH_TV
+#undef IRC_CH_CALL
+        ow += mr;
+      }
+    }
+  }
+  (void)xs_h;
+}
+
+static void irc_conv2d_f16_part(const void *args, long part) {
+  const irc_conv2d_f16_args *restrict a = args;
+  long t0, t1;
+  irc_pool_range(part, a->parts, a->tasks, &t0, &t1);
+  for (long t = t0; t < t1; ++t) {
+    const long s = t / a->ptasks, p = t % a->ptasks;
+    const long row = p / a->nchunk;
+    const int ow0 = (int)(p % a->nchunk) * a->chunk;
+    const int ow1 = ow0 + a->chunk < a->OW ? ow0 + a->chunk : a->OW;
+    irc_ch_task(a, row, ow0, ow1, s * a->blocks / a->nsplit, (s + 1) * a->blocks / a->nsplit);
+  }
+}
+
+/* y[N][OH][OW][OC] = f16(act(conv(x[N][H][W][C], zero padding PT/PL/...) + bias)), groups G
+   (Cg = C / G, OCg = OC / G); w packed [G][OCg/NB][KH][KW][Cg][NB] (NB = 16 * NV) as float16,
+   bias float32 or NULL. Tasks: chunks of up to 64 pixels of an output row (an unpadded
+   pointwise conv: one row of all its pixels) times, where they are too few for the threads,
+   ranges of channel blocks (irc_conv2d's split). */
+static void irc_conv2d_f16(int NV, const uint16_t *restrict x, int N, int H, int W, int C,
+                           const uint16_t *restrict w, const float *restrict bias,
+                           uint16_t *restrict y, int OH, int OW, int OC, int KH, int KW, int SH,
+                           int SW, int DH, int DW, int PT, int PL, int G, int Cg, int OCg,
+                           int act) {
+  if (KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 && H == OH && W == OW) {
+    OW = N * OH * OW, W = OW, N = 1, OH = 1, H = 1;
+  }
+  const int NB = 16 * NV;
+  const long blocks = (long)G * ((OCg + NB - 1) / NB);
+  const int nchunk = (OW + 8 * IRC_CH_MR - 1) / (8 * IRC_CH_MR);
+  const int per = (OW + nchunk - 1) / nchunk;
+  const int chunk = (per + IRC_CH_MR - 1) / IRC_CH_MR * IRC_CH_MR;
+  const long ptasks = (long)N * OH * nchunk;
+  const double work = (double)N * OH * OW * KH * KW * Cg * OC;
+  const int threads = work > IRC_PARALLEL_CONV_WORK ? irc_nthreads() : 1;
+  const long want = irc_pool_parts(ptasks * blocks, work, IRC_CH_PART_WORK, threads);
+  long nsplit = 1;
+  if (ptasks < want)
+    nsplit = (want + ptasks - 1) / ptasks < blocks ? (want + ptasks - 1) / ptasks : blocks;
+  const long tasks = ptasks * nsplit;
+  const irc_conv2d_f16_args a = {x,  w,  bias, y,  H,  W,  C,    OH,     OW,     OC,
+                                 KH, KW, SH,   SW, DH, DW, PT,   PL,     Cg,     OCg,
+                                 act, nchunk, chunk, NV, ptasks, blocks, nsplit, tasks,
+                                 irc_pool_parts(tasks, work, IRC_CH_PART_WORK, threads)};
+  irc_parallel(irc_conv2d_f16_part, &a, a.parts, threads);
+}
+
+/* ---- Depthwise --------------------------------------------------------------------------- */
+
+typedef struct {
+  const uint16_t *x, *w;
+  const float *bias;
+  uint16_t *y;
+  int H, W, C, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL, act, cblocks;
+  long tasks, parts;
+} irc_depthwise_f16_args;
+
+/* Output row `row` (n * OH + oh), channels [IRC_VL * cb, +IRC_VL). */
+static void irc_dwh_task(const irc_depthwise_f16_args *restrict a, long row, int cb) {
+  const int KH = a->KH, KW = a->KW, C = a->C, OW = a->OW, SW = a->SW, DW = a->DW;
+  const int c0 = IRC_VL * cb, nl = C - c0 < IRC_VL ? C - c0 : IRC_VL;
+  const int oh = (int)(row % a->OH), n = (int)(row / a->OH);
+  const int wb = (OW - 1) * SW + (KW - 1) * DW + 1; /* input columns the row reads */
+  irc_vf wv[KH * KW], xr[KH * wb];
+  for (int t = 0; t < KH * KW; ++t)
+    wv[t] = nl == IRC_VL ? irc_vf_load_h(a->w + (long)t * C + c0)
+                         : irc_vf_load_hn(a->w + (long)t * C + c0, nl);
+  for (int kh = 0; kh < KH; ++kh) {
+    const int ih = oh * a->SH - a->PT + kh * a->DH;
+    for (int j = 0; j < wb; ++j) {
+      const int iw = j - a->PL;
+      irc_vf v = {0.0f};
+      if (ih >= 0 && ih < a->H && iw >= 0 && iw < a->W) {
+        const uint16_t *p = a->x + (((long)n * a->H + ih) * a->W + iw) * C + c0;
+        v = nl == IRC_VL ? irc_vf_load_h(p) : irc_vf_load_hn(p, nl);
+      }
+      xr[kh * wb + j] = v;
+    }
+  }
+  irc_vf bv = -(irc_vf){0.0f};
+  if (a->bias) bv = nl == IRC_VL ? *(const irc_vfu *)(a->bias + c0) : irc_vf_load_n(a->bias + c0, nl);
+  uint16_t *restrict yrow = a->y + row * OW * C + c0;
+  int ow = 0;
+  for (; ow < OW; ow += IRC_DWH_MR) {
+    const int mr = OW - ow < IRC_DWH_MR ? OW - ow : IRC_DWH_MR;
+    irc_vf acc[IRC_DWH_MR];
+    for (int m = 0; m < IRC_DWH_MR; ++m) acc[m] = -(irc_vf){0.0f};
+    for (int kh = 0; kh < KH; ++kh)
+      for (int kw = 0; kw < KW; ++kw) {
+        const irc_vf w = wv[kh * KW + kw];
+        const irc_vf *restrict xt = xr + kh * wb + kw * DW + (long)ow * SW;
+        if (mr == IRC_DWH_MR)
+          for (int m = 0; m < IRC_DWH_MR; ++m) acc[m] += xt[m * SW] * w;
+        else
+          for (int m = 0; m < mr; ++m) acc[m] += xt[m * SW] * w;
+      }
+    for (int m = 0; m < mr; ++m) {
+      irc_vf r = acc[m] + bv;
+      if (a->act == IRC_ACT_TANH)
+        for (int j = 0; j < IRC_VL; ++j) r[j] = tanhf(r[j]);
+      else if (a->act != IRC_ACT_NONE)
+        r = irc_vf_act(r, a->act);
+      uint16_t *o = yrow + (long)(ow + m) * C;
+      if (nl == IRC_VL)
+        irc_vf_store_h(o, r);
+      else
+        irc_vf_store_hn(o, r, nl);
+    }
+  }
+}
+
+static void irc_depthwise_f16_part(const void *args, long part) {
+  const irc_depthwise_f16_args *restrict a = args;
+  long t0, t1;
+  irc_pool_range(part, a->parts, a->tasks, &t0, &t1);
+  for (long t = t0; t < t1; ++t) irc_dwh_task(a, t / a->cblocks, (int)(t % a->cblocks));
+}
+
+/* y[N][OH][OW][C] = f16(act(depthwise(x[N][H][W][C], zero padding) + bias)); w packed
+   [KH][KW][C] as float16, bias float32 or NULL. Tasks: (output row, IRC_VL channels). */
+static void irc_depthwise_f16(const uint16_t *restrict x, int N, int H, int W, int C,
+                              const uint16_t *restrict w, const float *restrict bias,
+                              uint16_t *restrict y, int OH, int OW, int KH, int KW, int SH,
+                              int SW, int DH, int DW, int PT, int PL, int act) {
+  const int cblocks = (C + IRC_VL - 1) / IRC_VL;
+  const long tasks = (long)N * OH * cblocks;
+  const double work = (double)N * OH * OW * C * KH * KW;
+  const int threads = work > IRC_DWH_PARALLEL_WORK ? irc_nthreads() : 1;
+  const irc_depthwise_f16_args a = {x,  w,  bias, y,  H,  W,  C,  OH,  OW,      KH,    KW, SH,
+                                    SW, DH, DW,   PT, PL, act, cblocks, tasks,
+                                    irc_pool_parts(tasks, work, IRC_CH_PART_WORK, threads)};
+  irc_parallel(irc_depthwise_f16_part, &a, a.parts, threads);
+}
