@@ -11,6 +11,18 @@ IRC_INLINE void irc_qconv_fill(uint32_t *restrict xb, const uint8_t *const *xp, 
                                int KH, int KW, long C4, long rstep, long cstep, uint32_t flip,
                                long room) {
   (void)room;
+  const long ps = MR > 1 ? xp[1] - xp[0] : 0;
+  if (C4 == 1 && xp[MR - 1] == xp[0] + (MR - 1) * ps) { /* e.g. an RGB image's first conv */
+    for (int tap = 0; tap < KH * KW; ++tap) { /* the pixels at a fixed stride */
+      const uint8_t *restrict src = xp[0] + (long)(tap / KW) * rstep + (long)(tap % KW) * cstep;
+      for (int p = 0; p < MR; ++p) {
+        uint32_t a;
+        __builtin_memcpy(&a, src + p * ps, 4);
+        xb[tap * MR + p] = a ^ flip;
+      }
+    }
+    return;
+  }
   for (int tap = 0; tap < KH * KW; ++tap) {
     const long off = (long)(tap / KW) * rstep + (long)(tap % KW) * cstep;
     for (long c4 = 0; c4 < C4; ++c4)
