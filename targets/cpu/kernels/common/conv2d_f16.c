@@ -9,8 +9,8 @@
 
    irc_conv2d_f16 is the implicit GEMM of conv2d.c with float16 storage: the register tile of
    the ISA profile (IRC_CONV_F32_MR pixels x IRC_CONV_F32_NR channels) reads a float32 copy of
-   its input window (the tile's pixels x taps x channels, converted once per tile and channel
-   slice, zero padding written there: no padded copy of the input) and, where a task has
+   its task's input window (the task's pixels x taps x channels, widened once per task for all
+   its channel blocks, zero padding written there: no padded copy of the input) and, where a task has
    enough pixels to reuse them, a float32 copy of the slice's weight panel (converted once per
    task); with few pixels (fully connected layers at batch 1) each weight vector is widened in
    the loop, so the weights are read from memory once, at half the bytes of float32.
@@ -26,8 +26,17 @@
 #define IRC_CH_NR IRC_CONV_F32_NR
 #define IRC_CH_PART_WORK 250000.0   /* multiply-adds per part of a split conv */
 #define IRC_CH_PANEL_FLOATS 65536   /* the largest weight panel copied to float32 (256 KiB) */
+#define IRC_CH_WINDOW_FLOATS 262144 /* the largest widened input window of a task (1 MiB) */
 #define IRC_DWH_MR 4                /* depthwise output pixels per register tile */
 #define IRC_DWH_PARALLEL_WORK 50000.0
+
+/* out[0 .. n) = in[0 .. n) widened, a whole vector (irc_vf_load_h: 16 values per vcvtph2ps
+   on AVX-512) at a time. */
+IRC_INLINE void irc_ch_widen(const uint16_t *restrict in, float *restrict out, long n) {
+  long i = 0;
+  for (; i + IRC_VL <= n; i += IRC_VL) *(irc_vfu *)(out + i) = irc_vf_load_h(in + i);
+  if (i < n) irc_vf_store_n(out + i, irc_vf_load_hn(in + i, (int)(n - i)), (int)(n - i));
+}
 
 /* y = act(acc + bias) for vector v of MR_ rows of sums, rounded to float16 and stored to y
    (rows ys_pix apart, nvalid valid lanes from the tile's first channel); tanh is applied
@@ -105,49 +114,48 @@ typedef struct {
   long ptasks, blocks, nsplit, tasks, parts;
 } irc_conv2d_f16_args;
 
-/* The float32 window of MR_ output pixels from (row, ow) of group g: KH rows of `span`
-   input columns x Cg channels, zero outside the input. */
+/* The float32 window of output pixels [ow, ow + np) of row (n, oh): KH rows of `span` input
+   columns x C channels (every group's), zero outside the input. */
 IRC_INLINE void irc_ch_window(const irc_conv2d_f16_args *restrict a, float *restrict xw, int n,
-                              int oh, int ow, int span, int g) {
-  const int Cg = a->Cg, C = a->C;
+                              int oh, int ow, int span) {
+  const int C = a->C;
   for (int kh = 0; kh < a->KH; ++kh) {
-    float *restrict row = xw + (long)kh * span * Cg;
+    float *restrict row = xw + (long)kh * span * C;
     const int ih = oh * a->SH - a->PT + kh * a->DH;
     const int iw0 = ow * a->SW - a->PL;
     if (ih < 0 || ih >= a->H) {
-      memset(row, 0, sizeof(float) * (size_t)span * Cg);
+      memset(row, 0, sizeof(float) * (size_t)span * C);
       continue;
     }
-    const uint16_t *restrict src = a->x + ((long)n * a->H + ih) * a->W * C + g * Cg;
-    if (Cg == C && iw0 >= 0 && iw0 + span <= a->W) {
-      irc_f16_to_f32(src + (long)iw0 * C, row, (int64_t)span * C);
-      continue;
-    }
-    for (int j = 0; j < span; ++j) {
-      const int iw = iw0 + j;
-      if (iw < 0 || iw >= a->W)
-        memset(row + (long)j * Cg, 0, sizeof(float) * Cg);
-      else
-        irc_f16_to_f32(src + (long)iw * C, row + (long)j * Cg, Cg);
+    const uint16_t *restrict src = a->x + ((long)n * a->H + ih) * a->W * C;
+    const int j0 = iw0 < 0 ? -iw0 : 0, j1 = a->W - iw0 < span ? a->W - iw0 : span;
+    if (j0 > 0) memset(row, 0, sizeof(float) * (size_t)j0 * C);
+    if (j1 > j0) irc_ch_widen(src + (long)(iw0 + j0) * C, row + (long)j0 * C, (long)(j1 - j0) * C);
+    if (j1 < span) {
+      const int k = j1 > j0 ? j1 : j0;
+      memset(row + (long)k * C, 0, sizeof(float) * (size_t)(span - k) * C);
     }
   }
 }
 
-/* Pixels [ow0, ow1) of output row `row`, channel blocks [blk0, blk1). */
+/* Pixels [ow0, ow1) of output row `row`, channel blocks [blk0, blk1): the pixels' input
+   window widened once, then per channel slice its weight panel (when the pixels are enough
+   to reuse it) and the register tiles. */
 static void irc_ch_task(const irc_conv2d_f16_args *restrict a, long row, int ow0, int ow1,
                         long blk0, long blk1) {
   const int NB = 16 * a->NV;
   const int SL = NB < IRC_CH_NR ? NB : IRC_CH_NR;
-  const int KH = a->KH, KW = a->KW, Cg = a->Cg, OCg = a->OCg, OC = a->OC;
+  const int KH = a->KH, KW = a->KW, C = a->C, Cg = a->Cg, OCg = a->OCg, OC = a->OC;
   const int nblk = (OCg + NB - 1) / NB;
   const long rows = (long)KH * KW * Cg, wblk = rows * NB;
   const int oh = (int)(row % a->OH), n = (int)(row / a->OH);
-  const int span = (IRC_CH_MR - 1) * a->SW + (KW - 1) * a->DW + 1;
-  const long xs_pix = (long)a->SW * Cg, xs_w = (long)a->DW * Cg, xs_h = (long)span * Cg;
-  float xw[(long)KH * span * Cg];
+  const int span = (ow1 - ow0 - 1) * a->SW + (KW - 1) * a->DW + 1;
+  const long xs_pix = (long)a->SW * C, xs_w = (long)a->DW * C, xs_h = (long)span * C;
+  float xw[(long)KH * span * C];
   const int panel = ow1 - ow0 >= 2 * IRC_CH_MR && rows * SL <= IRC_CH_PANEL_FLOATS;
   float wf[panel ? rows * SL : 1];
   uint16_t *restrict yrow = a->y + row * a->OW * OC;
+  irc_ch_window(a, xw, n, oh, ow0, span);
   for (long gb = blk0; gb < blk1; ++gb) {
     const int g = (int)(gb / nblk), b = (int)(gb % nblk);
     for (int s = 0; s < NB; s += SL) {
@@ -158,22 +166,24 @@ static void irc_ch_task(const irc_conv2d_f16_args *restrict a, long row, int ow0
       const uint16_t *restrict wh = a->w + gb * wblk + s;
       const float *restrict bb = a->bias ? a->bias + oc0 : NULL;
       if (panel)
-        for (long r = 0; r < rows; ++r) irc_f16_to_f32(wh + r * NB, wf + r * SL, SL);
+        for (long r = 0; r < rows; ++r)
+          for (int v = 0; v < SL; v += IRC_VL)
+            *(irc_vfu *)(wf + r * SL + v) = irc_vf_load_h(wh + r * NB + v);
       int ow = ow0;
       while (ow < ow1) {
         const int mr = ow1 - ow >= IRC_CH_MR ? IRC_CH_MR : ow1 - ow >= IRC_CH_MR / 2 ? IRC_CH_MR / 2 : 1;
-        irc_ch_window(a, xw, n, oh, ow, (mr - 1) * a->SW + (KW - 1) * a->DW + 1, g);
+        const float *restrict xt = xw + (long)(ow - ow0) * xs_pix + (long)g * Cg;
         uint16_t *restrict o = yrow + (long)ow * OC + oc0;
-#define IRC_CH_CALL(MR_, TV, HW)                                                              \
-  irc_ch_tile(MR_, TV, HW, xw, xs_pix, (long)((MR_ - 1) * a->SW + (KW - 1) * a->DW + 1) * Cg, \
-              xs_w, KH, KW, Cg, wh, wf, HW ? NB : SL, o, OC, nvalid, bb, a->act)
-#define IRC_CH_TV(MR_)                                         \
-  do {                                                         \
-    if (SL == 2 * IRC_VL) {                                    \
+#define IRC_CH_CALL(MR_, TV, HW)                                                             \
+  irc_ch_tile(MR_, TV, HW, xt, xs_pix, xs_h, xs_w, KH, KW, Cg, wh, wf, HW ? NB : SL, o, OC, \
+              nvalid, bb, a->act)
+#define IRC_CH_TV(MR_)                                                \
+  do {                                                                \
+    if (SL == 2 * IRC_VL) {                                           \
       if (panel) IRC_CH_CALL(MR_, 2, 0); else IRC_CH_CALL(MR_, 2, 1); \
-    } else {                                                   \
+    } else {                                                          \
       if (panel) IRC_CH_CALL(MR_, 1, 0); else IRC_CH_CALL(MR_, 1, 1); \
-    }                                                          \
+    }                                                                 \
   } while (0)
         if (mr == IRC_CH_MR)
           IRC_CH_TV(IRC_CH_MR);
@@ -187,7 +197,6 @@ static void irc_ch_task(const irc_conv2d_f16_args *restrict a, long row, int ow0
       }
     }
   }
-  (void)xs_h;
 }
 
 static void irc_conv2d_f16_part(const void *args, long part) {
@@ -199,6 +208,7 @@ static void irc_conv2d_f16_part(const void *args, long part) {
     const long row = p / a->nchunk;
     const int ow0 = (int)(p % a->nchunk) * a->chunk;
     const int ow1 = ow0 + a->chunk < a->OW ? ow0 + a->chunk : a->OW;
+    if (ow0 >= ow1) continue;
     irc_ch_task(a, row, ow0, ow1, s * a->blocks / a->nsplit, (s + 1) * a->blocks / a->nsplit);
   }
 }
@@ -218,9 +228,13 @@ static void irc_conv2d_f16(int NV, const uint16_t *restrict x, int N, int H, int
   }
   const int NB = 16 * NV;
   const long blocks = (long)G * ((OCg + NB - 1) / NB);
-  const int nchunk = (OW + 8 * IRC_CH_MR - 1) / (8 * IRC_CH_MR);
+  /* chunks of at most 8 tiles whose widened window stays within IRC_CH_WINDOW_FLOATS */
+  long fit = ((long)IRC_CH_WINDOW_FLOATS / ((long)KH * C) - (long)(KW - 1) * DW - 1) / SW + 1;
+  fit = fit < IRC_CH_MR ? (fit < 1 ? 1 : fit) : fit / IRC_CH_MR * IRC_CH_MR;
+  const int most = 8 * IRC_CH_MR < fit ? 8 * IRC_CH_MR : (int)fit;
+  const int nchunk = (OW + most - 1) / most;
   const int per = (OW + nchunk - 1) / nchunk;
-  const int chunk = (per + IRC_CH_MR - 1) / IRC_CH_MR * IRC_CH_MR;
+  const int chunk = most < IRC_CH_MR ? most : (per + IRC_CH_MR - 1) / IRC_CH_MR * IRC_CH_MR;
   const long ptasks = (long)N * OH * nchunk;
   const double work = (double)N * OH * OW * KH * KW * Cg * OC;
   const int threads = work > IRC_PARALLEL_CONV_WORK ? irc_nthreads() : 1;
