@@ -14,7 +14,7 @@
    enough pixels to reuse them, a float32 copy of the slice's weight panel (converted once per
    task); with few pixels (fully connected layers at batch 1) each weight vector is widened in
    the loop, so the weights are read from memory once, at half the bytes of float32.
-   irc_depthwise_f16 widens the input rows a task's output row reads (zero padding included)
+   irc_depthwise_f16 widens the input rows a band of output rows reads (zero padding included)
    and its channels' taps once per task, then sums register tiles of IRC_DWH_MR pixels. */
 #ifndef IRC_CONV_F32_MR
 #define IRC_CONV_F32_MR 8
@@ -27,7 +27,8 @@
 #define IRC_CH_PART_WORK 250000.0   /* multiply-adds per part of a split conv */
 #define IRC_CH_PANEL_FLOATS 65536   /* the largest weight panel copied to float32 (256 KiB) */
 #define IRC_CH_WINDOW_FLOATS 262144 /* the largest widened input window of a task (1 MiB) */
-#define IRC_DWH_MR 4                /* depthwise output pixels per register tile */
+#define IRC_DWH_MR 8                /* depthwise output pixels per register tile */
+#define IRC_DWH_BAND_BYTES 98304    /* widened input rows of a depthwise task (96 KiB) */
 #define IRC_DWH_PARALLEL_WORK 50000.0
 
 /* out[0 .. n) = in[0 .. n) widened, a whole vector (irc_vf_load_h: 16 values per vcvtph2ps
@@ -256,83 +257,126 @@ typedef struct {
   const uint16_t *x, *w;
   const float *bias;
   uint16_t *y;
-  int H, W, C, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL, act, cblocks;
+  int H, W, C, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL, act, cblocks, band, nbands;
   long tasks, parts;
 } irc_depthwise_f16_args;
 
-/* Output row `row` (n * OH + oh), channels [IRC_VL * cb, +IRC_VL). */
-static void irc_dwh_task(const irc_depthwise_f16_args *restrict a, long row, int cb) {
+/* Output rows [oh0, oh1) of image n, channels [IRC_VL * cb, +IRC_VL): the input rows they
+   read widened once (zero padding included, IRC_VL floats per column), the taps widened once,
+   then tiles of IRC_DWH_MR pixels summed from -0.0 over the taps in order. */
+static void irc_dwh_task(const irc_depthwise_f16_args *restrict a, int n, int oh0, int oh1,
+                         int cb) {
   const int KH = a->KH, KW = a->KW, C = a->C, OW = a->OW, SW = a->SW, DW = a->DW;
+  const int SH = a->SH, DH = a->DH;
   const int c0 = IRC_VL * cb, nl = C - c0 < IRC_VL ? C - c0 : IRC_VL;
-  const int oh = (int)(row % a->OH), n = (int)(row / a->OH);
-  const int wb = (OW - 1) * SW + (KW - 1) * DW + 1; /* input columns the row reads */
-  irc_vf wv[KH * KW], xr[KH * wb];
+  const int wb = (OW - 1) * SW + (KW - 1) * DW + 1; /* input columns a row reads */
+  const int nr = (oh1 - oh0 - 1) * SH + (KH - 1) * DH + 1; /* input rows the band reads */
+  const int ih0 = oh0 * SH - a->PT;
+  irc_vf wv[KH * KW], xr[(long)nr * wb];
   for (int t = 0; t < KH * KW; ++t)
     wv[t] = nl == IRC_VL ? irc_vf_load_h(a->w + (long)t * C + c0)
                          : irc_vf_load_hn(a->w + (long)t * C + c0, nl);
-  for (int kh = 0; kh < KH; ++kh) {
-    const int ih = oh * a->SH - a->PT + kh * a->DH;
+  const irc_vf zero = {0.0f};
+  for (int r = 0; r < nr; ++r) {
+    const int ih = ih0 + r;
+    irc_vf *restrict dst = xr + (long)r * wb;
+    if (ih < 0 || ih >= a->H) {
+      for (int j = 0; j < wb; ++j) dst[j] = zero;
+      continue;
+    }
+    const uint16_t *restrict src = a->x + (((long)n * a->H + ih) * a->W) * C + c0;
     for (int j = 0; j < wb; ++j) {
       const int iw = j - a->PL;
-      irc_vf v = {0.0f};
-      if (ih >= 0 && ih < a->H && iw >= 0 && iw < a->W) {
-        const uint16_t *p = a->x + (((long)n * a->H + ih) * a->W + iw) * C + c0;
-        v = nl == IRC_VL ? irc_vf_load_h(p) : irc_vf_load_hn(p, nl);
-      }
-      xr[kh * wb + j] = v;
+      if (iw < 0 || iw >= a->W)
+        dst[j] = zero;
+      else
+        dst[j] = nl == IRC_VL ? irc_vf_load_h(src + (long)iw * C)
+                              : irc_vf_load_hn(src + (long)iw * C, nl);
     }
   }
   irc_vf bv = -(irc_vf){0.0f};
   if (a->bias) bv = nl == IRC_VL ? *(const irc_vfu *)(a->bias + c0) : irc_vf_load_n(a->bias + c0, nl);
-  uint16_t *restrict yrow = a->y + row * OW * C + c0;
-  int ow = 0;
-  for (; ow < OW; ow += IRC_DWH_MR) {
-    const int mr = OW - ow < IRC_DWH_MR ? OW - ow : IRC_DWH_MR;
-    irc_vf acc[IRC_DWH_MR];
-    for (int m = 0; m < IRC_DWH_MR; ++m) acc[m] = -(irc_vf){0.0f};
-    for (int kh = 0; kh < KH; ++kh)
-      for (int kw = 0; kw < KW; ++kw) {
-        const irc_vf w = wv[kh * KW + kw];
-        const irc_vf *restrict xt = xr + kh * wb + kw * DW + (long)ow * SW;
-        if (mr == IRC_DWH_MR)
-          for (int m = 0; m < IRC_DWH_MR; ++m) acc[m] += xt[m * SW] * w;
+  for (int oh = oh0; oh < oh1; ++oh) {
+    const irc_vf *restrict xrow = xr + (long)(oh - oh0) * SH * wb;
+    uint16_t *restrict yrow = a->y + (((long)n * a->OH + oh) * OW) * C + c0;
+    for (int ow = 0; ow < OW; ow += IRC_DWH_MR) {
+      const int mr = OW - ow < IRC_DWH_MR ? OW - ow : IRC_DWH_MR;
+      irc_vf acc[IRC_DWH_MR];
+      for (int m = 0; m < IRC_DWH_MR; ++m) acc[m] = -(irc_vf){0.0f};
+      if (KW == 3 && DW == 1 && SW == 1 && mr == IRC_DWH_MR) {
+        /* 3 taps a row at stride 1: each widened column is loaded once for the (up to) three
+           pixels that read it (the same sums in the same order) */
+        for (int kh = 0; kh < KH; ++kh) {
+          const irc_vf *restrict xt = xrow + (long)kh * DH * wb + ow;
+          const irc_vf w0 = wv[kh * 3], w1 = wv[kh * 3 + 1], w2 = wv[kh * 3 + 2];
+          for (int j = 0; j < IRC_DWH_MR + 2; ++j) {
+            const irc_vf xv = xt[j];
+            if (j < IRC_DWH_MR) acc[j] += xv * w0;
+            if (j >= 1 && j - 1 < IRC_DWH_MR) acc[j - 1] += xv * w1;
+            if (j >= 2) acc[j - 2] += xv * w2;
+          }
+        }
+      } else
+      for (int kh = 0; kh < KH; ++kh)
+        for (int kw = 0; kw < KW; ++kw) {
+          const irc_vf w = wv[kh * KW + kw];
+          const irc_vf *restrict xt = xrow + (long)kh * DH * wb + kw * DW + (long)ow * SW;
+          if (mr == IRC_DWH_MR)
+            for (int m = 0; m < IRC_DWH_MR; ++m) acc[m] += xt[m * SW] * w;
+          else
+            for (int m = 0; m < mr; ++m) acc[m] += xt[m * SW] * w;
+        }
+      for (int m = 0; m < mr; ++m) {
+        irc_vf r = acc[m] + bv;
+        if (a->act == IRC_ACT_TANH)
+          for (int j = 0; j < IRC_VL; ++j) r[j] = tanhf(r[j]);
+        else if (a->act != IRC_ACT_NONE)
+          r = irc_vf_act(r, a->act);
+        uint16_t *o = yrow + (long)(ow + m) * C;
+        if (nl == IRC_VL)
+          irc_vf_store_h(o, r);
         else
-          for (int m = 0; m < mr; ++m) acc[m] += xt[m * SW] * w;
+          irc_vf_store_hn(o, r, nl);
       }
-    for (int m = 0; m < mr; ++m) {
-      irc_vf r = acc[m] + bv;
-      if (a->act == IRC_ACT_TANH)
-        for (int j = 0; j < IRC_VL; ++j) r[j] = tanhf(r[j]);
-      else if (a->act != IRC_ACT_NONE)
-        r = irc_vf_act(r, a->act);
-      uint16_t *o = yrow + (long)(ow + m) * C;
-      if (nl == IRC_VL)
-        irc_vf_store_h(o, r);
-      else
-        irc_vf_store_hn(o, r, nl);
     }
   }
 }
 
+/* Task t: channel block t % cblocks of band (t / cblocks) % nbands of image t / (cblocks *
+   nbands). */
 static void irc_depthwise_f16_part(const void *args, long part) {
   const irc_depthwise_f16_args *restrict a = args;
   long t0, t1;
   irc_pool_range(part, a->parts, a->tasks, &t0, &t1);
-  for (long t = t0; t < t1; ++t) irc_dwh_task(a, t / a->cblocks, (int)(t % a->cblocks));
+  for (long t = t0; t < t1; ++t) {
+    const int cb = (int)(t % a->cblocks);
+    const long nb = t / a->cblocks;
+    const int band = (int)(nb % a->nbands), n = (int)(nb / a->nbands);
+    const int oh0 = band * a->band, oh1 = oh0 + a->band < a->OH ? oh0 + a->band : a->OH;
+    if (oh0 < oh1) irc_dwh_task(a, n, oh0, oh1, cb);
+  }
 }
 
 /* y[N][OH][OW][C] = f16(act(depthwise(x[N][H][W][C], zero padding) + bias)); w packed
-   [KH][KW][C] as float16, bias float32 or NULL. Tasks: (output row, IRC_VL channels). */
+   [KH][KW][C] as float16, bias float32 or NULL. Tasks: (image, band of output rows whose
+   widened input rows fit IRC_DWH_BAND_BYTES, IRC_VL channels). */
 static void irc_depthwise_f16(const uint16_t *restrict x, int N, int H, int W, int C,
                               const uint16_t *restrict w, const float *restrict bias,
                               uint16_t *restrict y, int OH, int OW, int KH, int KW, int SH,
                               int SW, int DH, int DW, int PT, int PL, int act) {
   const int cblocks = (C + IRC_VL - 1) / IRC_VL;
-  const long tasks = (long)N * OH * cblocks;
+  const long row_bytes = (long)((OW - 1) * SW + (KW - 1) * DW + 1) * IRC_VL * 4;
+  long band = ((long)IRC_DWH_BAND_BYTES / row_bytes - (long)(KH - 1) * DH - 1) / SH + 1;
+  band = band < 1 ? 1 : band > OH ? OH : band;
   const double work = (double)N * OH * OW * C * KH * KW;
   const int threads = work > IRC_DWH_PARALLEL_WORK ? irc_nthreads() : 1;
-  const irc_depthwise_f16_args a = {x,  w,  bias, y,  H,  W,  C,  OH,  OW,      KH,    KW, SH,
-                                    SW, DH, DW,   PT, PL, act, cblocks, tasks,
+  /* enough tasks for the threads: at least 4 per thread where the image allows */
+  while (band > 1 && (long)N * ((OH + band - 1) / band) * cblocks < 4L * threads) band = (band + 1) / 2;
+  const int nbands = (int)((OH + band - 1) / band);
+  const long tasks = (long)N * nbands * cblocks;
+  const irc_depthwise_f16_args a = {x,  w,  bias, y,  H,  W,  C,   OH,      OW,       KH,
+                                    KW, SH, SW,   DH, DW, PT, PL,  act,     cblocks, (int)band,
+                                    nbands, tasks,
                                     irc_pool_parts(tasks, work, IRC_CH_PART_WORK, threads)};
   irc_parallel(irc_depthwise_f16_part, &a, a.parts, threads);
 }
