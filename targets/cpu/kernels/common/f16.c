@@ -3,7 +3,10 @@
  * nearest, ties to even, as numpy's astype(float16): overflow gives +-inf, NaN stays NaN
  * (quiet NaNs keep their upper payload bits, as numpy and F16C do). The F16C instructions
  * (vcvtps2ph / vcvtph2ps, x86-64-v3 and AVX-512 profiles) convert 8 values at a time; the
- * portable scalar functions do the rest and the generic profile. */
+ * portable scalar functions do the rest and the generic profile. irc_h2f / irc_f2h convert
+ * one value, irc_vf_load_h / irc_vf_store_h a whole irc_vf (16 lanes per instruction on
+ * AVX-512): what the float16 kernels (conv2d_f16.c, lowerings/binary16.py) widen on load and
+ * round on store with. */
 #include <stdint.h>
 #include <string.h>
 #if defined(__F16C__) && !defined(IRC_PORTABLE)
