@@ -12,10 +12,14 @@
   is missing.
 * `ctx`: a fresh xDSL context with every irc dialect (`irc.context.make_context()`).
 * `private_cache`: a module marked `pytestmark = pytest.mark.private_cache` (or
-  `private_cache(unset=["IRC_X", ...])`) builds into its own `IRC_CACHE_DIR` while its tests
-  run (CPU libraries, OpenCL programs), never the user's cache; the variables named by
-  `unset` are removed meanwhile. Tests that need the folder take the `private_cache` fixture
-  (the path; None in an unmarked module).
+  `private_cache(unset=["IRC_X", ...])`) builds into the test run's `IRC_CACHE_DIR` while its
+  tests run (CPU libraries and compiler probes, OpenCL programs), never the user's cache; the
+  variables named by `unset` are removed meanwhile. The run's cache is one folder per pytest
+  run, shared by every marked module and every xdist worker: entries are keyed by their
+  source, flags and compiler, so what one module built (a compiler probe, a kernel library)
+  another reuses instead of building it again. Tests that need the folder take the
+  `private_cache` fixture (the path; None in an unmarked module); a test that needs an empty
+  cache takes `fresh_cache`.
 * `fresh_cache`: `IRC_CACHE_DIR` set to an empty folder for one test (modules opt in with
   `pytestmark = pytest.mark.usefixtures("fresh_cache")`, tests that need it take the path).
 """
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from cache_support import private_cache_dir
+from cache_support import private_cache_dir, shared_cache_dir
 
 if TYPE_CHECKING:
     from xdsl.context import Context
@@ -81,7 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "private_cache(unset=()): the module builds into a private IRC_CACHE_DIR (conftest.py)",
+        "private_cache(unset=()): the module builds into the run's IRC_CACHE_DIR (conftest.py)",
     )
 
 
@@ -143,16 +147,21 @@ def ctx() -> Context:
     return make_context()
 
 
+@pytest.fixture(scope="session")
+def run_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test run's build cache: one folder per pytest run, shared by its xdist workers."""
+    return shared_cache_dir(tmp_path_factory.getbasetemp(), os.environ.get("PYTEST_XDIST_WORKER"))
+
+
 @pytest.fixture(scope="module", autouse=True)
-def private_cache(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Path | None]:
-    """A private `IRC_CACHE_DIR` for a module marked `private_cache` (see the module doc)."""
+def private_cache(request: pytest.FixtureRequest) -> Iterator[Path | None]:
+    """The run's `IRC_CACHE_DIR` for a module marked `private_cache` (see the module doc)."""
     marker = request.node.get_closest_marker("private_cache")
     if marker is None:
         yield None
         return
-    yield from private_cache_dir(tmp_path_factory, marker.kwargs.get("unset", ()))
+    path: Path = request.getfixturevalue("run_cache")
+    yield from private_cache_dir(path, marker.kwargs.get("unset", ()))
 
 
 @pytest.fixture

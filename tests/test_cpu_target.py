@@ -28,7 +28,8 @@ from irc.targets.cpu.lower import LowerCpuPass
 from irc.targets.cpu.runtime import CpuLoadError, CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 
-pytestmark = pytest.mark.usefixtures("fresh_cache")
+# The run's build cache; the tests of the cache itself take an empty one (`fresh_cache`).
+pytestmark = pytest.mark.private_cache
 
 HAS_COMPILER = bool(CpuTarget().available())
 needs_compiler = pytest.mark.skipif(not HAS_COMPILER, reason="no working C compiler")

@@ -576,7 +576,7 @@ def test_shape_family() -> None:
 
 
 @needs_device
-def test_second_load_uses_the_cache(private_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_second_load_uses_the_cache(fresh_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IRC_OPENCL_BINARY_CACHE", "on")  # PoCL's own kernel cache aside
     text = CONV_RELU.replace("dense<0.25>", "dense<0.125>").replace("0.5>", "0.375>")
     module = lower(parse(text.replace("sigmoid", "tanh")))
@@ -587,7 +587,7 @@ def test_second_load_uses_the_cache(private_cache: Path, monkeypatch: pytest.Mon
     assert not first.from_cache
     x = rand(1, 6, 6, 3)
     key = first.built.key  # the binary was saved at load, after the kernels first ran
-    assert (private_cache / "opencl" / f"{key}.bin").exists()
+    assert (fresh_cache / "opencl" / f"{key}.bin").exists()
     (a,) = first.execute("entry", [x])
     ocl_runtime._programs.pop(key)  # forget the in-memory copy: load from disk
     start = time.perf_counter()
@@ -598,7 +598,7 @@ def test_second_load_uses_the_cache(private_cache: Path, monkeypatch: pytest.Mon
     (b,) = second.execute("entry", [x])
     np.testing.assert_array_equal(a.to_host(), b.to_host())
     # a tampered binary is rebuilt, not loaded
-    (private_cache / "opencl" / f"{key}.bin").write_bytes(b"garbage")
+    (fresh_cache / "opencl" / f"{key}.bin").write_bytes(b"garbage")
     ocl_runtime._programs.pop(key)
     third = OpenCLRuntime().load(executable)
     assert not third.from_cache
