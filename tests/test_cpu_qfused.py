@@ -162,6 +162,12 @@ CASES: list[Case | AddCase] = [
     Case("conv3x3_c3_wide", (1, 6, 21, 3), 16, (3, 3), strides=(1, 2), pads=(1, 1, 1, 1),
          zp_in=-9, act="relu6"),
     Case("conv3x3_same", (1, 7, 6, 10), 20, (3, 3), pads=(1, 1, 1, 1), zp_in=7, zp_out=-4),
+    # 3 channels with kernel rows of 5 words, and dilated (taps 2 words apart): the other
+    # gathers of AVX2's widened tile buffer (irc_qconv_fill)
+    Case("conv5x5_c3", (1, 9, 12, 3), 8, (5, 5), pads=(2, 2, 2, 2), zp_in=6),
+    Case("conv3x3_c3_dilated", (1, 9, 10, 3), 16, (3, 3), dilations=(2, 2), zp_out=-7),
+    # 15 pixels: a tail tile of 7 whose sums go through the generic epilogue (left shift)
+    Case("pw_left_shift_tail7", (1, 1, 15, 24), 20, out_scale=1e-5, zp_in=-2),
     Case("conv_dilated", (2, 9, 10, 5), 9, (3, 2), pads=(2, 0, 1, 1), dilations=(2, 1)),
     Case("conv_uint8_nobias", (1, 6, 6, 4), 7, (2, 2), dtype="uint8", zp_in=200, bias=False),
     Case("dw3x3_c24", (1, 10, 9, 24), 24, (3, 3), depthwise=True, pads=(1, 1, 1, 1), zp_in=-5),
