@@ -6,8 +6,10 @@ from L2/L3)?
 
 For each model and ISA profile (`--isa`), the model is compiled twice: with the working
 tree's kernel sources, and with `--rev`'s versions of the files named by `--files` (paths
-under targets/cpu/kernels; the snippet of a `common/<name>.c` file, or the shared prelude for
-a header) swapped into the library source; every other file is the working tree's. Both
+under targets/cpu/kernels; the snippet of a `common/<name>.c` file, its pasted includes the
+working tree's, or a file's text in whichever snippets hold it: a header in the prelude or in
+"qfused", common/qconv.c in "qconv_tile") swapped into the library source; every other file
+is the working tree's. Both
 libraries are built and loaded in the same process and run in interleaved rounds; prints the
 median CPU time per run (1 thread, `time.process_time`: on a shared machine the CPU a run
 consumes is steadier than its wall time) and new/old per profile, and AVX2 / the best
@@ -61,14 +63,16 @@ def swap_in(rev: str, files: tuple[str, ...]) -> Callable[[], None]:
         name = Path(path).stem
         if path.startswith("common/") and path.endswith(".c") and name in csrc._SNIPPETS:
             deps, _ = csrc._SNIPPETS[name]
-            csrc._SNIPPETS[name] = (deps, old_text(rev, path).strip("\n") + "\n")
+            text = csrc._pasted(old_text(rev, path))  # its #include "<dir>/<file>.h" lines
+            csrc._SNIPPETS[name] = (deps, text.strip("\n") + "\n")
             continue
-        deps, text = csrc._SNIPPETS["common"]
         current = csrc.kernel_file(path).rstrip("\n")
-        if current not in text:
-            raise SystemExit(f"{path}: not part of the shared prelude")
-        text = text.replace(current, old_text(rev, path).rstrip("\n"))
-        csrc._SNIPPETS["common"] = (deps, text)
+        holders = [k for k, (_, text) in csrc._SNIPPETS.items() if current in text]
+        if not holders:
+            raise SystemExit(f"{path}: not part of any snippet")
+        for key in holders:  # a header: the prelude ("common"), or e.g. "qfused"
+            deps, text = csrc._SNIPPETS[key]
+            csrc._SNIPPETS[key] = (deps, text.replace(current, old_text(rev, path).rstrip("\n")))
 
     def undo() -> None:
         csrc._SNIPPETS.clear()
