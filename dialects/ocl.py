@@ -19,8 +19,10 @@ The result, for every `delegate.executable ... target("opencl")`:
 * one `ocl.program`: the generated OpenCL C source (shape-specialised kernels named `k0`,
   `k1`, ...; generated identifiers only) and, in its body, the constants to upload once at
   load (`ocl.upload`, numbered 0, 1, ...); its optional `precision` (`"fp32"` when absent,
-  or `"fp16"`: float tensors stored as half, the source needing cl_khr_fp16) is the element
-  storage `opencl-bufferize{precision=...}` chose, read by `opencl-codegen` and the runtime;
+  `"fp16"`: float tensors stored as half bits, read and written with vload_half/vstore_half
+  on any device, or `"fp16-native"`: half buffers and values, the source needing cl_khr_fp16)
+  is the element storage `opencl-bufferize{precision=...}` chose, read by `opencl-codegen`
+  and the runtime;
 * each entry's body replaced by one `ocl.execute` on the entry's tensors, whose region is the
   entry's buffer plan and launch list: `ocl.alloc` (a device buffer of the plan, reused by
   liveness) and `ocl.launch` (a kernel of the program, its buffer arguments, global and local
@@ -94,8 +96,9 @@ def _ints(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
     return ArrayAttr([IntegerAttr(v, i64) for v in values])
 
 
-PRECISIONS = ("fp32", "fp16")
-"""Values of `ocl.program`'s `precision`: the device storage of float tensors (float, half)."""
+PRECISIONS = ("fp32", "fp16", "fp16-native")
+"""Values of `ocl.program`'s `precision`: the device storage of float tensors (float, half
+bits through vload_half/vstore_half, half values with cl_khr_fp16)."""
 
 
 @irdl_op_definition
@@ -103,7 +106,8 @@ class ProgramOp(IRDLOperation):
     """Generated OpenCL C source and the constants its launches read (uploaded once).
 
     `precision` records the storage of float tensors: absent or `"fp32"` for float,
-    `"fp16"` for half (buffers, uploads and kernels; the host converts at the boundary).
+    `"fp16"` / `"fp16-native"` for half (buffers and uploads; the host converts at the
+    boundary; `fp16-native` kernels compute on half values too, with cl_khr_fp16).
     """
 
     name = "ocl.program"
@@ -132,7 +136,7 @@ class ProgramOp(IRDLOperation):
 
     @property
     def precision(self) -> str:
-        """`"fp32"` (also when the property is absent) or `"fp16"`."""
+        """`"fp32"` (also when the property is absent), `"fp16"` or `"fp16-native"`."""
         return "fp32" if self.precision_attr is None else self.precision_attr.data
 
     @property
@@ -146,7 +150,9 @@ class ProgramOp(IRDLOperation):
 
     def verify_(self) -> None:
         if self.precision not in PRECISIONS:
-            raise VerifyException(f"precision must be fp32 or fp16, got '{self.precision}'")
+            raise VerifyException(
+                f"precision must be fp32, fp16 or fp16-native, got '{self.precision}'"
+            )
         uploads = [op for op in self.body.block.ops if isinstance(op, UploadOp)]
         names: set[str] = set()
         for op in self.body.block.ops:

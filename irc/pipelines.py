@@ -614,7 +614,6 @@ def lower_executables(
     from xdsl.dialects.builtin import ModuleOp as Module
 
     from irc.diagnostics import diagnostic_from_exception
-
     from irc.passes.widen_fp16 import FLOAT16_MODEL
 
     skipped = set(skip)

@@ -1,16 +1,19 @@
-"""`precision=fp16` of the OpenCL target: half storage, float accumulators.
+"""`precision=fp16` of the OpenCL target: half storage, float arithmetic, on any device.
 
-Without a device that has cl_khr_fp16 (PoCL's CPU device has not), the generated programs
-are checked by libclang's OpenCL C front end (`opencl_support.opencl_c_errors`): the fp16
-source of every op family of `test_opencl.py` / `test_opencl_ops.py` (their cases, captured
-by replacing their `run_cases`), of the quantization casts and of the six shared models
-must type-check with cl_khr_fp16 enabled, and the fp32 source without it. The numerics run
-only where the device reports cl_khr_fp16 (a lent GPU): every float output within
-`1e-2 * max|ref|` of the reference target for single ops and `3e-2 * max|ref|` for whole
-models (half has an 11-bit significand: 4.9e-4 relative per rounding; float accumulators
-keep sums from adding to it), and at least 95 % of boolean/integer outputs equal (inputs
-rounded to half may flip a comparison between close values). Host-side facts (the fallback
-to fp32, the load error, planned bytes halving, float16 uploads) run everywhere.
+`fp16` keeps float tensors as IEEE half bits in device memory and every value as float in
+registers (half_storage.py: `ushort` buffers read and written with core OpenCL's
+`vload_half`/`vstore_half_rte`, no cl_khr_fp16), so it runs on PoCL's CPU device here and on
+NVIDIA's OpenCL; `fp16-native` (half values, TFLite GPU's F32_F16) needs cl_khr_fp16. The
+generated programs of every op family of `test_opencl.py` / `test_opencl_ops.py` (their
+cases, captured by replacing their `run_cases`), of the quantization casts and of the six
+shared models are checked by libclang's OpenCL C front end (`opencl_support.opencl_c_errors`):
+`fp16` and `fp32` without the extension, `fp16-native` with it. Numerics run on the device:
+every float output of every family (both kernel styles) within `1e-2 * max|ref|` of the
+reference target, whole float models within `3e-2 * max|ref|` (half has an 11-bit
+significand: 4.9e-4 relative per rounding; float arithmetic keeps sums from adding to it),
+at least 95 % of boolean/integer outputs equal (inputs rounded to half may flip a comparison
+between close values), and every store rounded to half exactly as numpy's `astype(float16)`.
+`fp16-native` numerics run only where the device reports cl_khr_fp16 (a lent GPU may).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from irc.context import make_context
 from irc.dialects import delegate, ocl
 from irc.targets.opencl import target as ocl_target
 from irc.targets.opencl.codegen import FP16_PRAGMA
+from irc.targets.opencl.half_storage import HEADER as HALF_STORAGE_HEADER
 from irc.targets.opencl.lower import LowerOpenCLPass
 from irc.targets.opencl.program import specialise
 from irc.targets.opencl.runtime import FP16_EXTENSION, OpenCLLoadError, OpenCLRuntime
@@ -52,7 +56,7 @@ def _device_has_fp16() -> bool:
 
 HAS_FP16 = _device_has_fp16()
 needs_fp16 = pytest.mark.skipif(not HAS_FP16, reason=f"the OpenCL device lacks {FP16_EXTENSION}")
-"""Runs fp16 kernels: only on a device with cl_khr_fp16 (not PoCL's CPU device)."""
+"""Runs fp16-native kernels: only on a device with cl_khr_fp16 (not PoCL's CPU device)."""
 needs_no_fp16 = pytest.mark.skipif(
     not AVAILABLE or HAS_FP16, reason=f"needs an OpenCL device without {FP16_EXTENSION}"
 )
@@ -127,20 +131,30 @@ def parse(text: str) -> ModuleOp:
     return module
 
 
-def assert_sources_type_check(fp16: ocl.ProgramOp, fp32: ocl.ProgramOp) -> None:
-    """The fp16 program is fp16 (pragma, no template names left) and type-checks with
-    cl_khr_fp16; the fp32 one uses no half and type-checks without it."""
+def assert_sources_type_check(
+    fp16: ocl.ProgramOp, fp32: ocl.ProgramOp, native: ocl.ProgramOp | None = None
+) -> None:
+    """The fp16 program is 16-bit storage (the conversions' header, no pragma, `half` only
+    in the header's builtin calls, no template names left) and type-checks without
+    cl_khr_fp16; the fp32 one uses no half and type-checks without it; an fp16-native one
+    has the pragma and type-checks with it."""
     assert fp16.precision == "fp16"
     assert fp32.precision == "fp32"
     half, single = fp16.source.data, fp32.source.data
-    assert FP16_PRAGMA in half
+    assert HALF_STORAGE_HEADER in half
+    assert "cl_khr_fp16" not in half
+    assert "half" not in half.replace(HALF_STORAGE_HEADER, "")
     assert "half" not in single
     assert "cl_khr_fp16" not in single
     for token in ("REAL", "WIDEN", "NARROW"):
         assert token not in half
         assert token not in single
-    assert opencl_c_errors(half) == []
+    assert opencl_c_errors(half, fp16=False) == []
     assert opencl_c_errors(single, fp16=False) == []
+    if native is not None:
+        assert native.precision == "fp16-native"
+        assert FP16_PRAGMA in native.source.data
+        assert opencl_c_errors(native.source.data) == []
 
 
 def float_error_ok(got: np.ndarray, ref: np.ndarray, rel: float) -> tuple[bool, str]:
@@ -169,8 +183,9 @@ def test_every_op_family_type_checks_in_fp16_and_fp32(module_name: str, function
     cases = family_cases(module_name, function)
     fp16, _, _ = lowered_cases(cases, "fp16")
     fp32, _, _ = lowered_cases(cases, None)
-    (half,), (single,) = programs(fp16), programs(fp32)
-    assert_sources_type_check(half, single)
+    native, _, _ = lowered_cases(cases, "fp16-native")
+    (half,), (single,), (native_half,) = programs(fp16), programs(fp32), programs(native)
+    assert_sources_type_check(half, single, native_half)
     assert "precision" not in single.properties  # the default is today's IR, unchanged
 
 
@@ -179,11 +194,12 @@ def test_quantization_casts_type_check_in_fp16(inner: int) -> None:
     from test_opencl import QMOVE, QUANT_CASTS
 
     for text in (QUANT_CASTS.replace("INNER", str(inner)), QMOVE):
-        fp16, fp32 = parse(text), parse(text)
+        fp16, fp32, native = parse(text), parse(text), parse(text)
         LowerOpenCLPass(precision="fp16").apply(make_context(), fp16)
         LowerOpenCLPass(precision="fp32").apply(make_context(), fp32)
-        (half,), (single,) = programs(fp16), programs(fp32)
-        assert_sources_type_check(half, single)
+        LowerOpenCLPass(precision="fp16-native").apply(make_context(), native)
+        (half,), (single,), (native_half,) = programs(fp16), programs(fp32), programs(native)
+        assert_sources_type_check(half, single, native_half)
         # quantization parameters and dequantization tables stay float32 (exact); a
         # quantized constant stays int8: nothing here is half
         kinds = {str(u.value.type.get_element_type()) for u in half.uploads}  # type: ignore[union-attr]
@@ -216,15 +232,14 @@ def compile_for(
 ) -> CompiledModel | ModuleOp:
     """`model` compiled for opencl + reference with `lowering_passes()` asking for
     `precision` (the environment variable's path, with the device check replaced). Without
-    `prepare`, the lowered module, taken before anything loads (an fp16 program cannot load
-    on PoCL)."""
+    `prepare`, the lowered module, taken before anything loads."""
     import irc.runtime
     from irc.compiler import compile as irc_compile
 
     with pytest.MonkeyPatch.context() as mp:
         if precision is not None:
             choice = PrecisionChoice(precision, precision, "")
-            mp.setattr(ocl_target, "precision_choice", lambda: choice)
+            mp.setattr(ocl_target, "precision_choice", lambda *_, **__: choice)
         if not prepare:
             mp.setattr(irc.runtime, "compile_function", _stop_before_loading)
         try:
@@ -296,15 +311,43 @@ def test_specialise_resolves_the_template_names() -> None:
     assert specialise(text, "fp32") == (
         "float4 v = ((__global const float4*)x)[i]; y[i] = v; float s = 1.0f;"
     )
-    assert specialise(text, "fp16") == (
+    assert specialise(text, "fp16-native") == (
         "half4 v = convert_float4(((__global const half4*)x)[i]); y[i] = convert_half4(v);"
         " half s = (half)1.0f;"
     )
-    assert specialise("convert_REAL16(q) + WIDEN(a[WIDEN(b[0])])", "fp16") == (
+    assert specialise("convert_REAL16(q) + WIDEN(a[WIDEN(b[0])])", "fp16-native") == (
         "convert_half16(q) + (float)a[(float)b[0]]"
     )
-    with pytest.raises(ValueError, match="fp32 or fp16"):
+    with pytest.raises(ValueError, match="fp32, fp16 or fp16-native"):
         specialise("REAL", "fp64")
+
+
+def test_half_storage_reads_and_writes_half_bits_through_ushort_pointers() -> None:
+    kernel = (
+        "__kernel void K(__global const REAL* restrict x0, __global const int* restrict x1,"
+        " __global REAL* restrict y) {\n"
+        "    __global const REAL4* wp = (__global const REAL4*)x0 + 2;\n"
+        "    const REAL4 w = WIDEN4(wp[x1[0]]);\n"
+        "    REAL a = x0[x1[1] + 1] * 2.0f;\n"
+        "    ((__global REAL4*)y)[1] = NARROW4(w + (REAL4)(a));\n"
+        "    y[0] = NARROW(a); y[1] *= a; if (x0[0] == x0[1]) y[2] = x0[x1[2]];\n"
+        "}\n"
+    )
+    assert specialise(kernel, "fp16") == (
+        "__kernel void K(__global const ushort* restrict x0, __global const int* restrict x1,"
+        " __global ushort* restrict y) {\n"
+        "    __global const ushort4* wp = (__global const ushort4*)x0 + 2;\n"
+        "    const float4 w = irc_h2f4(wp[x1[0]]);\n"
+        "    float a = irc_h2f(x0[x1[1] + 1]) * 2.0f;\n"
+        "    ((__global ushort4*)y)[1] = irc_f2h4(w + (float4)(a));\n"
+        "    y[0] = irc_f2h(a); y[1] = irc_f2h(irc_h2f(y[1]) * (a));"
+        " if (irc_h2f(x0[0]) == irc_h2f(x0[1])) y[2] = irc_f2h(irc_h2f(x0[x1[2]]));\n"
+        "}\n"
+    )
+    with pytest.raises(ValueError, match="3-wide"):
+        specialise("__global REAL3* p = (__global REAL3*)y; p[0] = v;", "fp16")
+    with pytest.raises(ValueError, match="without an address space"):
+        specialise("const REAL* p = y; v = p[0];", "fp16")
 
 
 @needs_device
@@ -354,55 +397,62 @@ def test_lowering_passes_follow_the_precision_variable(monkeypatch: pytest.Monke
     monkeypatch.setenv(PRECISION_ENV, "double")
     choice = ocl_target.precision_choice()
     assert choice.precision == "fp32"
-    assert choice.reason == f"{PRECISION_ENV}='double' is neither fp32 nor fp16: lowering in fp32"
+    assert choice.reason == (
+        f"{PRECISION_ENV}='double' is neither fp32, fp16 nor fp16-native: lowering in fp32"
+    )
     assert target.lowering_passes() == "lower-opencl{precision=fp32}"
 
 
 @needs_no_fp16
-def test_fp16_request_falls_back_to_fp32_without_cl_khr_fp16(
+def test_fp16_request_is_half_storage_without_cl_khr_fp16(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from irc.targets.opencl.device import get_device
 
     monkeypatch.setenv(PRECISION_ENV, "fp16")
     monkeypatch.setenv("IRC_OPENCL_KERNELS", "cpu")  # a GPU device would add kernels=gpu
-    choice = ocl_target.precision_choice()
-    assert choice.requested == "fp16"
-    assert choice.precision == "fp32"
-    assert choice.reason == (
-        f"device '{get_device().name}' lacks cl_khr_fp16: lowering in fp32 "
-        "(fp16 is allowed, not required)"
-    )
-    assert OpenCLTarget().lowering_passes() == "lower-opencl{precision=fp32}"
+    assert ocl_target.precision_choice() == PrecisionChoice("fp16", "fp16", "")
+    assert OpenCLTarget().lowering_passes() == "lower-opencl{precision=fp16}"
     model = compile_for(parse(GRAPH), None)  # the real precision_choice
     assert isinstance(model, CompiledModel)
     (program,) = programs(model.module)
-    assert program.properties["precision"] == StringAttr("fp32")  # the decision, in the IR
-    assert "half" not in program.source.data
+    assert program.properties["precision"] == StringAttr("fp16")  # the decision, in the IR
     x = np.linspace(-2, 2, 288, dtype=np.float32).reshape(1, 6, 6, 8)
     out = model.run({model.input_names[0]: x})
-    assert all(v.dtype == np.float32 for v in out.values())
+    reference = compile_for(parse(GRAPH), "fp32")
+    assert isinstance(reference, CompiledModel)
+    want = reference.run({reference.input_names[0]: x})
+    for key, value in out.items():
+        assert value.dtype == np.float32
+        ok, detail = float_error_ok(value, want[key], 1e-2)
+        assert ok, (key, detail)
+    monkeypatch.setenv(PRECISION_ENV, "fp16-native")
+    choice = ocl_target.precision_choice()
+    assert choice.precision == "fp16"
+    assert choice.reason == (
+        f"device '{get_device().name}' lacks cl_khr_fp16: half storage, float arithmetic"
+    )
 
 
 @needs_fp16
-def test_fp16_request_is_granted_with_cl_khr_fp16(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fp16_request_is_native_with_cl_khr_fp16(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(PRECISION_ENV, "fp16")
     monkeypatch.setenv("IRC_OPENCL_KERNELS", "cpu")  # a GPU device would add kernels=gpu
-    assert ocl_target.precision_choice() == PrecisionChoice("fp16", "fp16", "")
-    assert OpenCLTarget().lowering_passes() == "lower-opencl{precision=fp16}"
+    assert ocl_target.precision_choice() == PrecisionChoice("fp16", "fp16-native", "")
+    assert OpenCLTarget().lowering_passes() == "lower-opencl{precision=fp16-native}"
 
 
 @needs_no_fp16
-def test_loading_an_fp16_program_without_cl_khr_fp16_is_one_clear_error(
+def test_loading_an_fp16_native_program_without_cl_khr_fp16_is_one_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from irc.targets.opencl.device import get_device
     from irc.tools.irc_run import main
 
-    module = compiled_graph("fp16")
+    module = compiled_graph("fp16-native")
     (executable,) = [op for op in module.walk() if isinstance(op, delegate.ExecutableOp)]
     message = (
-        f"opencl: the program was lowered with precision=fp16, but device "
+        f"opencl: the program was lowered with precision=fp16-native, but device "
         f"'{get_device().name}' lacks the cl_khr_fp16 extension"
     )
     with pytest.raises(OpenCLLoadError, match=f"^{re.escape(message)}"):
@@ -420,12 +470,16 @@ def test_bad_precisions_are_refused() -> None:
 
     from irc.diagnostics import IrcDiagnosticError
 
-    with pytest.raises(IrcDiagnosticError, match="lower-opencl: precision must be fp32 or fp16"):
+    with pytest.raises(
+        IrcDiagnosticError, match="lower-opencl: precision must be fp32, fp16 or fp16-native"
+    ):
         LowerOpenCLPass(precision="fp8").apply(make_context(), parse(PARTITIONED))
     bad = (
         '"ocl.program"() <{sym_name = "k", source = "", precision = "fp8"}> ({\n^b:\n}) : () -> ()'
     )
-    with pytest.raises(VerifyException, match="precision must be fp32 or fp16, got 'fp8'"):
+    with pytest.raises(
+        VerifyException, match="precision must be fp32, fp16 or fp16-native, got 'fp8'"
+    ):
         parse(bad)
 
 
@@ -442,8 +496,11 @@ def test_emit_opencl_prints_the_fp16_program(
     ir.write_text(str(module))
     assert main(["--emit-opencl", str(ir)]) == 0
     out = capsys.readouterr().out
-    assert FP16_PRAGMA in out
-    assert "__kernel void k0(__global const half* restrict x0, __global half* restrict y)" in out
+    assert HALF_STORAGE_HEADER in out
+    assert FP16_PRAGMA not in out
+    assert (
+        "__kernel void k0(__global const ushort* restrict x0, __global ushort* restrict y)" in out
+    )
 
 
 def test_emit_opencl_lowers_partitioned_ir_as_the_target_does(
@@ -456,25 +513,26 @@ def test_emit_opencl_lowers_partitioned_ir_as_the_target_does(
 
     ir = tmp_path / "partitioned.mlir"
     ir.write_text(PARTITIONED)
-    monkeypatch.setattr(ocl_target, "precision_choice", lambda: PrecisionChoice("fp16", "fp16", ""))
+    choice = PrecisionChoice("fp16", "fp16", "")
+    monkeypatch.setattr(ocl_target, "precision_choice", lambda *_, **__: choice)
     assert main(["--emit-opencl", str(ir)]) == 0
-    assert FP16_PRAGMA in capsys.readouterr().out
+    assert HALF_STORAGE_HEADER in capsys.readouterr().out
     monkeypatch.undo()
     assert main(["--emit-opencl", str(ir)]) == 0
-    assert FP16_PRAGMA not in capsys.readouterr().out
+    assert HALF_STORAGE_HEADER not in capsys.readouterr().out
 
 
-# ---- Numerics (a device with cl_khr_fp16 only) ------------------------------------------------
+# ---- Numerics (any device: 16-bit storage; fp16-native where the device has cl_khr_fp16) ----
 
 
-@needs_fp16
-@pytest.mark.parametrize(("module_name", "function"), FAMILIES, ids=FAMILY_IDS)
-def test_every_op_family_matches_the_reference_in_fp16(module_name: str, function: str) -> None:
+def run_family(module_name: str, function: str, precision: str, kernels: str) -> None:
+    """A family's cases lowered in `precision` and `kernels` style, run on the device and
+    compared with the reference target (`float_error_ok`, 1e-2)."""
     cases = family_cases(module_name, function)
     module, executable, built = build_executable(cases, "fp16_numerics_0")
     executable.properties["target"] = StringAttr("opencl")
     expected = [reference_outputs(b) for b in built]
-    LowerOpenCLPass(precision="fp16").apply(make_context(), module)
+    LowerOpenCLPass(precision=precision, kernels=kernels).apply(make_context(), module)
     loaded = OpenCLRuntime().load(executable)
     outs = iter(loaded.execute("entry", [a for b in built for a in b.args]))
     for b, refs in zip(built, expected, strict=True):
@@ -486,7 +544,71 @@ def test_every_op_family_matches_the_reference_in_fp16(module_name: str, functio
             assert ok, (b.case.id, detail)
 
 
+@needs_device
+@pytest.mark.parametrize("kernels", ["cpu", "gpu"])
+@pytest.mark.parametrize(("module_name", "function"), FAMILIES, ids=FAMILY_IDS)
+def test_every_op_family_matches_the_reference_in_fp16(
+    module_name: str, function: str, kernels: str
+) -> None:
+    run_family(module_name, function, "fp16", kernels)
+
+
 @needs_fp16
+@pytest.mark.parametrize(("module_name", "function"), FAMILIES, ids=FAMILY_IDS)
+def test_every_op_family_matches_the_reference_in_fp16_native(
+    module_name: str, function: str
+) -> None:
+    run_family(module_name, function, "fp16-native", "cpu")
+
+
+HALF_PRODUCTS = """
+func.func @main(%x: tensor<Nxf32>, %y: tensor<Nxf32>) -> tensor<Nxf32> {
+  %p = nn.mul %x, %y : tensor<Nxf32>, tensor<Nxf32> -> tensor<Nxf32>
+  %n = nn.neg %p : tensor<Nxf32> -> tensor<Nxf32>
+  func.return %n : tensor<Nxf32>
+}
+"""
+
+
+@needs_device
+def test_stores_round_to_half_as_numpy_does() -> None:
+    """Inputs are uploaded as half (numpy's rounding); the (negated) product of two halves is
+    exact in float (22 significant bits), so the stored result is it rounded once to half
+    by a kernel's store: bit for bit numpy's `astype(float16)` — ties to even, subnormal
+    results, overflow to infinity, signed zeros, NaN."""
+    rng = np.random.default_rng(7)
+    n = 1 << 16
+    x = rng.integers(0, 1 << 16, n, dtype=np.uint16).view(np.float16)
+    y = rng.integers(0, 1 << 16, n, dtype=np.uint16).view(np.float16)
+    y[:256] = np.float16(1.5)  # 1.5 * (1 + k 2^-10): a tie for every odd k
+    x[:256] = (1 + np.arange(256) / 1024).astype(np.float16)
+    model = compile_for(parse(HALF_PRODUCTS.replace("N", str(n))), "fp16")
+    assert isinstance(model, CompiledModel)
+    (program,) = programs(model.module)
+    assert program.precision == "fp16"
+    got = model.run(dict(zip(model.input_names, (x.astype(np.float32), y.astype(np.float32)))))
+    (result,) = got.values()
+    with np.errstate(all="ignore"):  # overflow to inf, NaN inputs: the expected rounding
+        exact = -(x.astype(np.float32) * y.astype(np.float32))
+        want = exact.astype(np.float16)
+        rounded = want.astype(np.float32)
+        other = np.where(
+            rounded > exact,
+            np.nextafter(want, np.float16(-np.inf)),
+            np.nextafter(want, np.float16(np.inf)),
+        ).astype(np.float32)
+        finite = np.isfinite(exact) & np.isfinite(rounded) & np.isfinite(other)
+        ties = finite & (rounded != exact) & (np.abs(rounded - exact) == np.abs(other - exact))
+    assert ties.sum() >= 128
+    assert (np.abs(want) < np.float16(6.1e-5)).sum() > 0  # subnormal results
+    assert np.isinf(want).sum() > 0
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(result), nan)
+    bits = result.astype(np.float16).view(np.uint16)
+    np.testing.assert_array_equal(bits[~nan], want.view(np.uint16)[~nan])
+
+
+@needs_device
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("name", sorted(n for n in MODEL_FILES if not n.endswith("int8")))
 def test_shared_float_models_match_the_reference_in_fp16(name: str) -> None:

@@ -2,6 +2,9 @@
 
 // keep_io_types: float32 in and out, a float16 body. The constant holds the same values in
 // f32 (65504, the largest half, stays exact), the ops compute in f32, the two casts go.
+// The module is marked as a float16 model's (irc.pipelines gives its executables each
+// target's float16_lowering_passes: 16-bit storage on opencl).
+// CHECK:       builtin.module attributes {irc.float16_model} {
 // CHECK-LABEL: func.func @keep_io_types
 // CHECK-SAME:    (%[[X:.*]]: tensor<4xf32>) -> tensor<4xf32>
 // CHECK-NEXT:    %[[W:.*]] = nn.constant dense<[1.000000e+00, -2.000000e+00, 5.000000e-01, 6.550400e+04]> : tensor<4xf32>
@@ -37,7 +40,8 @@ func.func @half_signature(%x: tensor<2x3xf16>) -> (tensor<2x3xf16>, tensor<2x3xi
 
 // -----
 
-// Must not fire on float32 or float64 modules: nothing changes, no remark.
+// Must not fire on float32 or float64 modules: nothing changes, no remark, no mark.
+// CHECK:       builtin.module {
 // CHECK-LABEL: func.func @no_half
 // CHECK-NEXT:    %[[C:.*]] = nn.cast %{{.*}} : tensor<4xf32> -> tensor<4xf64>
 // CHECK-NEXT:    %[[E:.*]] = nn.exp %[[C]] : tensor<4xf64> -> tensor<4xf64>

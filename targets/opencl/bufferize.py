@@ -10,14 +10,15 @@ becomes one `ocl.execute`: an `ocl.alloc` per intermediate tensor (no reuse yet:
 global size (local sizes are set by `opencl-codegen`); the launches of an op with several
 results (`nn.split`) write one buffer per result (`writes`).
 
-`precision` (`fp32` by default, or `fp16`) is the storage of float tensors: with `fp16`
-the kernels are generated on half buffers (program.py's F32_F16 scheme: half storage and
-elementwise arithmetic, float accumulators), float constants are uploaded as float16 and the
-planned buffers take 2 bytes per element. An explicit `precision` is recorded on the
-`ocl.program` (`precision = "fp16"`, or `"fp32"`), which `opencl-codegen` and the runtime read;
-without the option the program has none and is fp32. The pass needs no device: given fp16
-it generates fp16 whatever the machine has (the runtime refuses to load it on a device
-without cl_khr_fp16).
+`precision` (`fp32` by default, `fp16` or `fp16-native`) is the storage of float tensors:
+with `fp16` the kernels keep float tensors as half bits in memory and every value as float
+in registers (program.py, half_storage.py: `vload_half`/`vstore_half_rte`, core OpenCL, any
+device); with `fp16-native` they are generated on half buffers and values (program.py's
+F32_F16 scheme: half elementwise arithmetic, float accumulators; needs cl_khr_fp16). In both,
+float constants are uploaded as float16 and the planned buffers take 2 bytes per element. An
+explicit `precision` is recorded on the `ocl.program`, which `opencl-codegen` and the runtime
+read; without the option the program has none and is fp32. The pass needs no device (the
+runtime refuses to load an `fp16-native` program on a device without cl_khr_fp16).
 
 `kernels` (`cpu` by default, or `gpu`) picks how conv, fully_connected and last-axis softmax
 kernels are shaped (program.py's `KERNEL_STYLES`): `cpu` gives each work-item a register tile
@@ -263,7 +264,10 @@ def bufferize_executable(
     errors name `pass_name`. `precision` None is fp32, not recorded on the program;
     `kernels` and `compute_units` as the pass's options."""
     if precision is not None and precision not in ocl.PRECISIONS:
-        emit_error(executable, f"{pass_name}: precision must be fp32 or fp16, got '{precision}'")
+        emit_error(
+            executable,
+            f"{pass_name}: precision must be fp32, fp16 or fp16-native, got '{precision}'",
+        )
     if kernels not in KERNEL_STYLES:
         emit_error(executable, f"{pass_name}: kernels must be cpu or gpu, got '{kernels}'")
     if compute_units < 0:
@@ -318,7 +322,8 @@ class OpenCLBufferizePass(ModulePass):
     name = "opencl-bufferize"
 
     precision: str | None = None
-    """Storage of float tensors: `fp32` (the default, also when absent) or `fp16`."""
+    """Storage of float tensors: `fp32` (the default, also when absent), `fp16` (half bits,
+    any device) or `fp16-native` (half values, cl_khr_fp16)."""
 
     kernels: str = "cpu"
     """How conv/fully_connected/softmax kernels are shaped: `cpu` or `gpu`."""

@@ -77,7 +77,8 @@ class LowerOpenCLPass(ModulePass):
     """Measure the launches' local sizes on the device (cached) instead of the rule."""
 
     precision: str | None = None
-    """Storage of float tensors: `fp32` (the default, also when absent) or `fp16`."""
+    """Storage of float tensors: `fp32` (the default, also when absent), `fp16` (half bits,
+    any device) or `fp16-native` (half values, cl_khr_fp16)."""
 
     kernels: str = "cpu"
     """How conv/fully_connected/softmax kernels are shaped: `cpu` or `gpu` (opencl-bufferize)."""

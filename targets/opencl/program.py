@@ -17,6 +17,19 @@ sums and means, pooling and softmax accumulate in float (inputs widened before t
 multiply), and the fused epilogue of those kernels runs on the float accumulator before one
 conversion to half at the store. Lowering tables (dequantization, quantization parameters,
 gather indices, resize taps) stay float32 in either precision.
+
+Two fp16 schemes share the templates (`PRECISIONS`):
+
+* `fp16` (16-bit storage, core OpenCL 1.0, no extension): every buffer of a float tensor
+  holds IEEE half bits, but no kernel holds a `half` value. `specialise` declares the
+  pointers `ushort<n>*` (the size of `half<n>`, so pointer arithmetic is unchanged), turns
+  each element access through them into `vload_half<n>(i, p)` (exact, to float) or, for an
+  assignment, `vstore_half<n>_rte(v, i, p)` (rounded to nearest even, numpy's
+  `astype(float16)`), and makes `REAL<n>` values `float<n>`: every value is float in
+  registers, the arithmetic is the fp32 kernels', only what is stored is rounded to half
+  (Vulkan's 16-bit storage without shaderFloat16). This is what PoCL's CPU device and
+  NVIDIA's OpenCL (neither has cl_khr_fp16) run.
+* `fp16-native` (needs cl_khr_fp16): `half<n>` buffers and values as described above.
 """
 
 from __future__ import annotations
@@ -25,13 +38,20 @@ import re
 
 import numpy as np
 
+from irc.targets.opencl.half_storage import half_storage
+
 KERNEL_STYLES = ("cpu", "gpu")
 """How conv, fully_connected and softmax kernels are shaped: `cpu` (conv_kernels.py: few
 work-items with register tiles) or `gpu` (gpu_kernels.py: one float4 per work-item, K split
 over a work-group where the device would idle)."""
 
-PRECISIONS = ("fp32", "fp16")
-"""The element storage of float tensors: `float` (default) or `half` (needs cl_khr_fp16)."""
+PRECISIONS = ("fp32", "fp16", "fp16-native")
+"""The element storage of float tensors: `float` (default), half bits read and written by
+`vload_half`/`vstore_half_rte` (`fp16`, any device), or `half` (`fp16-native`, needs
+cl_khr_fp16)."""
+
+HALF_PRECISIONS = ("fp16", "fp16-native")
+"""The precisions whose float tensors take 2 bytes per element on the device."""
 
 REAL = "REAL"
 """The template name of the element type of float tensors (`specialise` resolves it)."""
@@ -41,16 +61,14 @@ _CONVERSION = re.compile(r"(?<![A-Za-z0-9_])(WIDEN|NARROW)([0-9]*)\(")
 
 
 def _conversion(kind: str, width: str, arg: str, precision: str) -> str:
-    if precision == "fp32":
+    if precision != "fp16-native":
         return arg  # no conversion: every WIDEN/NARROW argument is a primary expression
     target = "float" if kind == "WIDEN" else "half"
     return f"convert_{target}{width}({arg})" if width else f"({target}){arg}"
 
 
-def specialise(text: str, precision: str) -> str:
-    """A template with `REAL<n>`, `WIDEN<n>(x)` and `NARROW<n>(x)` in the given precision."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be fp32 or fp16, got '{precision}'")
+def _resolve_conversions(text: str, precision: str) -> str:
+    """`text` with its `WIDEN<n>(x)` / `NARROW<n>(x)` resolved (nested ones too)."""
     out: list[str] = []
     pos = 0
     while (m := _CONVERSION.search(text, pos)) is not None:
@@ -59,12 +77,22 @@ def specialise(text: str, precision: str) -> str:
             depth += {"(": 1, ")": -1}.get(text[end], 0)
             end += 1
         out.append(text[pos : m.start()])
-        arg = specialise(text[m.end() : end - 1], precision)
+        arg = _resolve_conversions(text[m.end() : end - 1], precision)
         out.append(_conversion(m.group(1), m.group(2), arg, precision))
         pos = end
     out.append(text[pos:])
+    return "".join(out)
+
+
+def specialise(text: str, precision: str) -> str:
+    """A template with `REAL<n>`, `WIDEN<n>(x)` and `NARROW<n>(x)` in the given precision."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be fp32, fp16 or fp16-native, got '{precision}'")
+    text = _resolve_conversions(text, precision)
+    if precision == "fp16":
+        return half_storage(text)
     real = "float" if precision == "fp32" else "half"
-    return _REAL_TYPE.sub(lambda t: real + t.group(1), "".join(out))
+    return _REAL_TYPE.sub(lambda t: real + t.group(1), text)
 
 
 class Program:
@@ -75,7 +103,7 @@ class Program:
         self, precision: str = "fp32", kernels: str = "cpu", compute_units: int = 0
     ) -> None:
         if precision not in PRECISIONS:
-            raise ValueError(f"precision must be fp32 or fp16, got '{precision}'")
+            raise ValueError(f"precision must be fp32, fp16 or fp16-native, got '{precision}'")
         if kernels not in KERNEL_STYLES:
             raise ValueError(f"kernels must be cpu or gpu, got '{kernels}'")
         self.precision = precision
@@ -92,7 +120,7 @@ class Program:
     @property
     def real_bytes(self) -> int:
         """Bytes per element of a float tensor's device buffer (4, or 2 in fp16)."""
-        return 2 if self.precision == "fp16" else 4
+        return 2 if self.precision in HALF_PRECISIONS else 4
 
     def kernel(self, signature_and_body: str, comment: str) -> str:
         """The name of the kernel (a template, specialised to the precision here)."""
@@ -112,6 +140,6 @@ class Program:
         parameters must stay exact); int8/uint8 kept as stored (a quantized constant read by
         a char kernel, a mask)."""
         keep = array.dtype in (np.int8, np.uint8)
-        real = np.float16 if self.precision == "fp16" and not table else np.float32
+        real = np.float16 if self.precision in HALF_PRECISIONS and not table else np.float32
         self.constants.append(np.ascontiguousarray(array, None if keep else real))
         return f"c{len(self.constants) - 1}"

@@ -36,11 +36,13 @@ makes redundant — a build from source of a known program takes ~0.1 s there.
 `CompilerWarning`; on stderr with `IRC_OPENCL_BUILD_LOG=1`; in the error when a build fails,
 with the ops whose kernels the compiler complained about).
 
-Precision: a program whose `ocl.program` says `precision = "fp16"` keeps float tensors as half
-on the device. Executables still take and return float32 numpy arrays: inputs are converted
-to float16 on upload and outputs back to float32 on download (`OpenCLValue.storage`), and the
-float constants are uploaded as the float16 the IR holds. Loading such a program on a device
-without cl_khr_fp16 raises `OpenCLLoadError` naming the device and the extension.
+Precision: a program whose `ocl.program` says `precision = "fp16"` or `"fp16-native"` keeps
+float tensors as half on the device. Executables still take and return float32 numpy arrays:
+inputs are converted to float16 on upload (numpy's rounding, nearest even) and outputs back to
+float32 on download (`OpenCLValue.storage`), and the float constants are uploaded as the
+float16 the IR holds. `fp16` runs on any device (half bits through vload_half/vstore_half);
+loading an `fp16-native` program on a device without cl_khr_fp16 raises `OpenCLLoadError`
+naming the device and the extension.
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ from irc.targets.opencl.execution import (
     Lease,
 )
 from irc.targets.opencl.lower import TARGET, is_lowered, lower_executable
+from irc.targets.opencl.program import HALF_PRECISIONS
 
 __all__ = [
     "BINARY_CACHE_ENV",
@@ -340,8 +343,8 @@ def _dtypes(types: Sequence[Any]) -> list[np.dtype]:
 
 
 def _storage(dtypes: Sequence[np.dtype], precision: str) -> list[np.dtype]:
-    """The device buffers' element types: float32 tensors are float16 in fp16."""
-    half = precision == "fp16"
+    """The device buffers' element types: float32 tensors are float16 in fp16 (either)."""
+    half = precision in HALF_PRECISIONS
     return [np.dtype(np.float16) if half and d == np.float32 else d for d in dtypes]
 
 
@@ -350,11 +353,11 @@ FP16_EXTENSION = "cl_khr_fp16"
 
 def check_precision(device: Device, program: ocl.ProgramOp) -> None:
     """Raise `OpenCLLoadError` when the program needs half support the device lacks."""
-    if program.precision == "fp16" and not device.has_extension(FP16_EXTENSION):
+    if program.precision == "fp16-native" and not device.has_extension(FP16_EXTENSION):
         raise OpenCLLoadError(
-            f"opencl: the program was lowered with precision=fp16, but device "
+            f"opencl: the program was lowered with precision=fp16-native, but device "
             f"'{device.name}' lacks the {FP16_EXTENSION} extension (lower it with "
-            "precision=fp32, or leave IRC_OPENCL_PRECISION unset)"
+            "precision=fp16, which any device runs, or fp32)"
         )
 
 
@@ -674,7 +677,7 @@ def _sibling_sources(executable: delegate.ExecutableOp, device: Device) -> list[
             continue
         for op in other.body.block.ops:
             if isinstance(op, ocl.ProgramOp):
-                if op.precision == "fp16" and not device.has_extension(FP16_EXTENSION):
+                if op.precision == "fp16-native" and not device.has_extension(FP16_EXTENSION):
                     continue
                 out.append(op.source.data)
     return out

@@ -5,10 +5,13 @@ and filter (the CPU target's reasoning, PERF_NOTES.md), and PoCL on a CPU behave
 CPU; a GPU may favour other layouts later (to be measured). `runs_quantized` is False: int8
 regions arrive as float through `insert-qdq`.
 
-`IRC_OPENCL_PRECISION=fp16` asks for half storage (`lower-opencl{precision=fp16}`); as with
-TFLite's GPU delegate, fp16 is allowed, not required: on a device without cl_khr_fp16 (PoCL's
-CPU device) the target lowers with `precision=fp32`, which the IR records, and
-`precision_choice()` says why. Nothing is printed.
+`IRC_OPENCL_PRECISION=fp16` asks for half storage: `lower-opencl{precision=fp16}` (half bits
+in memory through `vload_half`/`vstore_half_rte`, float arithmetic: core OpenCL, so PoCL's
+CPU device and NVIDIA's OpenCL, neither with cl_khr_fp16, run it) or, on a device with
+cl_khr_fp16, `precision=fp16-native` (half values, TFLite GPU's F32_F16). A float16 model
+(`widen-fp16` widened it: `float16_lowering_passes()`) gets the same without the variable;
+`IRC_OPENCL_PRECISION=fp32` keeps it in float32. `precision_choice()` says what was chosen
+and why. Nothing is printed.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ TUNE_ENV = "IRC_OPENCL_TUNE"
 """`1`/`true`: lower with `lower-opencl{tune=true}` (measured work-group sizes, cached)."""
 
 PRECISION_ENV = "IRC_OPENCL_PRECISION"
-"""`fp32` or `fp16`: the `precision` of `lower-opencl` (fp16 only where the device has
-cl_khr_fp16); unset, the lowering has no precision option (fp32)."""
+"""`fp32`, `fp16` or `fp16-native`: the `precision` of `lower-opencl` (fp16 is fp16-native
+where the device has cl_khr_fp16; fp16-native is fp16 where it has not); unset, the lowering
+has no precision option (fp32), except for a float16 model (fp16)."""
 
 
 KERNELS_ENV = "IRC_OPENCL_KERNELS"
@@ -93,22 +97,27 @@ class PrecisionChoice:
     requested: str | None
     """The variable's value (lower-cased), None when unset."""
     precision: str
-    """`fp32` or `fp16`: the precision the lowering uses."""
+    """`fp32`, `fp16` or `fp16-native`: the precision the lowering uses."""
     reason: str
     """Why `precision` differs from `requested` (empty when they agree or nothing was asked)."""
 
 
-def precision_choice() -> PrecisionChoice:
-    """The precision `lowering_passes()` uses, from `IRC_OPENCL_PRECISION` and the device:
-    fp16 only when the device reports cl_khr_fp16, else fp32 with the reason."""
-    raw = os.environ.get(PRECISION_ENV, "").strip().lower()
+def precision_choice(default: str | None = None) -> PrecisionChoice:
+    """The precision `lowering_passes()` uses, from `IRC_OPENCL_PRECISION` (else `default`:
+    `fp16` for a float16 model) and the device: a request for fp16 is always granted, as
+    `fp16-native` (half arithmetic) where the device reports cl_khr_fp16 and as `fp16` (half
+    storage, float arithmetic: any device) elsewhere; `fp16-native` asked for on a device
+    without the extension is `fp16`, with the reason."""
+    raw = os.environ.get(PRECISION_ENV, "").strip().lower() or default
     if not raw:
         return PrecisionChoice(None, "fp32", "")
     if raw == "fp32":
         return PrecisionChoice(raw, "fp32", "")
-    if raw != "fp16":
+    if raw not in ("fp16", "fp16-native"):
         return PrecisionChoice(
-            raw, "fp32", f"{PRECISION_ENV}='{raw}' is neither fp32 nor fp16: lowering in fp32"
+            raw,
+            "fp32",
+            f"{PRECISION_ENV}='{raw}' is neither fp32, fp16 nor fp16-native: lowering in fp32",
         )
     from irc.targets.opencl.device import DeviceError, get_device
     from irc.targets.opencl.runtime import FP16_EXTENSION
@@ -116,17 +125,15 @@ def precision_choice() -> PrecisionChoice:
     try:
         device = get_device()
     except DeviceError as exc:
-        return PrecisionChoice(
-            raw, "fp32", f"fp16 needs a device with {FP16_EXTENSION} ({exc}): lowering in fp32"
-        )
-    if not device.has_extension(FP16_EXTENSION):
-        return PrecisionChoice(
-            raw,
-            "fp32",
-            f"device '{device.name}' lacks {FP16_EXTENSION}: lowering in fp32 "
-            "(fp16 is allowed, not required)",
-        )
-    return PrecisionChoice(raw, "fp16", "")
+        return PrecisionChoice(raw, "fp16", f"no device ({exc}): half storage, float arithmetic")
+    if device.has_extension(FP16_EXTENSION):
+        return PrecisionChoice(raw, "fp16-native", "")
+    reason = (
+        f"device '{device.name}' lacks {FP16_EXTENSION}: half storage, float arithmetic"
+        if raw == "fp16-native"
+        else ""
+    )
+    return PrecisionChoice(raw, "fp16", reason)
 
 
 class OpenCLTarget(Target):
@@ -154,16 +161,13 @@ class OpenCLTarget(Target):
         return check_op(op)
 
     def lowering_passes(self) -> str:
-        options = []
-        if os.environ.get(TUNE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
-            options.append("tune=true")
-        choice = precision_choice()
-        if choice.requested is not None:
-            options.append(f"precision={choice.precision}")
-        kernels = kernels_choice()
-        if kernels.kernels == "gpu":
-            options.append(f"kernels=gpu compute-units={kernels.compute_units}")
-        return f"lower-opencl{{{' '.join(options)}}}" if options else "lower-opencl"
+        return _lowering_passes(precision_choice())
+
+    def float16_lowering_passes(self) -> str | None:
+        """Half storage for a float16 model's executables (`precision=fp16`, or
+        `fp16-native` with cl_khr_fp16): its weights and activations stay 16-bit on the
+        device; `IRC_OPENCL_PRECISION=fp32` keeps float32."""
+        return _lowering_passes(precision_choice(default="fp16"))
 
     def passes(self) -> Mapping[str, type[ModulePass]]:
         return _PASSES
@@ -186,6 +190,19 @@ class OpenCLTarget(Target):
         from irc.targets.opencl.runtime import OpenCLRuntime
 
         return OpenCLRuntime()
+
+
+def _lowering_passes(choice: PrecisionChoice) -> str:
+    """`lower-opencl` with the options of the environment, the device and `choice`."""
+    options = []
+    if os.environ.get(TUNE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        options.append("tune=true")
+    if choice.requested is not None:
+        options.append(f"precision={choice.precision}")
+    kernels = kernels_choice()
+    if kernels.kernels == "gpu":
+        options.append(f"kernels=gpu compute-units={kernels.compute_units}")
+    return f"lower-opencl{{{' '.join(options)}}}" if options else "lower-opencl"
 
 
 _PASSES = PassTable(
