@@ -14,8 +14,6 @@ reference; a widening cast folded into the binary op that uses it must not chang
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,7 +32,8 @@ from irc.targets.reference.quant import (
 )
 from irc.targets.reference.target import ReferenceRuntime
 
-pytestmark = needs_compiler
+# Every build goes to the test run's cache (conftest.py): probed and built once per run.
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 _RNG = np.random.default_rng(20251122)
 
@@ -85,15 +84,12 @@ def _wrapper(tin: str, tout: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ctypes.CDLL]:
-    path: Path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        chain = toolchain.probe().toolchain
-        assert chain is not None
-        source = csrc.source_for({"quant"}) + _WRAPPERS
-        source += "".join(_wrapper(tin, tout) for tin, tout in _RESCALES)
-        yield ctypes.CDLL(str(toolchain.build(source, chain).path))
+def lib() -> ctypes.CDLL:
+    chain = toolchain.probe().toolchain
+    assert chain is not None
+    source = csrc.source_for({"quant"}) + _WRAPPERS
+    source += "".join(_wrapper(tin, tout) for tin, tout in _RESCALES)
+    return ctypes.CDLL(str(toolchain.build(source, chain).path))
 
 
 def _ptr(array: np.ndarray) -> ctypes.c_void_p:
@@ -218,8 +214,6 @@ _SHAPES = [((3, 50, 12), 2), ((4, 9, 8), 2), ((5, 3), 1), ((2, 7, 300), 1), ((70
 @pytest.mark.parametrize(("tin", "tout", "zp_in", "zp_out"), _GENERATED)
 @pytest.mark.parametrize(("dims", "axis"), _SHAPES)
 def test_generated_rescale_matches_reference(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     rounding: str,
     tin: str,
     tout: str,
@@ -228,7 +222,6 @@ def test_generated_rescale_matches_reference(
     dims: tuple[int, ...],
     axis: int | None,
 ) -> None:
-    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path))
     channels = dims[axis] if axis is not None else 1
     m = [int(v) for v in _RNG.integers(1 << 30, 2**31, size=channels)]
     m[0] = 0 if channels > 1 else m[0]
@@ -270,12 +263,9 @@ def test_generated_rescale_matches_reference(
 
 
 @pytest.mark.parametrize("source", ["i8", "ui8", "i16"])
-def test_widening_cast_folded_into_sub(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
-) -> None:
+def test_widening_cast_folded_into_sub(source: str) -> None:
     """A widening `nn.cast` used once by an integer binary op is read through by that op (no
     loop of its own); a second use (here: returned) keeps it a real cast."""
-    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path))
     t_in, t_out = f"tensor<3x5x7x{source}>", "tensor<3x5x7xi32>"
     text = f"""
     delegate.executable private @main_cpu_0 target("cpu") {{
