@@ -201,7 +201,11 @@ _snippet("qfused", _pasted(kernel_file("common/qfused.c")), ("quant",))
 _snippet_file("profile", ("common",))
 
 
-_snippet("qconv_tile", per_isa("qconv_tile.h") + kernel_file("common/qconv.c"), ("qfused",))
+_snippet(
+    "qconv_tile",
+    per_isa("qconv_tile.h") + kernel_file("common/qconv.c") + kernel_file("common/qdwv.c"),
+    ("qfused",),
+)
 
 
 def fused_conv_kernel(mr: int, nv: int, mode: int) -> str:
