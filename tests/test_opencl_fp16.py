@@ -8,9 +8,10 @@ generated programs of every op family of `test_opencl.py` / `test_opencl_ops.py`
 cases, captured by replacing their `run_cases`), of the quantization casts and of the six
 shared models are checked by libclang's OpenCL C front end (`opencl_support.opencl_c_errors`):
 `fp16` and `fp32` without the extension, `fp16-native` with it. Numerics run on the device:
-every float output of every family (both kernel styles) within `1e-2 * max|ref|` of the
-reference target, whole float models within `3e-2 * max|ref|` (half has an 11-bit
-significand: 4.9e-4 relative per rounding; float arithmetic keeps sums from adding to it),
+every float output of every family and of the transformer kernels (both kernel styles)
+within `1e-2 * max|ref|` of the reference target, whole float models within
+`3e-2 * max|ref|` (half has an 11-bit significand: 4.9e-4 relative per rounding; float
+arithmetic keeps sums from adding to it),
 at least 95 % of boolean/integer outputs equal (inputs rounded to half may flip a comparison
 between close values), and every store rounded to half exactly as numpy's `astype(float16)`.
 `fp16-native` numerics run only where the device reports cl_khr_fp16 (a lent GPU may).
@@ -528,11 +529,21 @@ def test_emit_opencl_lowers_partitioned_ir_as_the_target_does(
 def run_family(module_name: str, function: str, precision: str, kernels: str) -> None:
     """A family's cases lowered in `precision` and `kernels` style, run on the device and
     compared with the reference target (`float_error_ok`, 1e-2)."""
-    cases = family_cases(module_name, function)
+    run_in(family_cases(module_name, function), precision, kernels)
+
+
+def run_in(cases: Sequence[Case], precision: str, kernels: str) -> None:
+    """`cases` lowered in `precision` and `kernels` style (the fp16 source type-checked
+    without cl_khr_fp16), run on the device and compared with the reference target
+    (`float_error_ok`, 1e-2)."""
     module, executable, built = build_executable(cases, "fp16_numerics_0")
     executable.properties["target"] = StringAttr("opencl")
-    expected = [reference_outputs(b) for b in built]
+    with np.errstate(all="ignore"):  # edge cases' NaN and inf
+        expected = [reference_outputs(b) for b in built]
+    # finfo.min constants become -inf halves quietly (Program.constant)
     LowerOpenCLPass(precision=precision, kernels=kernels).apply(make_context(), module)
+    (program,) = programs(module)
+    assert opencl_c_errors(program.source.data, fp16=precision == "fp16-native") == []
     loaded = OpenCLRuntime().load(executable)
     outs = iter(loaded.execute("entry", [a for b in built for a in b.args]))
     for b, refs in zip(built, expected, strict=True):
@@ -551,6 +562,23 @@ def test_every_op_family_matches_the_reference_in_fp16(
     module_name: str, function: str, kernels: str
 ) -> None:
     run_family(module_name, function, "fp16", kernels)
+
+
+@needs_device
+@pytest.mark.parametrize("kernels", ["cpu", "gpu"])
+def test_transformer_kernels_match_the_reference_in_fp16(kernels: str) -> None:
+    """Layer norm, gelu/silu, attention (masked rows included) and rows-first fully
+    connected kernels of test_opencl_transformer.py (its integer and out-of-half-range cases
+    aside: they differ by design)."""
+    import test_opencl_transformer as transformer
+
+    cases = (
+        transformer._layer_norm_cases()
+        + transformer._activation_cases()
+        + transformer._attention_cases()
+        + transformer._fully_connected_cases()
+    )
+    run_in(cases, "fp16", kernels)
 
 
 @needs_fp16

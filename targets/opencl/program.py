@@ -141,5 +141,6 @@ class Program:
         a char kernel, a mask)."""
         keep = array.dtype in (np.int8, np.uint8)
         real = np.float16 if self.precision in HALF_PRECISIONS and not table else np.float32
-        self.constants.append(np.ascontiguousarray(array, None if keep else real))
+        with np.errstate(over="ignore"):  # to half: beyond its range is ±inf
+            self.constants.append(np.ascontiguousarray(array, None if keep else real))
         return f"c{len(self.constants) - 1}"

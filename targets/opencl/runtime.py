@@ -485,7 +485,8 @@ class LoadedOpenCLExecutable(LoadedExecutable):
             buffer = context.inputs[i]
             context.bind_input(i, buffer)
             if value.size:
-                data = np.ascontiguousarray(value, spec.input_storage[i])
+                with np.errstate(over="ignore"):  # to half: beyond its range is ±inf
+                    data = np.ascontiguousarray(value, spec.input_storage[i])
                 uploads.append(cl.enqueue_copy(queue, buffer, data, is_blocking=False))
         context.uploads = uploads  # the previous call's uploads are long done (in order)
         profile = active_profile()
