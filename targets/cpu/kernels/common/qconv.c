@@ -85,7 +85,7 @@ IRC_INLINE void irc_qconv_chunk(const irc_qconv_args *A, long ch, const int MR, 
   {
     const long t0 = tasks * ch / chunks, t1 = tasks * (ch + 1) / chunks;
     long b = t0 % nblk, r = t0 / nblk / tiles, ow0 = t0 / nblk % tiles * MR;
-    const uint8_t *xp[IRC_QCONV_MR_MAX];
+    const uint8_t *xp[IRC_QCONV_MR_MAX] = {0}; /* set at the chunk's first task */
     uint32_t xb[IRC_QCONV_XBUF * (1 + IRC_QCONV_WIDE_X)];
     for (long t = t0; t < t1; ++t) {
       if (t == t0 || b == 0) { /* a new pixel tile */

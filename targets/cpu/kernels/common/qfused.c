@@ -347,107 +347,135 @@ IRC_INLINE irc_vh16 irc_dw_prod_irc_vub16(irc_vub16 b, irc_vh16 w) {
 }
 IRC_INLINE irc_vi32 irc_dw_widen(irc_vh16 p) { return __builtin_convertvector(p, irc_vi32); }
 #endif
-#define irc_dw_tap_irc_vsb16(B, W) irc_dw_widen(irc_dw_prod_irc_vsb16(B, W))
-#define irc_dw_tap_irc_vub16(B, W) irc_dw_widen(irc_dw_prod_irc_vub16(B, W))
 
+/* One tap of 16 channels' bytes at `src` (int8 when SIGNED, else uint8) times w. */
+IRC_INLINE irc_vh16 irc_dw_prod(const uint8_t *src, irc_vh16 w, const int SIGNED) {
+  if (SIGNED) {
+    irc_vsb16 b;
+    __builtin_memcpy(&b, src, 16);
+    return irc_dw_prod_irc_vsb16(b, w);
+  }
+  irc_vub16 b;
+  __builtin_memcpy(&b, src, 16);
+  return irc_dw_prod_irc_vub16(b, w);
+}
+
+/* The arguments of an int16 depthwise convolution (an IRC_QDW instance's entry point), read
+   by its parts. */
+typedef struct {
+  const uint8_t *x; /* int8_t or uint8_t */
+  long N, H, W, C, Cp;
+  int zp_in, pairs;
+  const int16_t *w;
+  const int32_t *bias;
+  const int64_t *q;
+  int mode;
+  int64_t zp, lo, hi;
+  uint8_t *y;
+  long OH, OW;
+  int KH_, KW_, SH, SW, DH, DW, PT, PL;
+  long parts;
+} irc_qdw_args;
+
+/* Output rows of part `part` (irc_pool_range) of an int16 depthwise convolution: SIGNED for
+   int8 input (else uint8), KHC, KWC the kernel size when the instance fixes it (3x3) or 0,
+   MODEC the mode when fixed (0) or -1. */
+IRC_INLINE void irc_qdw_part(const irc_qdw_args *A, long part, const int SIGNED, const int KHC,
+                             const int KWC, const int MODEC) {
+  const uint8_t *restrict x = A->x;
+  const long N = A->N, H = A->H, W = A->W, C = A->C, Cp = A->Cp, OH = A->OH, OW = A->OW;
+  const int zp_in = A->zp_in, pairs = A->pairs;
+  const int16_t *restrict w = A->w;
+  const int32_t *restrict bias = A->bias;
+  const int64_t *restrict q = A->q;
+  const int64_t zp = A->zp, lo = A->lo, hi = A->hi;
+  uint8_t *restrict y = A->y;
+  const int SH = A->SH, SW = A->SW, DH = A->DH, DW = A->DW, PT = A->PT, PL = A->PL;
+  const int KH = KHC ? KHC : A->KH_, KW = KWC ? KWC : A->KW_;
+  const int md = MODEC >= 0 ? MODEC : A->mode;
+  long r0, r1;
+  irc_pool_range(part, A->parts, N * OH, &r0, &r1);
+  for (long r = r0; r < r1; ++r) {
+    const long n = r / OH, oh = r % OH, ih0 = oh * SH - PT;
+    const int rows_in = ih0 >= 0 && ih0 + (long)(KH - 1) * DH < H;
+    for (long c = 0; c < Cp; c += 16) {
+      const int cnt = C - c < 16 ? (int)(C - c) : 16;
+      irc_vi32 bv;
+      __builtin_memcpy(&bv, bias + c, 64);
+      IRC_RQ_PARAMS(rq, q + c / 16 * IRC_RQ_BLOCK, md);
+      for (long ow = 0; ow < OW; ++ow) {
+        const long iw0 = ow * SW - PL;
+        irc_vi32 acc = bv;
+        if (cnt == 16 && rows_in && iw0 >= 0 && iw0 + (long)(KW - 1) * DW < W) {
+          const uint8_t *restrict xp = x + ((n * H + ih0) * W + iw0) * C + c;
+          int t = 0;
+          if (pairs) /* two products still fit in int16: add them before widening */
+            for (; t + 1 < KH * KW; t += 2) {
+              const int h0 = t / KW, w0 = t % KW, h1 = (t + 1) / KW, w1 = (t + 1) % KW;
+              irc_vh16 v0, v1;
+              __builtin_memcpy(&v0, w + ((long)h0 * KW + w0) * Cp + c, 32);
+              __builtin_memcpy(&v1, w + ((long)h1 * KW + w1) * Cp + c, 32);
+              acc += irc_dw_widen(
+                  irc_dw_prod(xp + ((long)h0 * DH * W + (long)w0 * DW) * C, v0, SIGNED) +
+                  irc_dw_prod(xp + ((long)h1 * DH * W + (long)w1 * DW) * C, v1, SIGNED));
+            }
+          for (; t < KH * KW; ++t) {
+            const int kh = t / KW, kw = t % KW;
+            irc_vh16 wv;
+            __builtin_memcpy(&wv, w + ((long)kh * KW + kw) * Cp + c, 32);
+            acc += irc_dw_widen(
+                irc_dw_prod(xp + ((long)kh * DH * W + (long)kw * DW) * C, wv, SIGNED));
+          }
+        } else {
+          for (int kh = 0; kh < KH; ++kh) {
+            const long ih = ih0 + (long)kh * DH;
+            for (int kw = 0; kw < KW; ++kw) {
+              const long iw = iw0 + (long)kw * DW;
+              irc_vh16 wv;
+              __builtin_memcpy(&wv, w + ((long)kh * KW + kw) * Cp + c, 32);
+              if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
+                uint8_t b[16]; /* the channels beyond cnt read the zero point */
+                memset(b, zp_in & 255, sizeof b);
+                __builtin_memcpy(b, x + ((n * H + ih) * W + iw) * C + c, (size_t)cnt);
+                acc += irc_dw_widen(irc_dw_prod(b, wv, SIGNED));
+              } else {
+                acc += __builtin_convertvector(wv, irc_vi32) * zp_in;
+              }
+            }
+          }
+        }
+        IRC_RQ_STORE(acc, rq, q, md, zp, lo, hi, y + (r * OW + ow) * C + c, cnt);
+      }
+    }
+  }
+}
+
+/* An int16 depthwise convolution's parts over the library's pool. */
+IRC_INLINE void irc_qdw_run(void (*run_part)(const void *, long), irc_qdw_args a,
+                            const int KHC, const int KWC) {
+  const int KH = KHC ? KHC : a.KH_, KW = KWC ? KWC : a.KW_;
+  const double work = (double)a.N * a.OH * a.OW * a.C * KH * KW;
+  const int threads = work > IRC_PARALLEL_QDW_WORK ? irc_nthreads() : 1;
+  a.parts = irc_pool_parts(a.N * a.OH, work, IRC_QCHUNK_WORK, threads);
+  irc_parallel(run_part, &a, a.parts, threads);
+}
+
+/* An instance (csrc.fused_depthwise_kernel names them): NAME and its part function for
+   input type T (int8_t or uint8_t; TV its 16-byte vector, irc_vsb16 or irc_vub16), the kernel
+   size and the mode fixed at compile time. */
 #define IRC_QDW(NAME, T, TV, KHC, KWC, MODEC)                                                 \
-  typedef struct {                                                                            \
-    const T *x;                                                                               \
-    long N, H, W, C, Cp;                                                                      \
-    int zp_in, pairs;                                                                         \
-    const int16_t *w;                                                                         \
-    const int32_t *bias;                                                                      \
-    const int64_t *q;                                                                         \
-    int mode;                                                                                 \
-    int64_t zp, lo, hi;                                                                       \
-    uint8_t *y;                                                                               \
-    long OH, OW;                                                                              \
-    int KH_, KW_, SH, SW, DH, DW, PT, PL;                                                     \
-    long parts;                                                                               \
-  } NAME##_args;                                                                              \
-  /* Output rows of part `part` (irc_pool_range). */                                          \
   static void NAME##_part(const void *ctx, long part) {                                       \
-    const NAME##_args *A = (const NAME##_args *)ctx;                                          \
-    const T *restrict x = A->x;                                                               \
-    const long N = A->N, H = A->H, W = A->W, C = A->C, Cp = A->Cp, OH = A->OH, OW = A->OW;    \
-    const int zp_in = A->zp_in, pairs = A->pairs;                                             \
-    const int16_t *restrict w = A->w;                                                         \
-    const int32_t *restrict bias = A->bias;                                                   \
-    const int64_t *restrict q = A->q;                                                         \
-    const int64_t zp = A->zp, lo = A->lo, hi = A->hi;                                         \
-    uint8_t *restrict y = A->y;                                                               \
-    const int SH = A->SH, SW = A->SW, DH = A->DH, DW = A->DW, PT = A->PT, PL = A->PL;         \
-    const int KH = (KHC) ? (KHC) : A->KH_, KW = (KWC) ? (KWC) : A->KW_;                       \
-    const int md = (MODEC) >= 0 ? (MODEC) : A->mode;                                          \
-    long r0, r1;                                                                              \
-    irc_pool_range(part, A->parts, N * OH, &r0, &r1);                                         \
-    for (long r = r0; r < r1; ++r) {                                                          \
-      const long n = r / OH, oh = r % OH, ih0 = oh * SH - PT;                                 \
-      const int rows_in = ih0 >= 0 && ih0 + (long)(KH - 1) * DH < H;                          \
-      for (long c = 0; c < Cp; c += 16) {                                                     \
-        const int cnt = C - c < 16 ? (int)(C - c) : 16;                                       \
-        irc_vi32 bv;                                                                          \
-        __builtin_memcpy(&bv, bias + c, 64);                                                  \
-        IRC_RQ_PARAMS(rq, q + c / 16 * IRC_RQ_BLOCK, md);                                     \
-        for (long ow = 0; ow < OW; ++ow) {                                                    \
-          const long iw0 = ow * SW - PL;                                                      \
-          irc_vi32 acc = bv;                                                                  \
-          if (cnt == 16 && rows_in && iw0 >= 0 && iw0 + (long)(KW - 1) * DW < W) {            \
-            const T *restrict xp = x + ((n * H + ih0) * W + iw0) * C + c;                     \
-            int t = 0;                                                                        \
-            if (pairs) /* two products still fit in int16: add them before widening */        \
-              for (; t + 1 < KH * KW; t += 2) {                                               \
-                const int h0 = t / KW, w0 = t % KW, h1 = (t + 1) / KW, w1 = (t + 1) % KW;     \
-                TV b0, b1;                                                                    \
-                irc_vh16 v0, v1;                                                              \
-                __builtin_memcpy(&b0, xp + ((long)h0 * DH * W + (long)w0 * DW) * C, 16);      \
-                __builtin_memcpy(&b1, xp + ((long)h1 * DH * W + (long)w1 * DW) * C, 16);      \
-                __builtin_memcpy(&v0, w + ((long)h0 * KW + w0) * Cp + c, 32);                 \
-                __builtin_memcpy(&v1, w + ((long)h1 * KW + w1) * Cp + c, 32);                 \
-                acc += irc_dw_widen(irc_dw_prod_##TV(b0, v0) + irc_dw_prod_##TV(b1, v1));     \
-              }                                                                               \
-            for (; t < KH * KW; ++t) {                                                        \
-              const int kh = t / KW, kw = t % KW;                                             \
-              TV b;                                                                           \
-              irc_vh16 wv;                                                                    \
-              __builtin_memcpy(&b, xp + ((long)kh * DH * W + (long)kw * DW) * C, 16);         \
-              __builtin_memcpy(&wv, w + ((long)kh * KW + kw) * Cp + c, 32);                   \
-              acc += irc_dw_tap_##TV(b, wv);                                                  \
-            }                                                                                 \
-          } else {                                                                            \
-            for (int kh = 0; kh < KH; ++kh) {                                                 \
-              const long ih = ih0 + (long)kh * DH;                                            \
-              for (int kw = 0; kw < KW; ++kw) {                                               \
-                const long iw = iw0 + (long)kw * DW;                                          \
-                irc_vh16 wv;                                                                  \
-                __builtin_memcpy(&wv, w + ((long)kh * KW + kw) * Cp + c, 32);                 \
-                if (ih >= 0 && ih < H && iw >= 0 && iw < W) {                                 \
-                  TV b = (TV){0} + (T)zp_in;                                                  \
-                  __builtin_memcpy(&b, x + ((n * H + ih) * W + iw) * C + c, (size_t)cnt);     \
-                  acc += irc_dw_tap_##TV(b, wv);                                              \
-                } else {                                                                      \
-                  acc += __builtin_convertvector(wv, irc_vi32) * zp_in;                       \
-                }                                                                             \
-              }                                                                               \
-            }                                                                                 \
-          }                                                                                   \
-          IRC_RQ_STORE(acc, rq, q, md, zp, lo, hi, y + (r * OW + ow) * C + c, cnt);           \
-        }                                                                                     \
-      }                                                                                       \
-    }                                                                                         \
+    irc_qdw_part((const irc_qdw_args *)ctx, part, (T)-1 < 0, KHC, KWC, MODEC);                \
   }                                                                                           \
   static void NAME(const T *restrict x, long N, long H, long W, long C, long Cp, int zp_in,   \
                    int pairs, const int16_t *restrict w, const int32_t *restrict bias,        \
                    const int64_t *restrict q, int mode, int64_t zp, int64_t lo, int64_t hi,   \
                    uint8_t *restrict y, long OH, long OW, int KH_, int KW_, int SH, int SW,   \
                    int DH, int DW, int PT, int PL) {                                          \
-    const int KH = (KHC) ? (KHC) : KH_, KW = (KWC) ? (KWC) : KW_;                             \
-    const double work = (double)N * OH * OW * C * KH * KW;                                    \
-    const int threads = work > IRC_PARALLEL_QDW_WORK ? irc_nthreads() : 1;                    \
-    NAME##_args a = {x,  N,  H,   W,  C,  Cp, zp_in, pairs, w,  bias, q,  mode, zp,           \
-                     lo, hi, y,   OH, OW, KH_, KW_, SH,    SW, DH,   DW, PT,   PL, 0};        \
-    a.parts = irc_pool_parts(N * OH, work, IRC_QCHUNK_WORK, threads);                         \
-    irc_parallel(NAME##_part, &a, a.parts, threads);                                          \
+    const irc_qdw_args a = {(const uint8_t *)x, N,  H,  W,  C,   Cp,  zp_in, pairs, w,  bias, \
+                            q,  mode, zp, lo, hi, y,  OH, OW,  KH_, KW_, SH,  SW,   DH, DW,   \
+                            PT, PL,   0};                                                     \
+    irc_qdw_run(NAME##_part, a, KHC, KWC);                                                    \
   }
 
 /* Fused int8 depthwise convolution as u8 x s8 dot products over 4 kernel rows (vpdpbusd).
