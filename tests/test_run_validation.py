@@ -5,7 +5,7 @@ dtype (no conversion), non-contiguous arrays (accepted, never written), and the 
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -40,12 +40,14 @@ TARGETS = [
 _models: dict[str, irc.CompiledModel] = {}
 
 
+# The run's build cache (conftest.py), never the user's.
+pytestmark = pytest.mark.private_cache
+
+
 @pytest.fixture(autouse=True, scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("irc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IRC_CACHE_DIR", str(path))
-        yield path
+def compiled_models() -> Iterator[None]:
+    """The module's compiled models are dropped after its tests."""
+    yield
     _models.clear()
 
 
