@@ -32,7 +32,7 @@ from irc.context import make_context
 from irc.dialects import delegate, nn
 from irc.dialects.quant import UniformQuantizedType
 from irc.dtypes import element_type
-from irc.targets.cpu import isa, toolchain
+from irc.targets.cpu import isa, library, toolchain
 from irc.targets.cpu.lower import LowerCpuPass
 from irc.targets.cpu.runtime import CpuRuntime, LoadedCpuExecutable
 from irc.targets.cpu.target import CpuTarget
@@ -219,18 +219,34 @@ def isas_with_distinct_code(
     probe = toolchain.probe()
     assert probe.toolchain is not None, probe.reason
     source = generated_source(executable)
+    sources = [source]
+    if library.is_glue(source):  # and the kernel library it calls (its core and parts)
+        sources += [library.core_source(), *map(library.part_source, library.parts_of(source))]
     seen: set[str] = set()
     kept: list[str] = []
     for name in names:
         flags = toolchain.flags_for(probe.toolchain, isa.PROFILES[name]).flags
         compile_flags = [f for f in flags if f != "-shared"]
         cmd = [probe.toolchain.compiler, *compile_flags, "-E", "-x", "c", "-"]
-        proc = subprocess.run(cmd, input=source, capture_output=True, text=True, check=True)
-        digest = hashlib.sha256(_own_lines(proc.stdout).encode()).hexdigest()
+        digest = hashlib.sha256()
+        for text in sources:
+            proc = subprocess.run(cmd, input=text, capture_output=True, text=True, check=True)
+            digest.update(_own_lines(proc.stdout).encode() + b"\0")
+        digest = digest.hexdigest()
         if digest not in seen:
             seen.add(digest)
             kept.append(name)
     return tuple(kept)
+
+
+def with_kernels(source: str) -> str:
+    """`source` (generated code) and, when it is glue, the C of the kernel library it calls
+    (its core and parts, targets/cpu/library.py): the kernels the code runs, wherever they
+    are compiled."""
+    if not library.is_glue(source):
+        return source
+    parts = [library.part_source(part) for part in library.parts_of(source)]
+    return "\n".join([source, library.core_source(), *parts])
 
 
 def _own_lines(preprocessed: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import pytest
-from cpu_support import isa_params, load_with_isa, lower, needs_compiler
+from cpu_support import isa_params, load_with_isa, lower, needs_compiler, with_kernels
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.dialects.builtin import f32 as f32_type
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -399,5 +399,6 @@ def test_lowered_source_has_integer_kernels() -> None:
     module, executable, _ = _executable()
     lower(module)
     (source,) = [op.source.data for op in executable.walk() if hasattr(op, "source")]
+    source = with_kernels(source)  # and its kernel library's
     for name in ("irc_mbqm", "irc_conv2d_i32", "irc_depthwise_i32", "irc_pool2d_int8_t"):
         assert name in source

@@ -42,7 +42,7 @@ from irc.dialects import cpu, nn
 from irc.dialects.nn import array_from_dense
 from irc.dtypes import numpy_dtype
 from irc.runtime.profiling import Profile, kernel_profiling
-from irc.targets.cpu import codegen, csrc, isa, toolchain
+from irc.targets.cpu import codegen, csrc, isa, library, toolchain
 from irc.targets.cpu.runtime import CpuLoadError, CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 
@@ -216,8 +216,19 @@ def test_neon_profile_runs_under_qemu(
     flags = [*toolchain.BASE_FLAGS, *isa.PROFILES["neon"].build_flags(native=False)]
     flags = [f for f in flags if f not in ("-shared", "-fPIC")]
     exe = tmp_path / "main"
+    units = [tmp_path / "main.c"]
+    if library.is_glue(source):  # its kernel library's core and parts, linked in statically
+        texts = [library.core_source(), *map(library.part_source, library.parts_of(source))]
+        for i, text in enumerate(texts):
+            units.append(tmp_path / f"kernels{i}.c")
+            units[-1].write_text(text)
+    objects = []
+    for unit in units:
+        objects.append(unit.with_suffix(".o"))
+        cmd = [CROSS_CC, *flags, "-c", "-o", str(objects[-1]), str(unit)]
+        subprocess.run(cmd, check=True, capture_output=True)
     subprocess.run(
-        [CROSS_CC, *flags, "-static", "-o", str(exe), str(tmp_path / "main.c"), "-lm"],
+        [CROSS_CC, *flags, "-static", "-o", str(exe), *map(str, objects), "-lm"],
         check=True,
         capture_output=True,
     )

@@ -1,4 +1,4 @@
-"""The CPU kernels' thread pool (kernels/common/pool.h) on its own, through a small C library.
+"""The CPU kernels' thread pool (kernels/common/pool.c) on its own, through a small C library.
 
 `irc_parallel` deals a job's indices in contiguous ranges, one per thread, and a thread that
 has run its own range takes what is left of the others' from their backs. Checked here: every
@@ -76,7 +76,12 @@ def pool() -> ctypes.CDLL:
     chain = toolchain.probe().toolchain
     assert chain is not None
     text = "\n".join(
-        [csrc.kernel_file("common/prelude.h"), csrc.kernel_file("common/pool.h"), SOURCE]
+        [
+            csrc.kernel_file("common/prelude.h"),
+            csrc.kernel_file("common/pool.h"),
+            csrc.kernel_file("common/pool.c"),
+            SOURCE,
+        ]
     )
     library = ctypes.CDLL(str(toolchain.build(text, chain).path))
     library.irc_test_cover.restype = ctypes.c_long
@@ -143,7 +148,9 @@ def test_only_a_source_with_an_openmp_loop_links_openmp(pool: ctypes.CDLL) -> No
     as an OpenMP loop (an `IRC_PARFOR(` line), never for the prelude's definition of it."""
     chain = toolchain.probe().toolchain
     assert chain is not None
-    common = csrc.kernel_file("common/prelude.h") + csrc.kernel_file("common/pool.h")
+    common = "".join(
+        csrc.kernel_file(f"common/{name}") for name in ("prelude.h", "pool.h", "pool.c")
+    )
     assert not toolchain.uses_openmp(common)
     assert "-fopenmp" not in toolchain.for_source(chain, common).flags
     assert not _links_openmp(pool._name)  # the library of the tests above

@@ -1,5 +1,7 @@
-"""The C kernel library of the CPU target: snippets the code generator puts in front of the
-generated entry functions.
+"""The C kernel library of the CPU target: its snippets, compiled once per ISA profile into
+the kernel library's core and parts (library.py: `common_source`, `api_text`,
+`snippet_texts`), or put in front of the generated entry functions (`source_for`;
+`IRC_CPU_KERNEL_LIBRARY=0`, and the helpers generated loops use inline).
 
 Each snippet is C99 with GNU vector extensions (gcc and clang); a translation unit contains
 only the snippets its functions use (`source_for`), so small executables compile quickly.
@@ -32,7 +34,7 @@ rows), AVX-512 requantization; on AVX2 without VNNI exact int16 pair sums (vpmad
 vectorised mode-0 requantization; portable C paths for all (the generic profile, tested).
 The float kernels of the library (conv2d, depthwise, pool2d, pad, resize, batch_matmul, the
 transformer kernels), the fused int8 kernels and irc_qpad split over the threads with the
-library's own pool (`irc_parallel`, kernels/common/pool.h, in the "common" snippet: whoever
+library's own pool (`irc_parallel`, kernels/common/pool.c, in the "common" snippet: whoever
 runs claims the next range of tasks, the caller never waits for a worker the OS has not
 scheduled), not OpenMP, on the library's thread count, and so do the loop nests generated
 inline that a lowering marks parallel (`outline`: tasks of the same pool); `IRC_PARFOR`
@@ -96,11 +98,43 @@ def per_isa(name: str) -> str:
     return "\n".join([*parts, "#endif"]) + "\n"
 
 
-def _common_source() -> str:
+GLUE_DEFINE = "#define IRC_GLUE 1\n"
+"""Defined in code that calls the kernel library (`common_source(glue=True)`): prelude.h then
+leaves the thread count to the library, as the pool (pool.c is left out)."""
+
+KERNEL_DECLARATION = '#define IRC_KERNEL(R, N, P) R irc_##N P __asm__("irclib_" #N);\n'
+"""IRC_KERNEL of kernels/common/api/*.h where the kernels are called from another library:
+irc_<name> is the symbol irclib_<name>."""
+
+KERNEL_EXPORT = (
+    "#define IRC_KERNEL(R, N, P) extern R irclib_##N P; "
+    'extern __typeof__(irc_##N) irclib_##N __attribute__((alias("irc_" #N)));\n'
+)
+"""IRC_KERNEL of kernels/common/api/*.h in the library that defines the kernels: irclib_<name>
+is an alias of the static irc_<name> (the compiler rejects a declared type that differs from
+the definition's)."""
+
+
+def api_text(part: str, export: bool) -> str:
+    """kernels/common/api/<part>.h, declaring (`KERNEL_DECLARATION`) or exporting
+    (`KERNEL_EXPORT`) its entry points."""
+    macro = KERNEL_EXPORT if export else KERNEL_DECLARATION
+    return macro + kernel_file(f"common/api/{part}.h") + "#undef IRC_KERNEL\n"
+
+
+def common_source(glue: bool = False) -> str:
+    """The "common" snippet: prelude.h, pool.h and pool.c (the thread pool), types.h,
+    vector.h and scalar.h. `glue`: in the form for code that calls the kernel library
+    (`GLUE_DEFINE`: no pool or thread count of its own, the pool's entry points declared by
+    kernels/common/api/pool.h)."""
     return "".join(
         (
+            GLUE_DEFINE if glue else "",
             kernel_file("common/prelude.h"),
             kernel_file("common/pool.h"),
+            "" if glue else kernel_file("common/pool.c"),
+            kernel_file("common/types.h"),
+            api_text("pool", export=False) if glue else "",
             per_isa("vector.h"),
             kernel_file("common/vector.h"),
             kernel_file("common/scalar.h"),
@@ -123,28 +157,44 @@ def define_snippet(name: str, text: str, deps: tuple[str, ...] = ()) -> None:
 
 def source_for(names: Iterable[str]) -> str:
     """The C text of the snippets `names` and their dependencies, dependencies first."""
-    ordered: list[str] = []
-
-    def visit(name: str) -> None:
-        if name in ordered:
-            return
-        deps, _ = _SNIPPETS[name]
-        for dep in deps:
-            visit(dep)
-        ordered.append(name)
-
-    for name in sorted(set(names)):
-        visit(name)
-    return "\n".join(_SNIPPETS[name][1] for name in ordered)
+    return "\n".join(_SNIPPETS[name][1] for name in _closure(names))
 
 
 def snippet_names() -> frozenset[str]:
     return frozenset(_SNIPPETS)
 
 
+def _closure(names: Iterable[str]) -> list[str]:
+    """`names` and their dependencies, dependencies first (the order of `source_for`)."""
+    ordered: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in ordered:
+            return
+        for dep in _SNIPPETS[name][0]:
+            visit(dep)
+        ordered.append(name)
+
+    for name in sorted(set(names)):
+        visit(name)
+    return ordered
+
+
+def snippet_texts(names: Iterable[str], leave_out: Iterable[str] = ()) -> list[str]:
+    """The C texts of the snippets `names` and their dependencies, dependencies first, less
+    those in `leave_out` (their dependencies still come)."""
+    skip = set(leave_out)
+    return [_SNIPPETS[name][1] for name in _closure(names) if name not in skip]
+
+
+def snippet_closure(names: Iterable[str]) -> list[str]:
+    """`names` and their dependencies, dependencies first."""
+    return _closure(names)
+
+
 # ---- Common -------------------------------------------------------------------------------------
 
-_snippet("common", _common_source())
+_snippet("common", common_source())
 
 # ---- Convolution as an implicit GEMM ------------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """The CPU target's runtime: build (or fetch from the cache) and load an executable's library.
 
 `CpuRuntime().load(executable)` lowers the executable first if `lower-cpu` has not run,
-builds its translation unit through the cache (`toolchain.build`), loads it with ctypes and
+builds its translation unit through the cache (`toolchain.build`; generated code that calls
+the kernel library, targets/cpu/library.py, comes with the library's core and parts, loaded
+first so that it binds to them), loads it with ctypes and
 prepares everything a call needs, once: the C function of every entry with its `argtypes`,
 the constants copied into 64-byte aligned buffers and their pointer table, and the expected
 shapes and dtypes. `execute(entry, args)` then checks the arguments (count, numpy array,
@@ -15,7 +17,9 @@ share one library in the process (dlopen returns the loaded one): their constant
 workspaces are still their own, only the thread count below is per library.
 
 A library's kernels, and the loop nests generated as its tasks (`outline`), split over its own
-pool (csrc `irc_parallel`, kernels/common/pool.h): its workers are started on the first
+pool (csrc `irc_parallel`, kernels/common/pool.c; for code calling the kernel library, the
+pool of that library's core, one per ISA profile in the process, which every executable of
+the profile shares, its thread count included): its workers are started on the first
 parallel kernel (named "irc-pool"), unbound, woken as a run on 2+ threads starts, spin up to
 20 us between the run's jobs and sleep as soon as it ends. The thread count is the default
 (OpenMP's, `OMP_NUM_THREADS`, where the library links OpenMP; else `OMP_NUM_THREADS` or the
@@ -92,11 +96,13 @@ class LoadedCpuExecutable(LoadedExecutable):
         constants: list[np.ndarray],
         table: ctypes.Array[ctypes.c_void_p],
         name: str = "",
+        kernels: Sequence[ctypes.CDLL] = (),
     ):
         self.library = library
         self.name = name
         """The executable's symbol name (profile rows say `@name::@entry`)."""
         self._handle = handle  # keeps the library loaded
+        self._kernels = tuple(kernels)  # its kernel library (empty: kernels in its own code)
         self._entries = entries
         self._constants = constants  # keeps the buffers the table points at alive
         self._table = table
@@ -210,11 +216,15 @@ class CpuRuntime(TargetRuntime):
                 f"cpu: expected one cpu.module in the executable, got {len(modules)}"
             )
         module = modules[0]
+        source = module.source.data
         try:
-            library = toolchain.build(module.source.data, probe.toolchain)
+            library = toolchain.build(source, probe.toolchain)
         except isa.IsaError as exc:
             raise CpuLoadError(f"cpu: target not available: {exc}") from None
-        if probe.toolchain.openmp and toolchain.uses_openmp(module.source.data):
+        # the kernel library first (glue: its core and parts): the library's dependencies then
+        # bind to these verified copies by soname, never to files the loader finds unchecked
+        kernels = [toolchain.load_library(needed.path) for needed in library.needs]
+        if probe.toolchain.openmp and toolchain.uses_openmp(source):
             toolchain.prepare_openmp()
         handle = toolchain.load_library(library.path)
         handle.irc_set_threads.argtypes = [ctypes.c_int]
@@ -242,7 +252,7 @@ class CpuRuntime(TargetRuntime):
             if isinstance(func, FuncOp)
         }
         return LoadedCpuExecutable(
-            library, handle, entries, constants, table, executable.sym_name.data
+            library, handle, entries, constants, table, executable.sym_name.data, kernels
         )
 
     @staticmethod

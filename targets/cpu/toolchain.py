@@ -11,7 +11,7 @@
   loops (`IRC_PARFOR` where a marked loop shares its op's block with other statements), and
   `build` passes `-fopenmp` only for a source that has one (`uses_openmp`): every kernel of
   the library (qgemm_dynamic.c's GEMM included) and the marked loop nests outlined as tasks
-  (`outline`) split over its own pool (kernels/common/pool.h), so most libraries link no
+  (`outline`) split over its own pool (kernels/common/pool.c), so most libraries link no
   OpenMP runtime (MobileNetV2 float and int8, face detection): one kind of thread, none of
   libgomp's spinning or core binding (small_cnn_int8's links it for one float conv loop
   after an int8 -> float conversion in its block). Without OpenMP (that, or a compiler
@@ -30,6 +30,11 @@
   size and SHA-256. Both are written to a temporary name and renamed into place (atomic),
   under a per-key file lock; right before loading, the library's hash is checked against
   the record, and a missing, truncated or tampered entry is rebuilt, never loaded.
+  Each library's soname is its entry's file name. Generated code that calls the kernel
+  library (library.py) is built after the library's core and parts (built side by side, and
+  beside the code's own compile; `Library.needs`) and linked against them (`Toolchain.link`:
+  recorded by soname, found through `$ORIGIN`, so a moved cache directory still works), and
+  their file names (their keys) are part of its key.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,6 +179,10 @@ class Toolchain:
     """Its `--version` text (part of the cache key)."""
     flags: tuple[str, ...]
     """Every flag passed when building a library (base + accepted optional flags)."""
+    link: tuple[Path, ...] = ()
+    """Cached libraries a build links against (a model's glue: its kernel library,
+    `library.py`), found at load time next to the built library (`$ORIGIN`: both live in
+    the cache directory); in the cache key by file name (their own keys), not directory."""
 
     @property
     def openmp(self) -> bool:
@@ -182,7 +193,8 @@ class Toolchain:
         `-march=native`, also of what that means on this CPU (`native_target`)."""
         digest = hashlib.sha256()
         native = native_target(self.compiler) if "-march=native" in self.flags else ""
-        for part in (self.compiler, self.version, " ".join(self.flags), native, source):
+        link = " ".join(path.name for path in self.link)
+        for part in (self.compiler, self.version, " ".join(self.flags), native, link, source):
             digest.update(part.encode())
             digest.update(b"\0")
         return digest.hexdigest()
@@ -322,9 +334,20 @@ class Library:
     compile_seconds: float = 0.0
     isa: str = ""
     """The name of the ISA profile it was built for (`isa.IsaProfile.name`)."""
+    needs: tuple[Library, ...] = ()
+    """Libraries it links against, to load before it (generated code: its kernel library's
+    core and parts, `library.build_glue`)."""
 
 
-_build_lock = threading.Lock()
+_locks_guard = threading.Lock()
+_key_locks: dict[str, threading.Lock] = {}
+
+
+def _key_lock(key: str) -> threading.Lock:
+    """The lock of one cache key in this process: builds of different keys (a model's kernel
+    library parts) run side by side; the file lock (`cache.entry_lock`) covers processes."""
+    with _locks_guard:
+        return _key_locks.setdefault(key, threading.Lock())
 
 
 def _cached(so_path: Path, meta_path: Path, key: str) -> bool:
@@ -370,41 +393,129 @@ def build(source: str, toolchain: Toolchain, profile: isa.IsaProfile | None = No
     cache or freshly compiled into it; the profile's flags are part of the cache key. A
     cached library is used only when it matches its recorded SHA-256, checked right before
     the caller loads it. `-fopenmp` only when the source has an OpenMP loop (`for_source`).
-    Raises `isa.IsaError` for a forced profile this host cannot run."""
+    Generated code that calls the kernel library (`library.is_glue`) is linked against the
+    library's core and the parts it calls, built (or checked in the cache) first, the parts
+    side by side while the code itself compiles (`library.plan`); they are the result's
+    `needs`, to load before it. Raises `isa.IsaError` for a forced profile this host cannot
+    run."""
+    from irc.targets.cpu import library  # it imports the kernels' modules: only when needed
+
     profile = profile or isa.select()
+    if not toolchain.link and library.is_glue(source):
+        try:
+            core, parts = library.dependencies(source)
+        except ValueError as exc:
+            raise CompilerError(str(exc)) from None
+        return _build_glue(source, toolchain, profile, core, parts)
+    return build_linked(source, toolchain, profile)
+
+
+def _build_glue(
+    source: str, chain: Toolchain, profile: isa.IsaProfile, core: str, parts: list[str]
+) -> Library:
+    """Glue `source` linked against the kernel library's `core` and `parts` (C texts): those
+    built or checked in the cache first, the parts side by side (one compiler process each)
+    while the glue itself compiles; the result's `needs` are the core and the parts."""
+    core_path = entry_path(key_for(core, chain, profile))
+    linked = dataclasses.replace(chain, link=(core_path,))
+    paths = [entry_path(key_for(text, linked, profile)) for text in parts]
+    glue_chain = dataclasses.replace(chain, link=(core_path, *paths))
+
+    def dependencies() -> tuple[Library, ...]:
+        built_core = build_linked(core, chain, profile)
+        workers = max(1, min(len(parts), os.cpu_count() or 1))
+        with ThreadPoolExecutor(workers, thread_name_prefix="irc-cc") as pool:
+            built = list(pool.map(lambda text: build_linked(text, linked, profile), parts))
+        return (built_core, *built)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="irc-cc") as pool:
+        needed = pool.submit(dependencies)
+        glue = build_linked(source, glue_chain, profile, before_link=needed.result)
+        needs = needed.result()
+    if [lib.path for lib in needs] != [core_path, *paths]:
+        raise CompilerError("the kernel library was built under unexpected names")
+    return dataclasses.replace(glue, needs=needs)
+
+
+def key_for(source: str, toolchain: Toolchain, profile: isa.IsaProfile) -> str:
+    """The cache key `build` gives `source` (linking `toolchain.link`) for `profile`."""
+    return flags_for(for_source(toolchain, source), profile).cache_key(source)
+
+
+def entry_path(key: str) -> Path:
+    """Where the library of cache key `key` lives (or will)."""
+    return cache.entry_paths(NAMESPACE, key, ".so")[0]
+
+
+def build_linked(
+    source: str,
+    toolchain: Toolchain,
+    profile: isa.IsaProfile,
+    before_link: Callable[[], object] | None = None,
+) -> Library:
+    """`build` of `source` as it is (linking `toolchain.link`, nothing added). With
+    `before_link`, a build compiles the object file first, then calls it (it makes the
+    libraries to link exist), then links."""
     toolchain = flags_for(for_source(toolchain, source), profile)
     key = toolchain.cache_key(source)
-    with _build_lock:
+    with _key_lock(key):
         if (found := cache.verified_path(NAMESPACE, key, ".so")) is not None:
+            if before_link is not None:
+                before_link()
             return Library(found, key, True, isa=profile.name)
         try:
             directory = cache.private_dir(NAMESPACE)
             with cache.entry_lock(NAMESPACE, key):
                 # another process may have built it while we waited for the lock
                 if (found := cache.verified_path(NAMESPACE, key, ".so")) is not None:
+                    if before_link is not None:
+                        before_link()
                     return Library(found, key, True, isa=profile.name)
-                built = _compile_into_cache(source, toolchain, key, directory)
+                built = _compile_into_cache(source, toolchain, key, directory, before_link)
                 return dataclasses.replace(built, isa=profile.name)
         except OSError as exc:
             raise CompilerError(f"cannot use the build cache: {exc}") from None
 
 
-def _compile_into_cache(source: str, toolchain: Toolchain, key: str, directory: Path) -> Library:
+def _check(proc: subprocess.CompletedProcess[str], toolchain: Toolchain) -> None:
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
+        raise CompilerError(
+            f"{toolchain.compiler} failed on generated code (exit {proc.returncode}):\n{tail}"
+        )
+
+
+def _compile_into_cache(
+    source: str,
+    toolchain: Toolchain,
+    key: str,
+    directory: Path,
+    before_link: Callable[[], object] | None = None,
+) -> Library:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=".build-", dir=directory) as tmp:
         src = Path(tmp) / "kernels.c"
         out = Path(tmp) / "kernels.so"
         src.write_text(source)
-        cmd = [toolchain.compiler, *toolchain.flags, "-o", str(out), str(src), *LIBS]
+        # the soname is the entry's file name: a library linking this one (`Toolchain.link`)
+        # records that name, which the loader matches against the library already loaded
+        soname = entry_path(key).name
+        link = [str(path) for path in toolchain.link]
+        if link:
+            link.append("-Wl,-rpath,$ORIGIN")
+        head = [toolchain.compiler, *toolchain.flags, f"-Wl,-soname,{soname}", "-o", str(out)]
         try:
-            proc = _run(cmd, timeout=COMPILE_TIMEOUT_S)
+            if before_link is None:
+                _check(_run([*head, str(src), *link, *LIBS], timeout=COMPILE_TIMEOUT_S), toolchain)
+            else:
+                obj = Path(tmp) / "kernels.o"
+                compile_flags = [f for f in toolchain.flags if f != "-shared"]
+                cmd = [toolchain.compiler, *compile_flags, "-c", "-o", str(obj), str(src)]
+                _check(_run(cmd, timeout=COMPILE_TIMEOUT_S), toolchain)
+                before_link()
+                _check(_run([*head, str(obj), *link, *LIBS], timeout=COMPILE_TIMEOUT_S), toolchain)
         except (OSError, subprocess.SubprocessError) as exc:
             raise CompilerError(f"cannot run {toolchain.compiler}: {exc}") from None
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
-            raise CompilerError(
-                f"{toolchain.compiler} failed on generated code (exit {proc.returncode}):\n{tail}"
-            )
         seconds = time.perf_counter() - start
         info = {
             "compiler": toolchain.compiler,

@@ -52,8 +52,7 @@ delegate.executable private @softmax_cpu target("cpu") {
 // weights, N * C = 2 single-channel images. Nearest (asymmetric, floor): a byte gather.
 // CHECK-LABEL: delegate.executable private @resize_cpu target("cpu") {
 // CHECK-NEXT:    cpu.module @kernels source =
-// CHECK-SAME:      #pragma GCC optimize(\22fp-contract=off\22)
-// CHECK-SAME:      static void irc_resize_bilinear_u8(
+// CHECK-SAME:      IRC_KERNEL(void, resize_bilinear_u8, (
 // CHECK-SAME:      /* nn.resize 1x2x2x3 -> 1x4x4x3 */
 // CHECK-SAME:      static const int32_t hl[] = {0, 0, 0, 1};
 // CHECK-SAME:      static const int32_t hh[] = {0, 1, 1, 1};

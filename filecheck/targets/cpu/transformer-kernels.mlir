@@ -1,12 +1,13 @@
 // RUN: irc-translate --emit-c %s | filecheck %s
 
 // The kernels of targets/cpu/lowerings/transformer.py: layer_norm, silu and attention call the
-// "transformer" snippet; gather, compare, select and the i64 / i1 casts are loop nests on
+// "transformer" snippet (the kernel library's part "transformer", declared in the code: see
+// targets/cpu/library.py); gather, compare, select and the i64 / i1 casts are loop nests on
 // their C types (`_Bool` for i1, `int64_t` for i64).
 
 // layer_norm over the last axis: 2x4 rows of 8, bias read from its argument.
-// CHECK:       static void irc_layer_norm(
-// CHECK:       static void irc_attention(
+// CHECK:       IRC_KERNEL(void, layer_norm, (
+// CHECK:       IRC_KERNEL(void, attention, (
 // CHECK:       /* nn.layer_norm 2x4x8, 8, 8 -> 2x4x8 */
 // CHECK-NEXT:  {
 // CHECK-NEXT:    irc_layer_norm(in0, in1, in2, out0, 8, 8, 9.99999996e-13f);

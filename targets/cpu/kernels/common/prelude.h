@@ -19,6 +19,7 @@
    loops left in generated code name them too): irc_set_threads(n) from the runtime
    (IRC_CPU_THREADS, set_threads), n <= 0: the default, OpenMP's where the library uses it
    (OMP_NUM_THREADS, else the CPUs), else the CPUs this process may run on. */
+#if !defined(IRC_GLUE) /* generated code asks its kernel library (api/pool.h) */
 static int irc_threads_wanted = 0;
 void irc_set_threads(int n) { irc_threads_wanted = n; }
 static int irc_default_threads(void);
@@ -26,6 +27,7 @@ static int irc_nthreads(void) {
   return irc_threads_wanted > 0 ? irc_threads_wanted : irc_default_threads();
 }
 int irc_get_threads(void) { return irc_nthreads(); }
+#endif
 
 enum { IRC_ACT_NONE = 0, IRC_ACT_RELU = 1, IRC_ACT_RELU6 = 2, IRC_ACT_RELU_N1_TO_1 = 3,
        IRC_ACT_TANH = 4 };

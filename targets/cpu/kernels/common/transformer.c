@@ -492,15 +492,7 @@ IRC_INLINE float irc_att_softmax_row(float *restrict s, long n) {
   return 1.0f / irc_vf_hsum_tree(acc);
 }
 
-/* Where each operand of a batch (head) b lies: its matrix at element offset xo[b], rows
-   xs apart (elements contiguous along a row); the keys' rows along k_t: with k_t, key n's
-   d-th element at ko[b] + n * ks + d (keys [N][D]), else at ko[b] + d * ks + n ([D][N]).
-   Strided offsets read a head out of a [S][heads][Dh] tensor in place (no transpose). */
-typedef struct {
-  const long *qo, *ko, *vo, *oo;
-  long qs, ks, vs, os;
-  int k_t;
-} irc_att_layout;
+/* irc_att_layout: types.h. */
 
 typedef struct {
   const float *q, *k, *v, *mask;
