@@ -637,6 +637,35 @@ def test_stores_round_to_half_as_numpy_does() -> None:
 
 
 @needs_device
+@pytest.mark.parametrize("tables", [True, False], ids=["tables", "builtins"])
+def test_every_half_widens_exactly(tables: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All 65536 halves through an elementwise kernel's scalar loads and stores (`nn.neg`):
+    bit for bit numpy's negation, with the CPU device's lookup tables (IRC_HALF_TABLES) and
+    with the builtins a GPU uses (the build option taken away)."""
+    from irc.targets.opencl import build as ocl_build
+    from irc.targets.opencl import runtime as ocl_runtime
+
+    n = 1 << 16
+    if not tables:
+        monkeypatch.setattr(ocl_build, "program_build_options", ocl_build.device_build_options)
+        monkeypatch.setattr(ocl_runtime, "program_build_options", ocl_build.device_build_options)
+        n += 1  # another program: the in-memory cache holds the tables' build
+    text = HALF_PRODUCTS.replace("%p = nn.mul %x, %y", "%p = nn.abs %x").replace(
+        ", tensor<Nxf32> -> tensor<Nxf32>\n  %n", " -> tensor<Nxf32>\n  %n"
+    )
+    model = compile_for(parse(text.replace("N", str(n))), "fp16")
+    assert isinstance(model, CompiledModel)
+    halves = np.arange(n, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    x = halves.astype(np.float32)
+    inputs = dict(zip(model.input_names, (x, x), strict=False))
+    (result,) = model.run(inputs).values()
+    want = -np.abs(x)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(result), nan)
+    np.testing.assert_array_equal(result.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+
+
+@needs_device
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("name", sorted(n for n in MODEL_FILES if not n.endswith("int8")))
 def test_shared_float_models_match_the_reference_in_fp16(name: str) -> None:

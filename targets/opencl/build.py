@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from irc.targets.opencl.device import Device
+from irc.targets.opencl.half_storage import HALF_TABLES_MACRO
 
 __all__ = [
     "BUILD_LOG_ENV",
@@ -52,6 +53,7 @@ __all__ = [
     "build",
     "build_log_requested",
     "device_build_options",
+    "program_build_options",
     "show_log",
 ]
 
@@ -191,13 +193,20 @@ def device_build_options(device: Device) -> str:
     return " ".join(o for o in BUILD_OPTIONS.split() if o != CORRECT_DIVISION)
 
 
+def program_build_options(device: Device) -> str:
+    """What programs are built with on `device`: `device_build_options(device)`, and on a CPU
+    device `-D IRC_HALF_TABLES` (half_storage.py: scalar half loads through tables)."""
+    options = device_build_options(device)
+    return f"{options} -D {HALF_TABLES_MACRO}" if device.profile.kind == "cpu" else options
+
+
 def build(device: Device, *, source: str | None = None, binary: bytes | None = None) -> tuple:
     """Build a program for `device` from `source` or from a driver `binary` with
-    `device_build_options(device)`; returns `(program, log)`. Raises `BuildFailure` (error +
+    `program_build_options(device)`; returns `(program, log)`. Raises `BuildFailure` (error +
     log) when the driver refuses it. Never emits `pyopencl.CompilerWarning`; safe on several
     threads."""
     cl = device.cl
-    options = device_build_options(device)
+    options = program_build_options(device)
     raw = getattr(cl, "_cl", None)
     low_level = getattr(raw, "_Program", None)
     if low_level is not None and hasattr(low_level, "_build"):

@@ -17,10 +17,14 @@ IEEE half bits. `half_storage` rewrites a kernel template whose conversions are 
 width with core OpenCL's `vload_half<n>` / `vstore_half<n>_rte` (OpenCL 1.0, no extension) on
 a private copy: half to float exactly, float to half rounded to nearest, ties to even
 (numpy's `astype(float16)`: overflow to infinity, subnormals, signed zeros, NaN kept). A GPU
-converts in hardware. On PoCL's CPU device the builtins are calls (not inlined): MobileNetV2
-ran 2.3-2.8x the float32 time with them, and 2.5-4.0x with the conversions written in integer
-arithmetic and selects instead (benchmarks/opencl_fp16_storage.py; Xeon @ 2.50GHz,
-AVX-512, same process), so the builtins are used everywhere.
+converts in hardware. PoCL's CPU device calls the builtins out of line, and the scalar loads
+of the register-tiled kernels' inner loops (one activation per row and step) pay for it:
+built with `-D IRC_HALF_TABLES` (build.py, on CPU devices) a scalar load widens through three
+small `__constant` tables instead (exact for all 65536 halves; on a GPU a divergent
+`__constant` lookup would serialise). MobileNetV2 in fp16 against fp32, same process, Xeon
+@ 2.50GHz AVX-512, PoCL, shared machine: builtins everywhere 1.85-2.4x the fp32 time, with
+scalar tables 1.45-1.7x; the conversions in integer arithmetic and selects 3.3-4.0x, every
+vector load through tables 7.7x.
 
 A 3-wide vector of `REAL`, a pointer without an address space or one declared with two types
 is refused (`ValueError`): no template has one, and each would need its own rewrite.
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["HEADER", "half_storage"]
+__all__ = ["HALF_TABLES_MACRO", "HEADER", "half_storage"]
 
 _POINTER_DECL = re.compile(
     r"(__global|__local|__constant)\s+(?:const\s+)?REAL([0-9]*)\s*\*\s*(?:const\s+)?"
@@ -160,9 +164,53 @@ def _builtin(width: str) -> str:
     )
 
 
+HALF_TABLES_MACRO = "IRC_HALF_TABLES"
+"""Defined (`-D`, build.py on CPU devices): scalar half loads through `_tables()`."""
+
+
+def _tables() -> str:
+    """`__constant` tables widening a half's bits exactly by lookups (van der Zijp's
+    method: mantissa of 2048 entries, exponent and offset of 64), and `irc_h2f` on them."""
+    mantissa = [0]
+    for i in range(1, 1024):  # subnormal halves: normalised
+        m, e = i << 13, 0
+        while not m & 0x00800000:
+            e -= 0x00800000
+            m <<= 1
+        mantissa.append(((m & ~0x00800000) | (e + 0x38800000)) & 0xFFFFFFFF)
+    mantissa += [0x38000000 + (i << 13) for i in range(1024)]
+    exponent = [0, *(i << 23 for i in range(1, 31)), 0x47800000, 0x80000000]
+    exponent += [0x80000000 + (i << 23) for i in range(1, 31)] + [0xC7800000]
+    offset = [0 if i in (0, 32) else 1024 for i in range(64)]
+
+    def table(name: str, values: list[int]) -> str:
+        return f"__constant uint {name}[{len(values)}] = {{{','.join(map(str, values))}}};\n"
+
+    return (
+        table("irc_half_mantissa", mantissa)
+        + table("irc_half_exponent", exponent)
+        + table("irc_half_offset", offset)
+        + "float irc_h2f(ushort h) {\n"
+        "    const uint e = h >> 10;\n"
+        "    return as_float(irc_half_mantissa[irc_half_offset[e] + (h & 0x3ffu)]"
+        " + irc_half_exponent[e]);\n"
+        "}\n"
+    )
+
+
+_SCALAR_LOAD = _builtin("").split("\n", 1)
+"""The builtin `irc_h2f` line, and the rest of the scalar conversions."""
+
 HEADER = (
     "/* precision=fp16: float tensors stored as IEEE half bits (ushort), float in registers:"
-    " irc_h2f<n> widens exactly, irc_f2h<n> rounds to nearest even (core OpenCL builtins). */\n"
-    + "".join(_builtin(w) for w in _WIDTHS)
+    " irc_h2f<n> widens exactly, irc_f2h<n> rounds to nearest even (core OpenCL builtins;"
+    " scalar loads through tables on CPU devices). */\n"
+    f"#ifdef {HALF_TABLES_MACRO}\n"
+    + _tables()
+    + "#else\n"
+    + _SCALAR_LOAD[0]
+    + "\n#endif\n"
+    + _SCALAR_LOAD[1]
+    + "".join(_builtin(w) for w in _WIDTHS[1:])
 )
 """The conversions every `fp16` program's kernels call (module docstring)."""

@@ -79,7 +79,7 @@ from irc.targets.opencl.build import (
     OpenCLBuildError,
     OpenCLLoadError,
     build,
-    device_build_options,
+    program_build_options,
     show_log,
 )
 from irc.targets.opencl.compile_helper import (
@@ -553,7 +553,7 @@ class LoadedOpenCLExecutable(LoadedExecutable):
                     key, buffer = f"{id(entry)}:{kind}{index}", buffers[kind][index]
                 args.append((key, int(buffer.size)))
             launches.append(HelperLaunch(launch.name, launch.global_size, launch.local_size, args))
-        options = device_build_options(self.device)
+        options = program_build_options(self.device)
         return Payload(self.device.identity, self.source, options, launches, constants)
 
     def _helper_pays(self, cold: list[tuple[_Entry, int]]) -> bool:
