@@ -1,8 +1,9 @@
 """float16 ONNX models (`convert_float_to_float16(keep_io_types=True)` of a
 MobileNetV3-small-like graph, `tests/fp16_graphs.py`, seeded) against onnxruntime.
 
-On opencl the model keeps 16-bit weights and activations in device memory (`precision=fp16`:
-the target's `float16_lowering_passes()` for a module `widen-fp16` marked; float arithmetic),
+On an opencl GPU the model keeps 16-bit weights and activations in device memory
+(`precision=fp16`: the target's `float16_lowering_passes()` for a module `widen-fp16` marked;
+float arithmetic; on a CPU device such as PoCL float32 unless `IRC_OPENCL_PRECISION=fp16`),
 every op in a target region: within 2e-3 of onnxruntime's float16 run, and no farther from
 the float32 model than the model's own float16 semantics (the reference target: one rounding
 to half per op result); onnxruntime's CPU run is closer (3.2e-4 against 4.6e-4 of the output
@@ -112,7 +113,7 @@ def _planned_bytes(compiled: irc.CompiledModel) -> int:
 def test_opencl_keeps_the_model_16_bit(
     paths: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("IRC_OPENCL_PRECISION", raising=False)
+    monkeypatch.setenv("IRC_OPENCL_PRECISION", "fp16")
     compiled = irc.compile(paths[1], "opencl")
     assert compiled.summary.splitlines()[-1].endswith("host: 0 ops"), compiled.summary
     assert _precisions(compiled) in (["fp16"], ["fp16-native"])
@@ -125,6 +126,23 @@ def test_opencl_keeps_the_model_16_bit(
     assert _precisions(widened) == ["fp32"]
     assert _planned_bytes(compiled) * 2 == _planned_bytes(widened)
     _check(widened, paths, widened=True)
+
+
+@needs_device
+def test_opencl_default_precision_follows_the_device(
+    paths: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unasked, a float16 model is half storage on a GPU and float32 on a CPU device."""
+    from irc.targets.opencl.device import get_device
+
+    monkeypatch.delenv("IRC_OPENCL_PRECISION", raising=False)
+    compiled = irc.compile(paths[1], "opencl")
+    if get_device().profile.is_gpu:
+        assert _precisions(compiled) in (["fp16"], ["fp16-native"])
+        _check(compiled, paths, widened=False)
+    else:
+        assert _precisions(compiled) == ["fp32"]
+        _check(compiled, paths, widened=True)
 
 
 @needs_compiler
