@@ -80,6 +80,25 @@ CPU s (steps of 4-8 ops were fastest, 16: 11.6, 32: 12.7); MobileNetV2's 2.9-3.4
 way (noise). Of the 9.6 s, about 2.5 s is the kernel snippets (csrc) compiled into every
 model's unit, 2.3 s the 225 outlined loop tasks, the rest the steps and the entry.
 
+Since the kernel library (targets/cpu/library.py: the kernels built once per ISA profile,
+compiler and flags, as a core and family parts compiled side by side and beside the model's
+unit, which is only the glue), measured 2026-11-27 on the Xeon above (AVX-512 + VNNI, 2
+vCPUs shared with other helpers), `--goals --repeat 1`, the library and
+`IRC_CPU_KERNEL_LIBRARY=0` (kernels pasted into the model's unit, as before) one after the
+other, wall s / CPU s of the process and its compilers:
+
+| run (load average) | DenseNet-121 cold | cached | MobileNetV2 cold | cached |
+|---|---|---|---|---|
+| library (4-6) | 16.9 / 15.8 | 2.23 / 1.88 | 9.25 / 8.40 | 2.03 / 1.66 |
+| pasted (3-5) | 20.4 / 16.7 | 2.39 / 1.63 | 10.1 / 6.53 | 2.63 / 1.79 |
+| library (9-13) | 120 / 16.2 | 10.7 / 1.81 | 30.1 / 9.18 | 5.3 / 1.88 |
+| pasted (9-13) | 160 / 19.4 | 9.9 / 1.78 | 42.6 / 7.10 | 8.8 / 1.85 |
+
+A cold cache pays each part a model uses once (MobileNetV2: the core, conv, depthwise and
+the other float kernels, ~2 CPU s more than its kernels pasted, which the parallel build
+hides in the wall time); every later model, region and process on that cache compiles only
+its glue (MobileNetV2's unit 43 KB instead of 78 KB; DenseNet's 225 loop tasks and steps).
+
 `--opencl-cold` measures issue #16's figure instead: MobileNetV2 (`--detection` adds the
 640x640 text-detection net of examples/build_detection_net.py) compiled for `opencl` in a new
 process with an empty `IRC_CACHE_DIR` **and** an empty `POCL_CACHE_DIR`, then run once on
