@@ -80,7 +80,7 @@ def _graph() -> onnx.ModelProto:
     outputs.append(g.op("ReduceSum", "b", g.i64(2, 3), keepdims=1))  # type: ignore[arg-type]
     inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in SHAPES.items()]
     graph = helper.make_graph(g.nodes, "fp16_ops", inputs, [], g.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = make_onnx_model(graph, opset=17)
     inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(model).graph.value_info}
     graph = helper.make_graph(
         g.nodes, "fp16_ops", inputs, [inferred[n] for n in outputs], g.initializers

@@ -106,9 +106,9 @@ def test_supported_ops_are_the_registered_ones_and_constants() -> None:
             nn.CastOp,
             ["half_cast", "wide_cast", "integer_to_float", "widening_alias", "integer_cast"],
         ),
-        (nn.SubOp, ["zero_point_folded", "integer_binary", "binary"]),
-        (nn.ReluOp, ["integer_unary_op", "unary"]),
-        (nn.Conv2DOp, ["integer_conv2d", "float_conv2d"]),
+        (nn.SubOp, ["half_binary", "zero_point_folded", "integer_binary", "binary"]),
+        (nn.ReluOp, ["half_unary", "integer_unary_op", "unary"]),
+        (nn.Conv2DOp, ["half_conv2d", "integer_conv2d", "float_conv2d"]),
         (nn.SoftmaxOp, ["quantized_softmax", "softmax"]),
         (nn.GeluOp, ["gelu", "integer_table"]),
         (

@@ -208,18 +208,20 @@ static void *irc_pool_worker(void *arg) {
 
 /* The library's default thread count: OpenMP's where it is linked (OMP_NUM_THREADS, else the
    CPUs), else the same without it: the leading number of OMP_NUM_THREADS (irc-run --threads
-   sets it), else the CPUs this process may run on (its affinity mask); computed once. */
+   sets it), else the CPUs this process may run on (its affinity mask); computed once, and
+   again after irc_set_threads(n <= 0) (one library serves every model of its profile in a
+   process: a model loaded later with another OMP_NUM_THREADS asks for the default anew). */
 extern char *getenv(const char *name);
 static int irc_default_threads(void) {
 #if defined(_OPENMP)
   return omp_get_max_threads();
 #else
-  static int count = 0;
+  int count = irc_default_threads_count;
   if (count > 0) return count;
   int n = 0;
   for (const char *env = getenv("OMP_NUM_THREADS"); env && *env >= '0' && *env <= '9'; ++env)
     n = n < 100000 ? n * 10 + (*env - '0') : n;
-  if (n > 0) return count = n;
+  if (n > 0) return irc_default_threads_count = n;
   n = 1;
 #if IRC_POOL_THREADS
   unsigned long mask[16] = {0};
@@ -230,7 +232,7 @@ static int irc_default_threads(void) {
   }
   if (n < 1) n = 1;
 #endif
-  count = n;
+  irc_default_threads_count = n;
   return n;
 #endif
 }

@@ -21,7 +21,11 @@
    (OMP_NUM_THREADS, else the CPUs), else the CPUs this process may run on. */
 #if !defined(IRC_GLUE) /* generated code asks its kernel library (api/pool.h) */
 static int irc_threads_wanted = 0;
-void irc_set_threads(int n) { irc_threads_wanted = n; }
+static int irc_default_threads_count = 0; /* computed once (pool.c), forgotten by n <= 0 */
+void irc_set_threads(int n) {
+  irc_threads_wanted = n;
+  if (n <= 0) irc_default_threads_count = 0; /* asking for the default reads it again */
+}
 static int irc_default_threads(void);
 static int irc_nthreads(void) {
   return irc_threads_wanted > 0 ? irc_threads_wanted : irc_default_threads();
