@@ -485,8 +485,12 @@ class LoadedOpenCLExecutable(LoadedExecutable):
             buffer = context.inputs[i]
             context.bind_input(i, buffer)
             if value.size:
-                with np.errstate(over="ignore"):  # to half: beyond its range is ±inf
-                    data = np.ascontiguousarray(value, spec.input_storage[i])
+                storage = spec.input_storage[i]
+                if storage == np.float16 and value.dtype != np.float16:
+                    with np.errstate(over="ignore"):  # to half: beyond its range is ±inf
+                        data = np.ascontiguousarray(value, storage)
+                else:
+                    data = np.ascontiguousarray(value, storage)
                 uploads.append(cl.enqueue_copy(queue, buffer, data, is_blocking=False))
         context.uploads = uploads  # the previous call's uploads are long done (in order)
         profile = active_profile()
