@@ -177,8 +177,9 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
     `preferred_layout` X (targets without a preference get none), `insert-qdq{targets=...}`
     for the targets that do not run quantized ops (with `emulate_rounding`),
     `fuse-activations{targets=...}` for the targets other than the host's (and
-    `widen-fp16{targets=...}` with them after `canonicalize` when there are such
-    targets), and `outline-delegates`. Steps whose target list would be empty are left
+    `widen-fp16{targets=... precision=...}` with them after `canonicalize` when there are
+    such targets; `precision`: a float16 model's activation storage, docs/fp16.md), and
+    `outline-delegates`. Steps whose target list would be empty are left
     out: without
     `targets` those passes would convert the whole graph. Raises `TargetError` for an
     unknown target.
@@ -190,6 +191,7 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
         raise ValueError("the default pipeline needs at least one target")
     resolved = [get_target(name) for name in names]
     qdq_options = {k: options.pop(k) for k in _INSERT_QDQ_OPTIONS if k in options}
+    precision = options.pop("precision", None)  # widen-fp16's: a float16 model's storage
 
     steps = ["canonicalize", pass_spec("partition", {"targets": names, **options})]
     if any(target.runs_quantized and target.name != HOST_TARGET for target in resolved):
@@ -207,8 +209,9 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
         steps.append(pass_spec("insert-qdq", {"targets": float_only, **qdq_options}))
     delegated = [name for name in names if name != HOST_TARGET]
     if delegated:
-        # float16 models run in float32 unless every delegated target computes float16.
-        widen = pass_spec("widen-fp16", {"targets": delegated})
+        # a float16 model: each op in float32 unless a delegated target computes it in
+        # float16 (Target.computes_float16_op at `precision`)
+        widen = pass_spec("widen-fp16", {"targets": delegated, "precision": precision})
         steps.insert(steps.index("canonicalize") + 1, widen)
         steps.append(pass_spec("fuse-activations", {"targets": delegated}))
     steps.append("outline-delegates")

@@ -18,16 +18,34 @@ float32 models. This pass gives such a model the form every target runs:
   `f32` at the entry and its `f16` results back before the return (a remark says so), so the
   caller feeds and reads float16 as before.
 
-Modules without `f16` tensors are left unchanged, and so are modules compiled for targets
-that all compute float16 themselves (`widen-fp16{targets=a,b}`: each answers
-`Target.computes_float16`; the ops none of them takes run on the host, whose reference
-target computes float16 too). Run before `partition` (the default
-pipeline runs it after `canonicalize` when a target other than the host's takes part), so
-that targets judge the float32 ops.
+Modules without `f16` tensors are left unchanged.
+
+With `widen-fp16{targets=a,b precision=P}` each op on `f16` tensors is offered to the
+targets (`Target.computes_float16_op(op, P)`; `precision` unset: each target's default, on
+cpu `IRC_CPU_PRECISION`, else float32). When none of them keeps any op in float16, the
+module is widened whole as above. When some are (the cpu target at `precision=fp16` keeps
+the ops it has float16 kernels for: convolutions, elementwise ops, reductions, casts, data
+movement), the module keeps its `f16` tensors, and every other op on them is **widened
+locally**: `nn.cast` f16 -> f32 on each `f16` operand (one cast per value, shared by the
+widened ops that read it; an `f16` constant gets an `f32` twin instead), the op on `f32`,
+and `nn.cast` f32 -> f16 on each `f16` result. So softmax, layer norm, attention, pooling,
+resize, gather... run on a target that computes them in float32 (the cpu target, which has
+kernels for those casts) instead of on the host.
+
+Cast pairs f32 -> f16 -> f32 between two widened ops are kept, not collapsed: each op still
+rounds its result to half once, which is what the model's float16 semantics say
+(docs/semantics.md) and what the reference target computes for the same op on its own
+(numpy float16: float32 math on widened inputs, one rounding per result). Collapsing them
+would skip roundings and make cpu differ from the reference target's goldens; a model
+that wants no activation roundings at all has the default precision (fp32), widened whole.
+Run before `partition` (the default pipeline runs it after `canonicalize` when a target
+other than the host's takes part), so that targets judge the ops as they will compute them.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,12 +56,12 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from irc.diagnostics import emit_remark
+from irc.diagnostics import emit_error, emit_remark
 from irc.dialects import nn
 from irc.dialects.nn import array_from_dense
 from irc.targets.base import get_target
 
-__all__ = ["WidenFp16Pass", "widen_fp16", "widened"]
+__all__ = ["WidenFp16Pass", "widen_fp16", "widen_locally", "widened"]
 
 
 FLOAT16_MODEL = "irc.float16_model"
@@ -172,18 +190,123 @@ def _signature_casts(function: func.FuncOp, first: Operation | None) -> set[Oper
     return casts
 
 
+def _reads_or_writes_half(op: Operation) -> bool:
+    return any(_is_half(t) for t in (*op.operand_types, *op.result_types))
+
+
+def _computed_ops(module: ModuleOp) -> list[Operation]:
+    """The ops on `f16` tensors a target computes (constants and functions excluded)."""
+    return [
+        op
+        for op in module.walk()
+        if not isinstance(op, nn.ConstantOp | func.FuncOp | func.ReturnOp | ModuleOp)
+        and _reads_or_writes_half(op)
+    ]
+
+
+def _half_constant_twin(constant: nn.ConstantOp, twins: dict[nn.ConstantOp, SSAValue]) -> SSAValue:
+    """The `f32` constant of `constant`'s float16 values (one per constant)."""
+    twin = twins.get(constant)
+    if twin is None:
+        array = array_from_dense(constant.value).astype(np.float32)
+        new = nn.ConstantOp.from_array(array)
+        Rewriter.insert_op(new, InsertPoint.after(constant))
+        twin = twins[constant] = new.results[0]
+    return twin
+
+
+def _widening_cast(value: SSAValue, casts: dict[SSAValue, SSAValue]) -> SSAValue:
+    """`nn.cast` f16 -> f32 of `value`, inserted after its definition (one per value)."""
+    cast_result = casts.get(value)
+    if cast_result is None:
+        cast = nn.CastOp.make(value, result_elements=Float32Type())
+        owner = value.owner
+        if isinstance(owner, Operation):
+            Rewriter.insert_op(cast, InsertPoint.after(owner))
+        else:
+            assert isinstance(owner, Block)
+            Rewriter.insert_op(cast, InsertPoint.at_start(owner))
+        cast_result = casts[value] = cast.results[0]
+    return cast_result
+
+
+def widen_locally(module: ModuleOp, keeps: Callable[[Operation], bool]) -> int:
+    """Compute every op on `f16` tensors for which `keeps(op)` is false in float32 between
+    casts (the module docstring's local widening); `f16` constants left without uses are
+    erased. Returns the number of ops widened."""
+    casts: dict[SSAValue, SSAValue] = {}
+    twins: dict[nn.ConstantOp, SSAValue] = {}
+    per_function: dict[func.FuncOp, Counter[str]] = {}
+    count = 0
+    for op in _computed_ops(module):
+        if keeps(op):
+            continue
+        function = op.parent_op()
+        while function is not None and not isinstance(function, func.FuncOp):
+            function = function.parent_op()
+        if function is not None:
+            per_function.setdefault(function, Counter())[op.name] += 1
+        for index, operand in enumerate(op.operands):
+            if not _is_half(operand.type):
+                continue
+            owner = operand.owner
+            if isinstance(owner, nn.ConstantOp):
+                op.operands[index] = _half_constant_twin(owner, twins)
+            else:
+                op.operands[index] = _widening_cast(operand, casts)
+        for result in list(op.results):
+            if not _is_half(result.type):
+                continue
+            wide = Rewriter.replace_value_with_new_type(result, widened(result.type))
+            narrowing = nn.CastOp.make(wide, result_elements=Float16Type())
+            Rewriter.insert_op(narrowing, InsertPoint.after(op))
+            wide.replace_uses_with_if(
+                narrowing.results[0], lambda use, c=narrowing: use.operation is not c
+            )
+        count += 1
+    for constant in twins:
+        if not constant.results[0].uses:
+            Rewriter.erase_op(constant)
+    for function, names in per_function.items():
+        listed = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(names.items()))
+        emit_remark(
+            function,
+            f"widen-fp16: @{function.sym_name.data} computes {names.total()} float16 "
+            f"op{'s' if names.total() > 1 else ''} in float32 between casts (no target keeps "
+            f"{'them' if names.total() > 1 else 'it'} in float16): {listed}",
+        )
+    return count
+
+
 @dataclass(frozen=True)
 class WidenFp16Pass(ModulePass):
     """Compute float16 models in float32 with their float16 values (constants widened,
-    values retyped, casts at an `f16` signature)."""
+    values retyped, casts at an `f16` signature), or, where a target computes some of their
+    ops in float16, only the other ops, between casts."""
 
     name = "widen-fp16"
 
     targets: tuple[str, ...] = ()
-    """The targets the module is compiled for: nothing is widened when every one of them
-    computes float16 (`Target.computes_float16`); empty: widen."""
+    """The targets the module is compiled for, each asked per op
+    (`Target.computes_float16_op`); empty: widen everything."""
+
+    precision: str | None = None
+    """`fp16` or `fp32`, passed to each target's `computes_float16_op` (None: each target's
+    default)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.targets and all(get_target(name).computes_float16 for name in self.targets):
+        if self.precision not in (None, "fp16", "fp32"):
+            emit_error(op, f"widen-fp16: precision must be fp16 or fp32, got '{self.precision}'")
+        if not self.targets or not _has_half(op):
+            widen_fp16(op)
             return
-        widen_fp16(op)
+        targets = [get_target(name) for name in self.targets]
+        kept = {
+            o
+            for o in _computed_ops(op)
+            if any(t.computes_float16_op(o, self.precision) for t in targets)
+        }
+        if kept:
+            widen_locally(op, kept.__contains__)
+        else:
+            widen_fp16(op)

@@ -8,7 +8,7 @@ A target is what TFLite calls a delegate, LiteRT a compiler plugin, MindSpore Li
 | availability | `Target.available()` -> `Availability` (bool + reason) |
 | capability | `Target.supports(op)` -> `Support` (yes, or a reason code and text) |
 | layout / quantization | `preferred_layout` ("NHWC", "NCHW" or None), `runs_quantized` |
-| float16 | `computes_float16`: takes a float16 model's tensors as they are |
+| float16 | `computes_float16` (can), `computes_float16_op(op, precision)` (does): keeps `f16` ops |
 | compile | `Target.lowering_passes()`: pass pipeline applied to its executables |
 | own passes | `Target.passes()`: the passes that pipeline names besides irc's (`PassTable`) |
 | emit | `Target.emit_source(executable)`: generated source text (`irc-translate --emit-*`) |
@@ -194,11 +194,10 @@ class Target(ABC):
     quantized ops into float ops (the TFLite GPU delegate's approach)."""
 
     computes_float16: ClassVar[bool] = False
-    """True: `supports()` judges float16 ops too, and the target computes those it takes
+    """True: `supports()` judges float16 ops too, and the target can compute those it takes
     as docs/semantics.md defines them (float32 arithmetic on the widened inputs, one
-    rounding to float16 per result), storing float16 tensors as float16; `widen-fp16
-    {targets=...}` then keeps a float16 model's tensors. False: `widen-fp16` gives it
-    float32 ops."""
+    rounding to float16 per result), storing float16 tensors as float16; whether it does,
+    op by op, is `computes_float16_op`. False: `widen-fp16` gives it float32 ops."""
 
     def available(self) -> Availability:
         """Whether the target can run on this machine (a driver, a compiler...)."""
@@ -207,6 +206,17 @@ class Target(ABC):
     @abstractmethod
     def supports(self, op: Operation) -> Support:
         """Whether the target takes `op` (as imported), or why not."""
+
+    def computes_float16_op(self, op: Operation, precision: str | None = None) -> bool:
+        """Whether the target computes `op`, an op on a float16 model's `f16` tensors (as
+        imported), in float16 itself (16-bit storage of its `f16` results); `widen-fp16
+        {targets=...}` keeps such an op's tensors and computes every other one in float32
+        between casts. `precision`: what the pipeline asks for (`fp16`: 16-bit storage
+        where the target can; `fp32`: none), None: the target's own default. Default:
+        `computes_float16`, `precision` not `fp32` and `supports(op)`."""
+        if not self.computes_float16 or precision == "fp32":
+            return False
+        return bool(self.supports(op))
 
     def lowering_passes(self) -> str:
         """The pass pipeline (irc-opt `-p` syntax) applied to this target's executables."""

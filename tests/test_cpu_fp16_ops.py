@@ -125,6 +125,7 @@ def test_ops_match_the_reference(
 ) -> None:
     monkeypatch.setenv("IRC_CPU_ISA", isa_name)
     monkeypatch.delenv("IRC_CPU_PORTABLE", raising=False)
+    monkeypatch.setenv("IRC_CPU_PRECISION", "fp16")  # 16-bit storage (the default is fp32)
     compiled = irc.compile(model_path, "cpu")
     assert compiled.summary.splitlines()[-1].endswith("host: 0 ops"), compiled.summary
     got = compiled.run(_feeds())
@@ -144,12 +145,40 @@ def test_storage_is_float16(model_path: Path, tmp_path: Path) -> None:
 
     assert get_target("cpu").computes_float16
     saved = tmp_path / "fp16_ops.mlir"
-    irc.compile(model_path, "cpu").save(saved)
+    irc.compile(model_path, "cpu", precision="fp16").save(saved)
     text = saved.read_text()
     for kernel in ("irc_conv2d_f16(", "irc_depthwise_f16(", "irc_f16_to_f32(", "irc_f32_to_f16("):
         assert kernel in text, kernel
     assert "irc_conv2d(" not in text
     assert "irc_depthwise(" not in text
+
+
+@needs_compiler
+def test_default_precision_is_float32(
+    model_path: Path,
+    reference: dict[str, np.ndarray],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Unasked, a float16 model computes and stores float32 activations on cpu with its
+    float16 weights widened (onnxruntime's CPU provider's way): no float16 kernel, and the
+    results are float32 arithmetic on the half weights, not rounded to half."""
+    monkeypatch.delenv("IRC_CPU_PRECISION", raising=False)
+    compiled = irc.compile(model_path, "cpu")
+    assert compiled.summary.splitlines()[-1].endswith("host: 0 ops"), compiled.summary
+    saved = tmp_path / "fp16_ops.mlir"
+    compiled.save(saved)
+    text = saved.read_text()
+    assert "irc_conv2d(" in text
+    assert "_f16(" not in text
+    got = compiled.run(_feeds())
+    rounded = 0
+    for name, want in reference.items():
+        assert got[name].dtype == np.float32
+        ulps = _half_ulps(got[name], want)
+        assert float(np.max(ulps)) <= 1.0, (name, float(np.max(ulps)))  # one rounding apart
+        rounded += int(np.any(got[name] != got[name].astype(np.float16).astype(np.float32)))
+    assert rounded >= len(reference) // 2  # float32 results, not halves
 
 
 def test_lowerings_come_first_and_cover_the_float_families() -> None:

@@ -1,15 +1,21 @@
-// RUN: irc-opt %s -p 'widen-fp16{targets=cpu}' | filecheck %s --check-prefix=NATIVE
+// RUN: irc-opt %s -p 'widen-fp16{targets=cpu precision=fp16}' | filecheck %s --check-prefix=NATIVE
+// RUN: env IRC_CPU_PRECISION=fp16 irc-opt %s -p 'widen-fp16{targets=cpu}' | filecheck %s --check-prefix=NATIVE
+// RUN: env -u IRC_CPU_PRECISION irc-opt %s -p 'widen-fp16{targets=cpu}' | filecheck %s --check-prefix=WIDENED
+// RUN: env IRC_CPU_PRECISION=fp16 irc-opt %s -p 'widen-fp16{targets=cpu precision=fp32}' | filecheck %s --check-prefix=WIDENED
 // RUN: irc-opt %s -p 'widen-fp16' | filecheck %s --check-prefix=WIDENED
 
-// widen-fp16{targets=...} asks each target `computes_float16`: the cpu target computes
-// float16 (float16 storage, float32 arithmetic), so a model compiled for it keeps its f16
-// constants, values and casts. Without targets the pass widens as always.
+// widen-fp16{targets=...} asks each target per op (`computes_float16_op(op, precision)`).
+// The cpu target keeps float16 storage only at precision=fp16 (the pass's option, else
+// IRC_CPU_PRECISION): the model keeps its f16 constants, values and casts for the ops it
+// has float16 kernels for. Its default (fp32), an explicit precision=fp32 and no targets
+// widen the whole model: float32 activations with the float16 weights' values.
 // NATIVE-LABEL: func.func @keep_io_types
 // NATIVE-NEXT:    %[[H:.*]] = nn.cast %{{.*}} : tensor<4xf32> -> tensor<4xf16>
 // NATIVE-NEXT:    %[[W:.*]] = nn.constant {{.*}} : tensor<4xf16>
 // NATIVE-NEXT:    %[[A:.*]] = nn.add %[[H]], %[[W]] : tensor<4xf16>, tensor<4xf16> -> tensor<4xf16>
 // NATIVE-NEXT:    %[[Y:.*]] = nn.cast %[[A]] : tensor<4xf16> -> tensor<4xf32>
 // NATIVE-NEXT:    func.return %[[Y]] : tensor<4xf32>
+// WIDENED:       builtin.module attributes {irc.float16_model}
 // WIDENED-LABEL: func.func @keep_io_types
 // WIDENED-NEXT:    %[[W:.*]] = nn.constant {{.*}} : tensor<4xf32>
 // WIDENED-NEXT:    %[[A:.*]] = nn.add %{{.*}}, %[[W]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>

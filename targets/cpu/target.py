@@ -6,11 +6,20 @@
 `lower-quantized,lower-cpu` (quantized regions run natively on the integer form); the
 runtime builds each executable's C through a hash-keyed cache and calls one C function per
 dispatch.
+
+A float16 model (docs/fp16.md) computes in float32 with its float16 weights by default
+(`precision=fp32`: `widen-fp16` widens it whole, as onnxruntime's CPU provider runs it);
+`IRC_CPU_PRECISION=fp16`, or `precision="fp16"` (`irc.compile`, `widen-fp16{precision=fp16}`),
+asks for 16-bit activation storage: `computes_float16_op` keeps the `f16` tensors of the ops
+with float16 kernels here (`binary16.computes_float16`), and `widen-fp16` computes the others
+in float32 between casts. `precision_choice()` says what was chosen and why.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.ir import Operation
@@ -20,6 +29,37 @@ from irc.targets.base import Availability, Layout, PassTable, Support, Target, T
 
 # The toolchain probe and the capability check are imported when first used: discovering the
 # target (every `irc.context.get_all_passes()`, so every irc-opt run) only reads its passes.
+
+PRECISION_ENV = "IRC_CPU_PRECISION"
+"""`fp32` (the default) or `fp16`: a float16 model's activation storage on cpu when the
+pipeline asks for none (`precision` of `widen-fp16` / `irc.compile`)."""
+
+PRECISIONS = ("fp32", "fp16")
+
+
+@dataclass(frozen=True)
+class PrecisionChoice:
+    """The precision a float16 model's ops get on cpu, and why."""
+
+    precision: str
+    """`fp32` (float32 activations, the float16 weights widened) or `fp16` (16-bit storage
+    of the activations of ops with float16 kernels)."""
+    reason: str
+    """Where it came from, in words."""
+
+
+def precision_choice(requested: str | None = None) -> PrecisionChoice:
+    """`requested` (the pipeline's `precision`), else `IRC_CPU_PRECISION`, else `fp32`; an
+    unknown value is `fp32`, with the reason."""
+    if requested is not None:
+        source, raw = "precision", requested.strip().lower()
+    else:
+        source, raw = PRECISION_ENV, os.environ.get(PRECISION_ENV, "").strip().lower()
+    if not raw:
+        return PrecisionChoice("fp32", "the default: float32 activations, float16 weights")
+    if raw in PRECISIONS:
+        return PrecisionChoice(raw, f"{source}={raw}")
+    return PrecisionChoice("fp32", f"{source}='{raw}' is neither fp32 nor fp16: fp32")
 
 
 class CpuTarget(Target):
@@ -46,6 +86,15 @@ class CpuTarget(Target):
         from irc.targets.cpu.support import check_op
 
         return check_op(op)
+
+    def computes_float16_op(self, op: Operation, precision: str | None = None) -> bool:
+        """With precision `fp16` (`precision_choice`): whether `op` has a float16 kernel here
+        (`binary16.computes_float16`); with `fp32` (the default) never."""
+        if precision_choice(precision).precision != "fp16":
+            return False
+        from irc.targets.cpu.lowerings.binary16 import computes_float16
+
+        return computes_float16(op)
 
     def lowering_passes(self) -> str:
         return "lower-quantized,lower-cpu"

@@ -166,6 +166,31 @@ def check(op: Operation) -> Support | None:
     return Support.yes()
 
 
+def computes_float16(op: Operation) -> bool:
+    """Whether the cpu target computes `op`, an op on float16 tensors, in float16
+    (`CpuTarget.computes_float16_op` at `precision=fp16`): the target takes it (`supports`),
+    and it is one of the kernels here, a cast between float16 and float32 or data movement
+    of float16 bits, none of its float16 operands a constant it does not pack. Everything
+    else (softmax, layer norm, attention, pooling, gather of a float16 table, casts from or to
+    integers...) `widen-fp16` computes in float32 between casts."""
+    from irc.targets.cpu.lowerings.casts import is_half_cast
+    from irc.targets.cpu.lowerings.movement import DATA_MOVEMENT_OPS
+    from irc.targets.cpu.support import check_op
+
+    if isinstance(op, nn.ConstantOp) or not any(is_half(v) for v in (*op.operands, *op.results)):
+        return False
+    if isinstance(op, nn.CastOp):
+        covered = is_half_cast(op)
+    else:
+        covered = check(op) is not None or type(op) in DATA_MOVEMENT_OPS
+    if not covered:
+        return False
+    for index, operand in enumerate(op.operands):
+        if is_half(operand) and _is_constant(operand) and not _packs_constant(op, index):
+            return False
+    return bool(check_op(op))
+
+
 # ---- Convolutions -------------------------------------------------------------------------------
 
 
