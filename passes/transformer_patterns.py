@@ -87,7 +87,10 @@ def _splat(value: SSAValue | None) -> float | None:
 
 
 def _close(value: float | None, exact: float) -> bool:
-    return value is not None and abs(value - exact) <= 1e-6 * abs(exact)
+    """`value` is `exact` in float32, or `exact` rounded to float16 (a float16 model's)."""
+    if value is None:
+        return False
+    return abs(value - exact) <= 1e-6 * abs(exact) or value == float(np.float16(exact))
 
 
 def _only_user(value: SSAValue) -> Operation | None:
@@ -474,15 +477,19 @@ class FuseAttention(RewritePattern):
         """``select(keep, scores, low)`` with a splat ``low <= -1e30`` (GPT-2's causal mask,
         torch.finfo.min) as (scores, the ops of the additive mask ``select(keep, 0, low)``):
         ``scores + low`` rounds to ``low`` for any score below 1e22 in magnitude, so the
-        softmax sees the same values."""
+        softmax sees the same values. In a float16 model `low` is half's lowest, -65504
+        (float16 conversions clip finfo.min to it), and ``scores + low`` is far enough below
+        every unmasked score that its exponential is 0 as well."""
         low = _splat(select.on_false)
         scores = select.on_true
-        if low is None or low > -1e30 or not isinstance(scores.type, TensorType):
-            return None
-        if not isinstance(_scale_of(scores)[0].owner, nn.BatchMatmulOp):
+        if low is None or not isinstance(scores.type, TensorType):
             return None
         element = scores.type.element_type
         dtype = numpy_dtype(element)
+        if low > (-65504.0 if dtype == np.float16 else -1e30):
+            return None
+        if not isinstance(_scale_of(scores)[0].owner, nn.BatchMatmulOp):
+            return None
         zero = nn.ConstantOp.from_array(np.zeros((), dtype))
         floor = nn.ConstantOp.from_array(np.full((), low, dtype))
         mask = nn.SelectOp.make(
