@@ -2,7 +2,8 @@
 
 A float16 model (`convert_float_to_float16(keep_io_types=True)`, here
 `fp16_transformer_graphs.to_float16`, seeded graphs of `transformer_graphs` and
-`zoo_graphs`) runs every op in a cpu region at either precision:
+`zoo_graphs`: BERT with dynamic axes, GPT-2, DeiT, Whisper's encoder) runs every op in a cpu
+region at either precision:
 
 * the default (`precision=fp32`): float32 activations with the model's float16 weights
   widened (`widen-fp16` widens the whole model, as onnxruntime's CPU provider computes it):
@@ -33,7 +34,7 @@ from cpu_support import needs_compiler
 from fp16_transformer_graphs import to_float16
 from onnx import TensorProto, helper
 from onnx_support import make_onnx_model
-from transformer_graphs import OnnxGraph, bert_inputs, bert_like
+from transformer_graphs import OnnxGraph, bert_inputs, bert_like, gpt2_inputs, gpt2_like
 from zoo_graphs import deit_inputs, deit_like, whisper_encoder_like, whisper_inputs
 
 import irc
@@ -125,6 +126,15 @@ def test_precision_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "'half' is neither fp32 nor fp16" in choice.reason
 
 
+def test_precision_reaches_widen_fp16() -> None:
+    """`irc.compile(..., precision=...)` is widen-fp16's option in the default pipeline."""
+    from irc.pipelines import default_pipeline
+
+    assert "widen-fp16{targets=cpu precision=fp16}," in default_pipeline(["cpu"], precision="fp16")
+    assert "widen-fp16{targets=cpu}," in default_pipeline(["cpu"])
+    assert "precision" not in default_pipeline(["cpu"], precision="fp16").split("partition")[1]
+
+
 # ---- Models -------------------------------------------------------------------------------------
 
 Build = Callable[[], tuple[onnx.ModelProto, dict[str, np.ndarray]]]
@@ -134,6 +144,7 @@ MODELS: dict[str, Build] = {
         deit_like(image=32, patch=8, hidden=48, heads=3, layers=2),
         deit_inputs(1, 32),
     ),
+    "gpt2": lambda: (gpt2_like(hidden=32, heads=2, layers=2), gpt2_inputs(1, 12)),
     "whisper": lambda: (
         whisper_encoder_like(mels=16, frames=64, hidden=48, heads=3, layers=2),
         whisper_inputs(1, 16, 64),
