@@ -215,3 +215,25 @@ def test_dynamic_bert_at_two_lengths(tmp_path: Path) -> None:
         got = compiled.run(feeds)
         session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
         assert max(_errors(got, session.run(None, feeds))) <= 2e-3
+
+
+def test_cnn_default_precision_is_onnxruntimes_computation(tmp_path: Path) -> None:
+    """On a CNN, whose ops onnxruntime's CPU provider all runs in float32 between casts it
+    then drops, the default precision computes what onnxruntime's float16 run computes:
+    the same float32 arithmetic on the same float16 weights (float32 rounding apart)."""
+    from fp16_graphs import mobilenet_v3_small_like
+
+    fp32 = mobilenet_v3_small_like(image=64)
+    paths = tmp_path / "fp32.onnx", tmp_path / "fp16.onnx"
+    onnx.save(fp32, paths[0])
+    onnx.save(to_float16(fp32), paths[1])
+    feeds = {"input": np.random.default_rng(3).uniform(-1, 1, (1, 3, 64, 64)).astype(np.float32)}
+    want32, want16 = (
+        onnxruntime.InferenceSession(p, providers=["CPUExecutionProvider"]).run(None, feeds)
+        for p in paths
+    )
+    compiled = irc.compile(paths[1], "cpu", precision="fp32")
+    assert _host_ops(compiled).endswith("host: 0 ops"), compiled.summary
+    got = compiled.run(feeds)
+    assert max(_errors(got, want16)) <= 1e-5
+    assert _errors(got, want32)[0] <= _errors(dict(enumerate(want16)), want32)[0] * 1.01 + 1e-6  # type: ignore[arg-type]
