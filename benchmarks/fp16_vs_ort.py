@@ -3,10 +3,10 @@ process: a MobileNetV3-small-like model (tests/fp16_graphs.py, convert_float_to_
 keep_io_types, seeded) and its float32 original.
 
 Runs, interleaved (`side_by_side.interleaved_ms`, the order reversed every other round):
-* `irc f16`: the float16 file on cpu as the default pipeline compiles it (the cpu target
-  `computes_float16`: float16 weights and activations, float32 arithmetic);
+* `irc f16`: the float16 file on cpu at `precision="fp16"` (the cpu target's
+  `computes_float16_op`: float16 weights and activations, float32 arithmetic);
 * `irc f16 widened`: the same file widened by `widen-fp16` before compiling (float32
-  tensors holding the float16 weights: what the cpu target ran before);
+  tensors holding the float16 weights: the cpu target's default precision, fp32);
 * `irc f32`: the float32 file; `ort f16` / `ort f32`: onnxruntime's CPU provider.
 
 Prints per run the median wall time at `--threads` threads and the median CPU time
@@ -71,7 +71,7 @@ def main() -> None:
         widened = import_model(fp16)
         widen_fp16(widened)
         compiled = {
-            "irc f16": irc.compile(fp16, "cpu"),
+            "irc f16": irc.compile(fp16, "cpu", precision="fp16"),
             "irc f16 widened": irc.compile(widened, "cpu"),
             "irc f32": irc.compile(fp32, "cpu"),
         }
