@@ -195,11 +195,13 @@ def _reads_or_writes_half(op: Operation) -> bool:
 
 
 def _computed_ops(module: ModuleOp) -> list[Operation]:
-    """The ops on `f16` tensors a target computes (constants and functions excluded)."""
+    """The ops on `f16` tensors a target computes: those of the `nn` dialect but constants
+    (functions, calls and returns keep their types)."""
     return [
         op
         for op in module.walk()
-        if not isinstance(op, nn.ConstantOp | func.FuncOp | func.ReturnOp | ModuleOp)
+        if op.name.startswith("nn.")
+        and not isinstance(op, nn.ConstantOp)
         and _reads_or_writes_half(op)
     ]
 
