@@ -9,6 +9,8 @@ detection net's 3x3 96->24 conv at 160x160) with `CLOCK_THREAD_CPUTIME_ID` (a lo
 machine's waits for a core do not count), best of `--reps`; and the matrix-product form
 (fully connected layers, M rows x K -> N, one row) at BERT-base's and DeiT-tiny's sizes,
 cycling through 4 copies of the weights, as a model's layers stream theirs from memory.
+Filters are packed as each profile's lowering packs them (`packing.float_vectors_per_block`:
+32-channel blocks for AVX-512's 32-channel tile, 16 for the others).
 Prints first each profile's float peak on this core (12 independent FMA chains on the
 profile's vectors, CPU time, best of reps / 4 runs: AVX2's is half of AVX-512's per cycle),
 then GFLOP/s per shape and profile and the ratio to the best profile.
@@ -28,6 +30,8 @@ from side_by_side import (
     kernel_benchmark_args,
     print_kernel_header,
 )
+
+from irc.targets.cpu import isa
 
 # (kind, C, OC, H=W, K, stride): dense (OC output channels) or depthwise (OC ignored);
 # fc: (kind, K, N, M rows, 1, 1).
@@ -79,8 +83,9 @@ int main(int argc, char **argv) {
   const int kind = atoi(argv[1]), dw = kind == 1, fc = kind == 2;
   const int C = atoi(argv[2]), OC = dw ? C : atoi(argv[3]);
   const int H = atoi(argv[4]), K = atoi(argv[5]), S = atoi(argv[6]), reps = atoi(argv[7]);
+  const int wide = atoi(argv[8]); /* 32-channel filter blocks (the profile's packing) */
   if (fc) { /* M = H rows, 4 weight copies */
-    const int NV = OC > 16 ? 2 : 1, NB = 16 * NV;
+    const int NV = wide && OC > 16 ? 2 : 1, NB = 16 * NV;
     const long nw = (long)(OC + NB - 1) / NB * NB * C;
     float *x = malloc(4L * H * C), *b = malloc(4L * OC), *y = malloc(4L * H * OC), *w[4];
     for (long i = 0; i < (long)H * C; ++i) x[i] = (float)(i % 7) * 0.1f;
@@ -102,7 +107,7 @@ int main(int argc, char **argv) {
     printf("%.9f\n", best);
     return 0;
   }
-  const int P = K / 2, OH = (H + 2 * P - K) / S + 1, NV = OC > 16 ? 2 : 1, NB = 16 * NV;
+  const int P = K / 2, OH = (H + 2 * P - K) / S + 1, NV = wide && OC > 16 ? 2 : 1, NB = 16 * NV;
   const int Hp = dw ? H : H + 2 * P;
   const long nx = (long)Hp * Hp * C;
   const long nw = dw ? (long)K * K * C : (long)(OC + NB - 1) / NB * NB * K * K * C;
@@ -156,6 +161,9 @@ def main(argv: list[str] | None = None) -> None:
         binaries = {n: build(n, Path(tmp)) for n in names}
         print(f"{'kernel':34s}" + "".join(f"{n:>14s}" for n in names) + "  (GFLOP/s)")
         peaks = {n: measure_peak(b, args.reps) for n, b in binaries.items()}
+        # Each profile's filter packing (packing.float_vectors_per_block): 32-channel blocks
+        # for a 32-channel tile (AVX-512), else 16.
+        wide = {n: isa.PROFILES[n].tiles.get("conv_f32", (0, 0))[1] >= 32 for n in names}
         row = "".join(f"{peaks[n]:14.1f}" for n in names)
         ratio = "  ".join(f"{n}/{best} {peaks[best] / peaks[n]:.2f}x" for n in names[1:])
         print(f"{'peak (12 FMA chains on irc_vf)':34s}{row}  {ratio}")
@@ -168,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
             for name, binary in binaries.items():
                 code = {"dense": 0, "depthwise": 1, "fc": 2}[kind]
                 argv_ = [str(binary), str(code), str(c), str(oc)]
-                argv_ += [str(h), str(k), str(s), str(args.reps)]
+                argv_ += [str(h), str(k), str(s), str(args.reps), str(int(wide[name]))]
                 seconds = float(subprocess.run(argv_, capture_output=True, text=True).stdout)
                 rates[name] = flop / seconds * 1e-9
             label = f"{kind} {c}->{oc or c} {k}x{k}/{s} @{h}"

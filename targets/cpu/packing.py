@@ -18,6 +18,25 @@ def vectors_per_block(out_channels_per_group: int) -> int:
     return 2 if out_channels_per_group > LANES else 1
 
 
+def float_vectors_per_block(out_channels_per_group: int) -> int:
+    """NV of a float conv's or fully connected layer's packed filter: blocks as wide as the
+    register tile of the ISA profile that lowers it (`isa.select()`), so a tile reads whole
+    weight rows, one after the other: 32 channels for AVX-512's 8 x 32 tile (its tile on two
+    16-channel blocks side by side ran 8-12 % slower: two weight streams), 16 for AVX2's 6 x
+    16 tile (on 32-channel blocks it read half of each row's two lines: its 1x1 convs with K
+    = 320-960 at 49-56 GFLOP/s, on 16-channel blocks 72-80, AVX2 peak 85; 1 thread, Xeon @
+    2.50GHz) and the other profiles. The kernels compute either packing with any profile,
+    the same sums (kernels/common/conv2d.c): a lowered executable loaded with another
+    profile only runs at the other packing's speed."""
+    from irc.targets.cpu import isa
+
+    try:
+        _, nr = isa.select().tiles.get("conv_f32", (0, 0))
+    except isa.IsaError:
+        nr = 0
+    return vectors_per_block(out_channels_per_group) if nr >= 2 * LANES else 1
+
+
 def pack_filter(
     ohwi: np.ndarray, groups: int, nv: int, dtype: type[np.generic] = np.float32
 ) -> np.ndarray:

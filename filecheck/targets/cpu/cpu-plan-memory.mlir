@@ -26,17 +26,18 @@ delegate.executable private @chain target("cpu") {
 
 // -----
 
-// A padded convolution needs scratch (its zero-padded input, 448 bytes); its result is the
+// A padded convolution of 8 input channels needs scratch (its zero-padded input, 1568
+// bytes; one of up to 4 channels pads through its tasks' windows instead); its result is the
 // entry's. Constants get no plan.
 // CHECK-LABEL: delegate.executable private @conv
-// CHECK:         attributes {cpu.workspace = 448 : i64}
-// CHECK-NEXT:      nn.constant dense<5.000000e-01> : tensor<4x3x3x2xf32>{{$}}
+// CHECK:         attributes {cpu.workspace = 1600 : i64}
+// CHECK-NEXT:      nn.constant dense<5.000000e-01> : tensor<4x3x3x8xf32>{{$}}
 // CHECK-NEXT:      nn.conv2d {{.*}} {cpu.offsets = array<i64: -1>, cpu.scratch = array<i64: 0>}
 
 delegate.executable private @conv target("cpu") {
-  func.func @entry(%x: tensor<1x5x5x2xf32>) -> tensor<1x5x5x4xf32> {
-    %w = nn.constant dense<0.5> : tensor<4x3x3x2xf32>
-    %y = nn.conv2d %x, %w pads = [1, 1, 1, 1] layout = "NHWC" : tensor<1x5x5x2xf32>, tensor<4x3x3x2xf32> -> tensor<1x5x5x4xf32>
+  func.func @entry(%x: tensor<1x5x5x8xf32>) -> tensor<1x5x5x4xf32> {
+    %w = nn.constant dense<0.5> : tensor<4x3x3x8xf32>
+    %y = nn.conv2d %x, %w pads = [1, 1, 1, 1] layout = "NHWC" : tensor<1x5x5x8xf32>, tensor<4x3x3x8xf32> -> tensor<1x5x5x4xf32>
     func.return %y : tensor<1x5x5x4xf32>
   }
 }

@@ -1,12 +1,12 @@
 // RUN: irc-opt %s --split-input-file --verify-diagnostics -p lower-cpu | filecheck %s
 
-// A conv with a constant filter and bias, then an add: the entry becomes one C call; the
-// filter is packed in the IR ([G][OC blocks][KH][KW][Cg][16 lanes]), the bias stays raw and
-// is shared by both ops; the dispatch still verifies against the unchanged signature.
+// A conv with a constant filter and bias, then an add: the entry becomes one C call (the
+// conv of 2 input channels pads through its tasks' windows, no padded copy); the filter is
+// packed in the IR ([G][OC blocks][KH][KW][Cg][16 lanes]), the bias stays raw and is shared
+// by both ops; the dispatch still verifies against the unchanged signature.
 // CHECK-LABEL: delegate.executable private @main_cpu_0 target("cpu") {
 // CHECK-NEXT:    cpu.module @kernels source = "{{.*}}void irc_fn_0(const float *in0, float *out0, const void *const *consts, float *ws)
-// CHECK-SAME:      irc_pad_nhwc((ws + [[PAD:[0-9]+]]), in0, 1, 5, 5, 2, 1, 1, 1, 1);
-// CHECK-SAME:      irc_conv2d(1, (ws + [[PAD]]), 1, 7, 7, 2, K[0], K[1], (ws + {{[0-9]+}}), 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 2, 4, 1, NULL, 0);
+// CHECK-SAME:      irc_conv2d_pad(1, in0, 1, 5, 5, 2, 1, 1, 1, 1, K[0], K[1], (ws + {{[0-9]+}}), 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 2, 4, 1, NULL, 0);
 // CHECK-SAME:      po[i0 * 4 + i1] = (a + b);
 // CHECK-NEXT:      cpu.constant 0 packing = "conv2d_filter [G][OCg/16][KH][KW][Cg][16]" dense<{{.*}}> : tensor<1x1x3x3x2x16xf32>
 // CHECK-NEXT:      cpu.constant 1 packing = "raw" dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>

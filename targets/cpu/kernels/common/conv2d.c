@@ -13,6 +13,13 @@
 #ifndef IRC_CONV_PREFETCH
 #define IRC_CONV_PREFETCH 8 /* weight rows ahead (irc_conv_tile) */
 #endif
+/* Weight rows ahead in a one-pixel tile: a fully connected layer's matrix-vector product
+   streams its weights from L3 or memory with two FMAs per row, so only a prefetch far
+   enough ahead keeps enough lines in flight (MobileNetV2's 1280 -> 1000, weights from L3,
+   1 thread: 16 GB/s at 8 rows ahead, 23 at 64; Xeon @ 2.50GHz). */
+#ifndef IRC_CONV_PREFETCH_PIXEL
+#define IRC_CONV_PREFETCH_PIXEL 64
+#endif
 
 /* -0.0 in every lane: the exact additive identity (a compound literal `{-0.0f}` would set
    lane 0 only). */
@@ -84,9 +91,12 @@ IRC_INLINE int irc_tile_epilogue(const int MR_, const int v, irc_vf acc[][2], fl
 /* MR_ output pixels x TV vectors of output channels (both constant after inlining),
    accumulated in registers over the KH x KW x Cg reduction. x: input of pixel 0 at tap
    (0, 0); xs_pix: floats between the inputs of consecutive output pixels; xs_h/xs_w:
-   between taps; w: the slice's first weights, in rows of NB floats per input channel;
+   between taps; w: the slice's first weights, in rows of NB floats per input channel, its
+   second vector W1 floats after its first (IRC_VL in a block of 2 vectors; a pair of
+   one-vector blocks: the second block's panel, irc_conv2d_blocks);
    start: where the sums start (irc_conv_start), also the bias when there is none. */
-IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const float *restrict x,
+IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, long W1,
+                              const float *restrict x,
                               long xs_pix, long xs_h, long xs_w, int KH, int KW, int Cg,
                               const float *restrict w, float *restrict y, long ys_pix,
                               int nvalid, const float *restrict bias, int act,
@@ -111,10 +121,11 @@ IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const f
            comes from L2 for every tile, and the hardware's prefetchers fetch it too late
            (MobileNetV2's 1x1 convs with K = 320-960: 1.2-1.3x the rate without). Only the
            lines of the slice (TV vectors); a prefetch past the panel does not fault. */
-        for (int l = 0; l < TV * IRC_VL; l += 16)
-          __builtin_prefetch(wt + (long)(c + IRC_CONV_PREFETCH) * NB + l);
+        const int ahead = MR_ == 1 ? IRC_CONV_PREFETCH_PIXEL : IRC_CONV_PREFETCH;
+        __builtin_prefetch(wt + (long)(c + ahead) * NB);
+        if (TV > 1 && IRC_VL >= 16) __builtin_prefetch(wt + (long)(c + ahead) * NB + W1);
         const irc_vf b0 = *(const irc_vfu *)(wt + c * NB);
-        const irc_vf b1 = TV > 1 ? *(const irc_vfu *)(wt + c * NB + IRC_VL) : b0;
+        const irc_vf b1 = TV > 1 ? *(const irc_vfu *)(wt + c * NB + W1) : b0;
         for (int m = 0; m < MR_; ++m) {
           const float a = xt[m * xs_pix + c];
           acc[m][0] += a * b0;
@@ -128,7 +139,7 @@ IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, const f
 }
 
 /* MR_ pixels of a slice from ow (irc_conv_tile, then the scalar epilogues it leaves). */
-IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, int ow,
+IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, long W1, int ow,
                                   const float *restrict xrow, const float *restrict wb,
                                   float *restrict y, float *restrict yrow, int oc0, int nvalid,
                                   const float *restrict bb, int C, int Wp, int OC, int KH,
@@ -137,7 +148,7 @@ IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, int ow,
                                   irc_vf start) {
   float *restrict o = yrow + (long)ow * OC + oc0;
   const float *restrict ro = res ? res + (o - y) : NULL;
-  irc_conv_tile(MR_, TV, NB, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
+  irc_conv_tile(MR_, TV, NB, W1, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
                 (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2, start);
   if (vact < 0 || (res && vact2 < 0))
     for (int m = 0; m < MR_; ++m) {
@@ -148,7 +159,8 @@ IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, int ow,
 
 /* One slice of a channel block: pixels [ow0, ow1) of an output row, TV vectors, in tiles of
    IRC_MR pixels, then one of IRC_MR / 2 and single pixels. */
-IRC_INLINE void irc_conv2d_slice(const int TV, int NB, int ow0, int ow1, const float *restrict xrow,
+IRC_INLINE void irc_conv2d_slice(const int TV, int NB, long W1, int ow0, int ow1,
+                                 const float *restrict xrow,
                                  const float *restrict wb, float *restrict y,
                                  float *restrict yrow, int oc0, int nvalid,
                                  const float *restrict bb, int C, int Wp, int OC, int KH, int KW,
@@ -156,66 +168,125 @@ IRC_INLINE void irc_conv2d_slice(const int TV, int NB, int ow0, int ow1, const f
                                  const float *restrict res, int act2, int vact2, irc_vf start) {
   int ow = ow0;
   for (; ow + IRC_MR <= ow1; ow += IRC_MR)
-    irc_conv2d_pixels(IRC_MR, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
+    irc_conv2d_pixels(IRC_MR, TV, NB, W1, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
                       SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
   if (IRC_MR >= 4 && ow + IRC_MR / 2 <= ow1) {
-    irc_conv2d_pixels(IRC_MR / 2, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH,
+    irc_conv2d_pixels(IRC_MR / 2, TV, NB, W1, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH,
                       KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
     ow += IRC_MR / 2;
   }
   for (; ow < ow1; ++ow)
-    irc_conv2d_pixels(1, TV, NB, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW, SW,
+    irc_conv2d_pixels(1, TV, NB, W1, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW, SW,
                       DH, DW, Cg, act, vact, res, act2, vact2, start);
 }
 
-/* One task of irc_conv2d: output pixels [ow0, ow1) of output row `row`, output-channel blocks
-   [blk0, blk1) of the G * ceil(OCg / NB) blocks (group-major), each in slices of the tile's
-   channels (at most IRC_CONV_F32_NR). */
-IRC_INLINE void irc_conv2d_task(const int NV, long row, int ow0, int ow1, long blk0, long blk1,
-                                const float *restrict x, int Hp, int Wp, int C,
-                                const float *restrict w, const float *restrict bias,
-                                float *restrict y, int OH, int OW, int OC, int KH, int KW,
-                                int SH, int SW, int DH, int DW, int Cg, int OCg,
-                                int act, const float *restrict res, int act2) {
+/* Whether a tile spans two one-vector blocks (NB = 16 = IRC_VL, a tile of 2 * IRC_VL
+   channels: AVX-512): the blocks of a group then run in pairs, (0, 1), (2, 3) ... (a last
+   odd one alone), each pair one slice of two vectors whose second vector's weights are the
+   next block's panel. */
+#define IRC_CONV_PAIRS(NB) ((NB) == IRC_VL && IRC_CONV_F32_NR == 2 * IRC_VL)
+
+/* Output pixels [0, npix) of one output row, output-channel units [u0, u1) of the G *
+   units-per-group (group-major; a unit is one block of NB = 16 * NV channels, or two with
+   IRC_CONV_PAIRS), each in slices of the tile's channels (at most IRC_CONV_F32_NR). xrow:
+   the input of pixel 0 at tap (0, 0), in rows of Wp pixels of C floats; yrow: pixel 0's
+   outputs. Every output channel's sum is the same chain of multiply-adds whichever tile
+   and slice computes it. */
+IRC_INLINE void irc_conv2d_blocks(const int NV, const float *restrict xrow, float *restrict yrow,
+                                  int npix, long u0, long u1, int Wp, int C,
+                                  const float *restrict w, const float *restrict bias,
+                                  float *restrict y, int OC, int KH, int KW, int SW, int DH,
+                                  int DW, int Cg, int OCg, int act, const float *restrict res,
+                                  int act2) {
   const int NB = 16 * NV;
-  const int SL = NB < IRC_CONV_F32_NR ? NB : IRC_CONV_F32_NR; /* channels per slice */
+  const int pairs = IRC_CONV_PAIRS(NB);
+  const int SL = pairs ? 2 * NB : NB < IRC_CONV_F32_NR ? NB : IRC_CONV_F32_NR; /* per slice */
   const int nblk = (OCg + NB - 1) / NB;
+  const int upg = pairs ? (nblk + 1) / 2 : nblk; /* units per group */
   const long wblk = (long)KH * KW * Cg * NB;
-  const int oh = (int)(row % OH), n = (int)(row / OH);
-  const float *restrict xrow = x + ((long)n * Hp + (long)oh * SH) * Wp * C;
-  float *restrict yrow = y + row * OW * OC;
   /* Activations the tile applies in registers; -1: tanh, then the scalar epilogue runs the
      bias/activation (vact) or the residual add (vact2) and everything after it. */
   const int vact = act == IRC_ACT_TANH ? -1 : act;
   const int vact2 = vact < 0 || act2 == IRC_ACT_TANH ? -1 : act2;
   const irc_vf start = irc_conv_start(C / Cg, C);
-  for (long gb = blk0; gb < blk1; ++gb) {
-    const int g = (int)(gb / nblk), b = (int)(gb % nblk);
-    for (int s = 0; s < NB; s += SL) {
+  for (long u = u0; u < u1; ++u) {
+    const int g = (int)(u / upg), b = (int)(u % upg) * (pairs ? 2 : 1);
+    const float *restrict xg = xrow + g * Cg;
+    for (int s = 0; s < (pairs ? SL : NB); s += SL) {
       const int left = OCg - b * NB - s;
       if (left <= 0) break;
       const int nvalid = left < SL ? left : SL;
       const int oc0 = g * OCg + b * NB + s;
-      const float *restrict wb = w + gb * wblk + s;
+      const float *restrict wb = w + ((long)g * nblk + b) * wblk + s;
       const float *restrict bb = bias ? bias + oc0 : NULL;
-      const float *restrict xg = xrow + g * Cg;
-      if (SL == 2 * IRC_VL)
-        irc_conv2d_slice(2, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                         SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+      if (pairs && nvalid > NB)
+        irc_conv2d_slice(2, NB, wblk, 0, npix, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH,
+                         KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+      else if (!pairs && SL == 2 * IRC_VL)
+        irc_conv2d_slice(2, NB, IRC_VL, 0, npix, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC,
+                         KH, KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
       else
-        irc_conv2d_slice(1, NB, ow0, ow1, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                         SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+        irc_conv2d_slice(1, NB, IRC_VL, 0, npix, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC,
+                         KH, KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
     }
   }
 }
 
-/* The arguments of irc_conv2d and its split into tasks (a part: a range of tasks). */
+/* The arguments of irc_conv2d and its split into tasks (a part: a range of tasks). With
+   `window` (irc_conv2d_pad), x is the unpadded input of H x W pixels and PT / PL the rows /
+   columns of zeros before it. */
 typedef struct {
   const float *x, *w, *bias, *res;
   float *y;
   int Hp, Wp, C, OH, OW, OC, KH, KW, SH, SW, DH, DW, Cg, OCg, act, act2, nchunk, chunk;
+  int window, H, W, PT, PL;
   long ptasks, blocks, nsplit, tasks, parts;
 } irc_conv2d_args;
+
+/* Floats of the zero-padded input window a task of irc_conv2d_pad copies (on the stack). */
+#define IRC_CONV_WINDOW_FLOATS 2048
+
+/* One task of irc_conv2d: output pixels [ow0, ow1) (ow0 a multiple of the chunk, itself one
+   of IRC_MR: the tiles are those of the whole row) of output row `row`, output-channel
+   units [blk0, blk1) (irc_conv2d_blocks). With a->window, the task's input window (the KH
+   input rows of the pixels' taps, one after the other) is first copied with its zero
+   padding from the unpadded input into a buffer of its own: the same values at the same
+   offsets as in a padded copy of the whole input (the same sums, bit for bit), without that
+   copy's pass over memory. */
+IRC_INLINE void irc_conv2d_task(const int NV, const irc_conv2d_args *restrict a, long row,
+                                int ow0, int ow1, long blk0, long blk1) {
+  const int C = a->C, OH = a->OH, SH = a->SH, SW = a->SW;
+  const int oh = (int)(row % OH), n = (int)(row / OH);
+  float *restrict yrow = a->y + (row * a->OW + ow0) * a->OC;
+  if (!a->window) {
+    const float *restrict xrow =
+        a->x + (((long)n * a->Hp + (long)oh * SH) * a->Wp + (long)ow0 * SW) * C;
+    irc_conv2d_blocks(NV, xrow, yrow, ow1 - ow0, blk0, blk1, a->Wp, C, a->w, a->bias, a->y,
+                      a->OC, a->KH, a->KW, SW, a->DH, a->DW, a->Cg, a->OCg, a->act, a->res,
+                      a->act2);
+    return;
+  }
+  float win[IRC_CONV_WINDOW_FLOATS];
+  const int ww = (ow1 - ow0 - 1) * SW + (a->KW - 1) * a->DW + 1; /* window columns */
+  const int iw0 = ow0 * SW - a->PL;
+  int lo = -iw0, hi = a->W - iw0; /* window columns [lo, hi) lie inside the input */
+  if (lo < 0) lo = 0;
+  if (hi > ww) hi = ww;
+  for (int kh = 0; kh < a->KH; ++kh) {
+    float *restrict d = win + (long)kh * ww * C;
+    const int ih = oh * SH - a->PT + kh * a->DH;
+    if (ih < 0 || ih >= a->H || hi <= lo) {
+      memset(d, 0, sizeof(float) * (size_t)ww * C);
+      continue;
+    }
+    const float *restrict s = a->x + (((long)n * a->H + ih) * a->W + iw0 + lo) * C;
+    memset(d, 0, sizeof(float) * (size_t)lo * C);
+    memcpy(d + (long)lo * C, s, sizeof(float) * (size_t)(hi - lo) * C);
+    memset(d + (long)hi * C, 0, sizeof(float) * (size_t)(ww - hi) * C);
+  }
+  irc_conv2d_blocks(NV, win, yrow, ow1 - ow0, blk0, blk1, ww, C, a->w, a->bias, a->y, a->OC,
+                    a->KH, a->KW, SW, 1, a->DW, a->Cg, a->OCg, a->act, a->res, a->act2);
+}
 
 /* Part `part` of irc_conv2d: task t is block range t / ptasks, pixel chunk t % ptasks. */
 IRC_INLINE void irc_conv2d_part(const int NV, const irc_conv2d_args *restrict a, long part) {
@@ -227,9 +298,7 @@ IRC_INLINE void irc_conv2d_part(const int NV, const irc_conv2d_args *restrict a,
     const int ow0 = (int)(p % a->nchunk) * a->chunk;
     const int ow1 = ow0 + a->chunk < a->OW ? ow0 + a->chunk : a->OW;
     const long blk0 = s * a->blocks / a->nsplit, blk1 = (s + 1) * a->blocks / a->nsplit;
-    irc_conv2d_task(NV, row, ow0, ow1, blk0, blk1, a->x, a->Hp, a->Wp, a->C, a->w, a->bias,
-                    a->y, a->OH, a->OW, a->OC, a->KH, a->KW, a->SH, a->SW, a->DH, a->DW, a->Cg,
-                    a->OCg, a->act, a->res, a->act2);
+    irc_conv2d_task(NV, a, row, ow0, ow1, blk0, blk1);
   }
 }
 /* The parts as irc_parallel tasks, NV a literal constant inside each. */
@@ -238,6 +307,41 @@ static void irc_conv2d_part2(const void *a, long part) { irc_conv2d_part(2, a, p
 
 /* Multiply-adds per part of a split conv (~2-4 us of one core: a claim is one atomic). */
 #define IRC_CONV_PART_WORK 250000.0
+
+/* irc_conv2d's split of a conv into tasks and parts, then its run on the pool. a: the
+   geometry, with the chunk of pixels per task up to 8 * IRC_MR (fewer where a->window's
+   input window would not fit IRC_CONV_WINDOW_FLOATS; the caller made sure that one pixel's
+   does); the split fields are set here. */
+static void irc_conv2d_run(int NV, irc_conv2d_args *restrict a, int N, int G) {
+  const int OW = a->OW, MR = IRC_MR;
+  const int NB = 16 * NV, nblk = (a->OCg + NB - 1) / NB;
+  const long blocks = (long)G * (IRC_CONV_PAIRS(NB) ? (nblk + 1) / 2 : nblk); /* units */
+  int nchunk = (OW + 8 * MR - 1) / (8 * MR);
+  int per = (OW + nchunk - 1) / nchunk;
+  int chunk = (per + MR - 1) / MR * MR;
+  if (a->window) {
+    /* Whole tiles per chunk while the window fits, else single pixels. */
+    int floats = a->KH * ((chunk - 1) * a->SW + (a->KW - 1) * a->DW + 1) * a->C;
+    while (chunk > MR && floats > IRC_CONV_WINDOW_FLOATS) {
+      chunk -= MR;
+      floats = a->KH * ((chunk - 1) * a->SW + (a->KW - 1) * a->DW + 1) * a->C;
+    }
+    if (floats > IRC_CONV_WINDOW_FLOATS) chunk = 1;
+    nchunk = (OW + chunk - 1) / chunk;
+  }
+  const long ptasks = (long)N * a->OH * nchunk;
+  const double work = (double)N * a->OH * OW * a->KH * a->KW * a->Cg * a->OC;
+  const int threads = work > IRC_PARALLEL_CONV_WORK ? irc_nthreads() : 1;
+  /* Block ranges where the pixel chunks are fewer than the parts wanted. */
+  const long want = irc_pool_parts(ptasks * blocks, work, IRC_CONV_PART_WORK, threads);
+  long nsplit = 1;
+  if (ptasks < want) nsplit = (want + ptasks - 1) / ptasks < blocks ? (want + ptasks - 1) / ptasks
+                                                                    : blocks;
+  a->nchunk = nchunk, a->chunk = chunk, a->ptasks = ptasks, a->blocks = blocks;
+  a->nsplit = nsplit, a->tasks = ptasks * nsplit;
+  a->parts = irc_pool_parts(a->tasks, work, IRC_CONV_PART_WORK, threads);
+  irc_parallel(NV == 2 ? irc_conv2d_part2 : irc_conv2d_part1, a, a->parts, threads);
+}
 
 /* y[N][OH][OW][OC] = act(conv(x[N][Hp][Wp][C] (already padded), w packed by
    irc_pack_filter with NB = 16 * NV) + bias), groups G (Cg = C / G, OCg = OC / G); with a
@@ -257,23 +361,28 @@ static void irc_conv2d(int NV, const float *restrict x, int N, int Hp, int Wp, i
        run across the rows: a 7x7 image is 6 full tiles and one pixel, not 7 x 7 pixels). */
     OW = N * OH * OW, Wp = OW, N = 1, OH = 1, Hp = 1;
   }
-  const int NB = 16 * NV;
-  const long blocks = (long)G * ((OCg + NB - 1) / NB);
-  const int nchunk = (OW + 8 * IRC_MR - 1) / (8 * IRC_MR);
-  const int per = (OW + nchunk - 1) / nchunk;
-  const int chunk = (per + IRC_MR - 1) / IRC_MR * IRC_MR;
-  const long ptasks = (long)N * OH * nchunk;
-  const double work = (double)N * OH * OW * KH * KW * Cg * OC;
-  const int threads = work > IRC_PARALLEL_CONV_WORK ? irc_nthreads() : 1;
-  /* Block ranges where the pixel chunks are fewer than the parts wanted. */
-  const long want = irc_pool_parts(ptasks * blocks, work, IRC_CONV_PART_WORK, threads);
-  long nsplit = 1;
-  if (ptasks < want) nsplit = (want + ptasks - 1) / ptasks < blocks ? (want + ptasks - 1) / ptasks
-                                                                    : blocks;
-  const long tasks = ptasks * nsplit;
-  const irc_conv2d_args a = {x,   w,  bias, res, y,     Hp,     Wp,   C,    OH,     OW,
-                             OC,  KH, KW,   SH,  SW,    DH,     DW,   Cg,   OCg,    act,
-                             act2, nchunk, chunk, ptasks, blocks, nsplit, tasks,
-                             irc_pool_parts(tasks, work, IRC_CONV_PART_WORK, threads)};
-  irc_parallel(NV == 2 ? irc_conv2d_part2 : irc_conv2d_part1, &a, a.parts, threads);
+  irc_conv2d_args a = {.x = x, .w = w, .bias = bias, .res = res, .y = y, .Hp = Hp, .Wp = Wp,
+                       .C = C, .OH = OH, .OW = OW, .OC = OC, .KH = KH, .KW = KW, .SH = SH,
+                       .SW = SW, .DH = DH, .DW = DW, .Cg = Cg, .OCg = OCg, .act = act,
+                       .act2 = act2};
+  irc_conv2d_run(NV, &a, N, G);
+}
+
+/* irc_conv2d on the unpadded input x[N][H][W][C] with PT / PL / PB / PR rows and columns of
+   zeros around it, without a padded copy of x: each task copies its own input window with
+   its padding (irc_conv2d_task), the same sums bit for bit. For a conv whose window of one
+   pixel's taps fits IRC_CONV_WINDOW_FLOATS (targets/cpu/lowerings/conv.py:
+   convs of few input channels such as an image's RGB, whose padded copy would be a pass
+   over the image as long as the conv's own). */
+static void irc_conv2d_pad(int NV, const float *restrict x, int N, int H, int W, int C, int PT,
+                           int PL, int PB, int PR, const float *restrict w,
+                           const float *restrict bias, float *restrict y, int OH, int OW,
+                           int OC, int KH, int KW, int SH, int SW, int DH, int DW, int G,
+                           int Cg, int OCg, int act, const float *restrict res, int act2) {
+  irc_conv2d_args a = {.x = x, .w = w, .bias = bias, .res = res, .y = y, .Hp = H + PT + PB,
+                       .Wp = W + PL + PR, .C = C, .OH = OH, .OW = OW, .OC = OC, .KH = KH,
+                       .KW = KW, .SH = SH, .SW = SW, .DH = DH, .DW = DW, .Cg = Cg, .OCg = OCg,
+                       .act = act, .act2 = act2, .window = 1, .H = H, .W = W, .PT = PT,
+                       .PL = PL};
+  irc_conv2d_run(NV, &a, N, G);
 }

@@ -10,3 +10,8 @@ IRC_KERNEL(void, conv2d, (int NV, const float *x, int N, int Hp, int Wp, int C, 
                           const float *bias, float *y, int OH, int OW, int OC, int KH, int KW,
                           int SH, int SW, int DH, int DW, int G, int Cg, int OCg, int act,
                           const float *res, int act2))
+IRC_KERNEL(void, conv2d_pad, (int NV, const float *x, int N, int H, int W, int C, int PT,
+                              int PL, int PB, int PR, const float *w, const float *bias,
+                              float *y, int OH, int OW, int OC, int KH, int KW, int SH, int SW,
+                              int DH, int DW, int G, int Cg, int OCg, int act,
+                              const float *res, int act2))
