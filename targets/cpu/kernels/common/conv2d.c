@@ -190,8 +190,10 @@ IRC_INLINE void irc_conv2d_slice(const int TV, int NB, long W1, int ow0, int ow1
    units-per-group (group-major; a unit is one block of NB = 16 * NV channels, or two with
    IRC_CONV_PAIRS), each in slices of the tile's channels (at most IRC_CONV_F32_NR). xrow:
    the input of pixel 0 at tap (0, 0), in rows of Wp pixels of C floats; yrow: pixel 0's
-   outputs. Every output channel's sum is the same chain of multiply-adds whichever tile
-   and slice computes it. */
+   outputs. A slice of one vector's channels or fewer runs a one-vector tile (a block's
+   last channels: AVX2's 24 of 32, AVX-512's 144 = 4.5 blocks of 32, without the empty
+   vector's multiply-adds). Every output channel's sum is the same chain of multiply-adds
+   whichever tile and slice computes it. */
 IRC_INLINE void irc_conv2d_blocks(const int NV, const float *restrict xrow, float *restrict yrow,
                                   int npix, long u0, long u1, int Wp, int C,
                                   const float *restrict w, const float *restrict bias,
@@ -222,7 +224,7 @@ IRC_INLINE void irc_conv2d_blocks(const int NV, const float *restrict xrow, floa
       if (pairs && nvalid > NB)
         irc_conv2d_slice(2, NB, wblk, 0, npix, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH,
                          KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
-      else if (!pairs && SL == 2 * IRC_VL)
+      else if (!pairs && SL == 2 * IRC_VL && nvalid > IRC_VL)
         irc_conv2d_slice(2, NB, IRC_VL, 0, npix, xg, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC,
                          KH, KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
       else
