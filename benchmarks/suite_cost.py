@@ -11,6 +11,12 @@ Measure the README's pytest command cold (empty irc and PoCL caches), then repor
 
 CPU seconds are what to compare between runs on a shared machine; wall times follow the load.
 PoCL's kernel compiles run in the worker process (its own CPU time), gcc in children.
+
+`--pocl $d/pocl` also counts what PoCL compiled into its kernel cache, per file: programs
+(`<hash>/program.bc`: one per distinct source and build options) and kernel variants
+(`<hash>/<kernel>/<local size...>/*.so`: one per kernel and local size first launched), each
+given to the test that was running when it was written (exact with one worker, `-n 0`;
+with several workers an entry written while two tests ran goes to the first).
 """
 
 from __future__ import annotations
@@ -71,17 +77,43 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    global _out
     own, children = _cpu()
     _write({"event": "end", "t": time.time(), "self": own, "child": children})
+    if _out is not None:  # closed here: `-W error` would make the unclosed file fatal at exit
+        _out.close()
+        _out = None
 
 
-def report(folder: Path, files: int, tests: int) -> None:
-    """Print the workers' totals, the `files` costliest files and `tests` costliest tests."""
+def pocl_entries(cache: Path) -> tuple[list[float], list[float]]:
+    """The write times of the programs and of the kernel variants in PoCL's cache `cache`."""
+    programs = [p.stat().st_mtime for p in cache.glob("*/*/program.bc")]
+    variants = [p.stat().st_mtime for p in cache.glob("*/*/*/*/*.so")]
+    return programs, variants
+
+
+def _attribute(times: list[float], spans: list[tuple[float, float, str]]) -> dict[str, int]:
+    """How many of `times` fall in each file's test spans (file -> count)."""
+    counts: dict[str, int] = collections.Counter()
+    for t in times:
+        for t0, t1, name in spans:
+            if t0 <= t <= t1:
+                counts[name] += 1
+                break
+        else:
+            counts["(between tests)"] += 1
+    return counts
+
+
+def report(folder: Path, files: int, tests: int, pocl: Path | None = None) -> None:
+    """Print the workers' totals, the `files` costliest files and `tests` costliest tests
+    (with `pocl`, PoCL's cache of the run: its programs and kernel variants per file)."""
     per_file: dict[str, dict[str, Any]] = collections.defaultdict(
         lambda: {"self": 0.0, "child": 0.0, "wall": 0.0, "n": 0, "worker": "", "t0": None}
     )
     workers: dict[str, dict[str, Any]] = {}
     per_test: list[tuple[float, str]] = []
+    spans: list[tuple[float, float, str]] = []
     for path in sorted(folder.glob("*.jsonl")):
         worker = path.stem
         for line in path.read_text().splitlines():
@@ -97,6 +129,7 @@ def report(folder: Path, files: int, tests: int) -> None:
             entry["worker"] = worker
             entry["t0"] = record["t0"] if entry["t0"] is None else min(entry["t0"], record["t0"])
             per_test.append((record["self"] + record["child"], record["id"]))
+            spans.append((record["t0"], record["t1"], record["id"].split("::")[0]))
     if not workers:
         raise SystemExit(f"no records in {folder}")
     origin = min(w["start"]["t"] for w in workers.values() if "start" in w)
@@ -106,12 +139,30 @@ def report(folder: Path, files: int, tests: int) -> None:
         if "start" in events and "end" in events:
             wall = events["end"]["t"] - events["start"]["t"]
             print(f"{worker}: wall {wall:.0f} s")
-    print(f"{'cpu':>7} {'own':>6} {'child':>6} {'wall':>6} {'tests':>5} worker start  file")
+    programs: dict[str, int] = {}
+    variants: dict[str, int] = {}
+    pocl_columns = ""
+    if pocl is not None:
+        program_times, variant_times = pocl_entries(pocl)
+        programs = _attribute(program_times, spans)
+        variants = _attribute(variant_times, spans)
+        print(f"PoCL cache: {len(program_times)} programs, {len(variant_times)} kernel variants")
+        pocl_columns = f" {'progs':>5} {'vars':>5}"
+    print(
+        f"{'cpu':>7} {'own':>6} {'child':>6} {'wall':>6} {'tests':>5}{pocl_columns}"
+        " worker start  file"
+    )
     ranked = sorted(per_file.items(), key=lambda kv: -(kv[1]["self"] + kv[1]["child"]))
     for name, e in ranked[:files]:
+        counts = f" {programs.get(name, 0):5d} {variants.get(name, 0):5d}" if pocl else ""
         print(
             f"{e['self'] + e['child']:7.1f} {e['self']:6.1f} {e['child']:6.1f} {e['wall']:6.1f}"
-            f" {e['n']:5d} {e['worker']:>6} {e['t0'] - origin:5.0f}  {name}"
+            f" {e['n']:5d}{counts} {e['worker']:>6} {e['t0'] - origin:5.0f}  {name}"
+        )
+    if pocl is not None and (programs.get("(between tests)") or variants.get("(between tests)")):
+        print(
+            f"outside any test: {programs.get('(between tests)', 0)} programs,"
+            f" {variants.get('(between tests)', 0)} variants"
         )
     for cpu, nodeid in sorted(per_test, reverse=True)[:tests]:
         print(f"{cpu:7.1f} {nodeid}")
@@ -122,8 +173,11 @@ def main() -> None:
     parser.add_argument("folder", type=Path, help="the TEST_COST_DIR of a run")
     parser.add_argument("--files", type=int, default=25, help="costliest files to list")
     parser.add_argument("--tests", type=int, default=0, help="costliest tests to list")
+    parser.add_argument(
+        "--pocl", type=Path, help="the run's POCL_CACHE_DIR: count its programs and variants"
+    )
     args = parser.parse_args()
-    report(args.folder, args.files, args.tests)
+    report(args.folder, args.files, args.tests, args.pocl)
 
 
 if __name__ == "__main__":
