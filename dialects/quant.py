@@ -26,9 +26,9 @@ from __future__ import annotations
 import functools
 import math
 import re
+import struct
 from collections.abc import Sequence
 
-import numpy as np
 from xdsl.dialects.builtin import (
     I32,
     AnyFloat,
@@ -160,6 +160,8 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
         if zero_points is None:
             zero_points = [0] * len(scales)
         lo, hi = (NoneAttr(), NoneAttr()) if storage_range is None else map(IntAttr, storage_range)
+        import numpy as np  # not at import: irc-opt parses and prints IR without numpy
+
         return UniformQuantizedType(
             storage,
             expressed,
@@ -410,24 +412,28 @@ def _scales_attr(packed: bytes) -> ArrayAttr[FloatData]:
     """The per-axis `scales` parameter of float64 values packed as bytes (bytes, not floats,
     key the cache: -0.0 and NaNs stay distinct). Cached: an importer asks for the type of a
     weight tensor several times, and a type has up to thousands of scales."""
+    import numpy as np
+
     return ArrayAttr([FloatData(s) for s in np.frombuffer(packed, np.float64).tolist()])
 
 
 @functools.lru_cache(maxsize=512)
 def _zero_points_attr(packed: bytes) -> ArrayAttr[IntAttr]:
     """The per-axis `zero_points` parameter of int64 values packed as bytes (cached)."""
+    import numpy as np
+
     return ArrayAttr([IntAttr(z) for z in np.frombuffer(packed, np.int64).tolist()])
 
 
 def _i32_array(what: str, values: Sequence[int]) -> DenseArrayBase:
-    """`array<i32: ...>` of `values`, built from bytes (one numpy pass, not one Python
+    """`array<i32: ...>` of `values`, built from bytes (one `struct.pack`, not one Python
     normalisation per element: per-channel rescales have thousands). Raises `ValueError`
     for a value outside i32, which `DenseArrayBase.from_list` would silently wrap."""
     for value in values:
         if not _I32_MIN <= value <= _I32_MAX:
             raise ValueError(f"{what} {value} does not fit in i32")
-    data = np.asarray(list(values), dtype=np.int64).astype("<i4")
-    return DenseArrayBase(i32, BytesAttr(data.tobytes()))
+    data = struct.pack(f"<{len(values)}i", *(int(value) for value in values))
+    return DenseArrayBase(i32, BytesAttr(data))
 
 
 def _tensor(value: SSAValue | Attribute) -> TensorType:

@@ -275,7 +275,7 @@ class CompiledModel:
     def missing_shapes(self) -> Exception:
         """The `MissingShapesError` (to raise) of an unspecialised model: what ahead-of-time
         compilation needs first (`irc-compile` without `--input-shape`)."""
-        from irc.importers.onnx.driver import MissingShapesError
+        from irc.importers.errors import MissingShapesError
         from irc.specialize import format_shape
 
         dynamic = [s for s in self.inputs if any(d < 0 for d in s.shape)]
@@ -714,7 +714,7 @@ def compile(
         )
     if source.module is not None and input_shapes:
         source.check(input_shapes)
-    from irc.importers.onnx.driver import MissingShapesError
+    from irc.importers.errors import MissingShapesError
 
     with step("import"):
         try:

@@ -9,9 +9,8 @@ plain integer tensors, as ONNX shape arithmetic needs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
-import numpy as np
 from xdsl.dialects.builtin import (
     AnyFloat,
     BytesAttr,
@@ -69,7 +68,9 @@ from irc.dialects.nn.base import (
     tensor_type,
 )
 from irc.dialects.quant import UniformQuantizedType, quantized_element
-from irc.dtypes import element_type, numpy_dtype
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # ---- Constants ---------------------------------------------------------------------------------
 
@@ -155,6 +156,10 @@ class ConstantOp(NNOp):
 
 def dense_from_array(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     """A dense attribute holding `array`'s bytes (float16/32/64, bool, int8-64, uint8)."""
+    import numpy as np  # not at import: irc-opt parses and prints IR without numpy
+
+    from irc.dtypes import element_type
+
     array = np.asarray(array, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
     dtype = array.dtype
     if dtype.kind == "u" and dtype != np.uint8:  # the one unsigned type: uint8 quantized storage
@@ -171,6 +176,10 @@ def dense_from_array(array: np.ndarray) -> DenseIntOrFPElementsAttr:
 
 def array_from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     """The data of a dense attribute as a numpy array of its shape."""
+    import numpy as np
+
+    from irc.dtypes import numpy_dtype
+
     type_ = tensor_type(attr.get_type(), "value")
     dtype = numpy_dtype(type_)
     stored = np.dtype(np.int8) if dtype == np.bool_ else dtype  # i1: one byte, 0 or -1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from irc.importers.common import ModelImportError
+from irc.importers.errors import ModelImportError
 
 __all__ = ["ModelImportError", "detect_format", "import_model", "import_model_bytes"]
 

@@ -30,19 +30,13 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects import nn
+from irc.importers.errors import ModelImportError
 
 INPUT_NAMES_ATTR = "irc.input_names"
 OUTPUT_NAMES_ATTR = "irc.output_names"
 
 _MAX_PLACES = 3
 """How many places the unsupported-op report names per op type."""
-
-
-class ModelImportError(Exception):
-    """A model cannot be imported: corrupt file, unsupported ops, bad option.
-
-    The message names the file and, where there is one, the place (operator index and name).
-    """
 
 
 class Unsupported(Exception):

@@ -131,7 +131,7 @@ def _compile(args: argparse.Namespace) -> int:
     from irc.diagnostics import diagnostic_from_exception
     from irc.graph import GRAPH_SUFFIXES, GraphCapture, write_graph
     from irc.importers import ModelImportError
-    from irc.importers.onnx.driver import MissingShapesError
+    from irc.importers.errors import MissingShapesError
     from irc.runtime import ExecutorError
     from irc.targets import TargetError
     from irc.timing import Instrumentation, PassTiming, Progress, instrumented, step

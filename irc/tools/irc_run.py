@@ -757,7 +757,7 @@ def _import(
     for name, array in (given or {}).items():
         if name not in bindings:
             shapes.setdefault(name, tuple(array.shape))
-    from irc.importers.onnx.driver import MissingShapesError
+    from irc.importers.errors import MissingShapesError
 
     try:
         return import_model(path, bind=bindings, input_shapes=shapes)

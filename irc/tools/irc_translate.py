@@ -159,7 +159,7 @@ def _emit_opencl(args: argparse.Namespace) -> int:
     from irc.context import make_context
     from irc.diagnostics import diagnostic_from_exception, parse_with_locations, verify_module
     from irc.importers import ModelImportError
-    from irc.importers.onnx.driver import MissingShapesError
+    from irc.importers.errors import MissingShapesError
     from irc.runtime import ExecutorError
     from irc.targets import TargetError
 
@@ -255,7 +255,7 @@ def _translate(args: argparse.Namespace) -> int:
         return _emit_opencl(args)
 
     from irc.importers import ModelImportError, detect_format, import_model
-    from irc.importers.onnx.driver import MissingShapesError
+    from irc.importers.errors import MissingShapesError
 
     path: str = args.input_file
     expected = "tflite" if args.import_tflite else "onnx"

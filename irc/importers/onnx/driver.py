@@ -19,6 +19,7 @@ from onnx import numpy_helper
 from xdsl.dialects.builtin import ModuleOp
 
 from irc.importers.common import GraphBuilder, ModelImportError, fit_scalar_binding, tensor_type
+from irc.importers.errors import MissingShapesError
 from irc.importers.onnx import (  # noqa: F401  (they register the converters)
     extra,
     ops,
@@ -37,40 +38,6 @@ MIN_NATIVE_OPSET = 11
 """Older models are upgraded to `UPGRADE_OPSET` first."""
 
 UPGRADE_OPSET = 13
-
-
-class MissingShapesError(ModelImportError):
-    """Inputs with dynamic dimensions (other than a leading batch) and no given shape;
-    `missing` describes them (`'x' [?, 3, ?, ?]`), so that a tool can name its own option."""
-
-    def __init__(
-        self,
-        path: str,
-        missing: Sequence[str],
-        names: Sequence[str] = (),
-        example: Sequence[int] = (),
-    ) -> None:
-        self.path = path
-        self.missing = list(missing)
-        self.names = list(names)
-        self.example = list(example)
-        """A shape of the first input's rank (its static sizes kept), for the hint."""
-        super().__init__(self.message("pass input_shapes={name: shape}"))
-
-    def message(self, hint: str) -> str:
-        """The message with `hint` (what to pass) in place of the Python keyword."""
-        return (
-            f"{self.path}: inputs with dynamic dimensions need static shapes: "
-            f"{', '.join(self.missing)}; {hint}"
-        )
-
-    def cli_message(self, alternative: str = "") -> str:
-        """The message as the tools say it (`--input-shape`), with a tool's `alternative`
-        (``"or give input values with --inputs FILE.npz"``)."""
-        name = self.names[0] if self.names else "NAME"
-        dims = "x".join(str(d) for d in self.example) or "1x3x224x224"
-        hint = f"give them with --input-shape {name}=DIMS (e.g. {name}={dims})"
-        return self.message(f"{hint}, {alternative}" if alternative else hint)
 
 
 # ---- Loading and checking the model ------------------------------------------------------------
