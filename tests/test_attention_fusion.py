@@ -17,7 +17,7 @@ from irc.context import make_context
 from irc.dialects import cpu
 from irc.pipelines import default_pipeline, parse_pipeline, run_passes
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 RTOL, ATOL = 1e-4, 1e-5
 

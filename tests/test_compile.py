@@ -44,6 +44,8 @@ from irc.targets.reference.target import ReferenceRuntime
 from irc.tools.irc_compile import main as compile_main
 from irc.tools.irc_run import main as run_main
 
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT.parent / "shared" / "models"
 MANIFEST = MODELS / "manifest.json"

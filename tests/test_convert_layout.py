@@ -35,6 +35,8 @@ from irc.passes.convert_layout import (
     reshape_through_transpose,
 )
 
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 MANIFEST = MODELS / "manifest.json"
 FILECHECK = Path(__file__).resolve().parents[1] / "filecheck" / "passes" / "convert-layout.mlir"

@@ -18,7 +18,7 @@ from irc.dtypes import element_type
 from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.cpu.support import check_op
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 
 def qtype(

@@ -16,7 +16,7 @@ from irc.targets.cpu import steps
 from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.reference.target import ReferenceRuntime
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 
 @dataclass

@@ -30,7 +30,7 @@ from irc.dtypes import element_type
 from irc.targets.cpu.runtime import CpuRuntime
 from irc.targets.cpu.target import CpuTarget
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 RTOL, ATOL = 1e-4, 1e-5
 

@@ -31,7 +31,7 @@ from cpu_support import (
 
 from irc.dialects import nn
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 LENGTH = 61
 TILES = 16

@@ -24,6 +24,9 @@ from irc.importers import ModelImportError, import_model
 RTOL, ATOL = 1e-4, 1e-5
 
 
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
+
 def make_model(
     nodes: Sequence[onnx.NodeProto],
     inputs: Mapping[str, np.ndarray],

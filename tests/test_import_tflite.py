@@ -31,6 +31,8 @@ from irc.importers.tflite.reader import DimMetadata, Sparsity, densify
 from irc.importers.tflite.slices import resolve_strided_slice
 
 RTOL, ATOL = 1e-4, 1e-5
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 
 

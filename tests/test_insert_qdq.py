@@ -28,6 +28,8 @@ from irc.dialects.quant import UniformQuantizedType, quantized_element
 from irc.passes.insert_qdq import InsertQDQPass, QDQStatistics, dequantize_array, insert_qdq
 from irc.targets import reference
 
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
 MANIFEST = SHARED_MODELS / "manifest.json"
 INT8_MODELS = ("mobilenet_v2_int8", "small_cnn_int8")
 

@@ -18,6 +18,8 @@ import pytest
 
 import irc
 
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 MANIFEST = MODELS / "manifest.json"
 

@@ -31,6 +31,8 @@ from irc.pipelines import prepare_for_reference
 from irc.printing import print_ir
 from irc.runtime import compile_function, step_for_op
 
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 MANIFEST = MODELS / "manifest.json"
 

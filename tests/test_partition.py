@@ -41,6 +41,8 @@ from irc.dialects import delegate, nn
 from irc.passes.partition import PartitionPass, PartitionReport, partition
 from irc.targets import Availability, Support, Target, TargetRuntime, load_plugin, register
 
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 MANIFEST = MODELS / "manifest.json"
 TESTPLUGIN = "tests.plugins.testplugin:TestPluginTarget"

@@ -30,7 +30,7 @@ import irc
 
 pytest.importorskip("onnxruntime.quantization")
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 _SPEC = importlib.util.spec_from_file_location(
     "quantized_onnx", Path(__file__).resolve().parents[1] / "benchmarks" / "quantized_onnx.py"

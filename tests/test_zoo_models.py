@@ -43,6 +43,8 @@ MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], Callable[[int], Feeds]]] 
 
 # The ONNX op types each graph holds: what the importer must convert (none needed a new
 # converter: Conv1d is Conv on [N, C, L], Split, Resize, Expand, Where, Range... existed).
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
 OP_TYPES = {
     "deit": {
         "Add", "Concat", "ConstantOfShape", "Conv", "Div", "Equal", "Erf", "Expand",
