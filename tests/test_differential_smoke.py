@@ -15,12 +15,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from cpu_support import needs_compiler
 from opencl_support import needs_device
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fuzz.differential import run
+
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
 
 
 @needs_compiler

@@ -23,6 +23,8 @@ from opencl_support import needs_device
 
 import irc
 
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
 TARGETS = [
     pytest.param("cpu", marks=needs_compiler),
     pytest.param("opencl", marks=needs_device),
