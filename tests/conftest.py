@@ -17,7 +17,9 @@
   variables named by `unset` are removed meanwhile. The run's cache is one folder per pytest
   run, shared by every marked module and every xdist worker: entries are keyed by their
   source, flags and compiler, so what one module built (a compiler probe, a kernel library)
-  another reuses instead of building it again. Tests that need the folder take the
+  another reuses instead of building it again. Mark every module that builds CPU code: an
+  unmarked one builds into the user's `IRC_CACHE_DIR`, a second copy of each kernel library
+  (~20 CPU s per ISA profile, cold). Tests that need the folder take the
   `private_cache` fixture (the path; None in an unmarked module); a test that needs an empty
   cache takes `fresh_cache`.
 * `fresh_cache`: `IRC_CACHE_DIR` set to an empty folder for one test (modules opt in with
