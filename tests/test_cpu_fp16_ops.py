@@ -31,6 +31,8 @@ import irc
 from irc.dialects import nn
 from irc.targets.cpu.lowerings import binary16, elementwise, lowerings_of
 
+pytestmark = pytest.mark.private_cache  # CPU builds shared with the run's other modules
+
 SHAPES = {
     "a": (1, 20, 9, 11),
     "b": (1, 20, 9, 11),

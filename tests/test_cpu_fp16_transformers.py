@@ -39,7 +39,7 @@ from zoo_graphs import deit_inputs, deit_like, whisper_encoder_like, whisper_inp
 
 import irc
 
-pytestmark = needs_compiler
+pytestmark = [needs_compiler, pytest.mark.private_cache]
 
 SHAPES = {"x": (1, 8, 6, 6), "s": (2, 5, 12)}
 

@@ -24,6 +24,8 @@ from fuzz.differential import Outcome, compare_half, failure_kind, graph_failure
 from fuzz.graphs import generate, make_inputs
 from fuzz.minimise import minimise_graph
 
+pytestmark = pytest.mark.private_cache  # CPU and OpenCL builds shared with the run's other modules
+
 CRASH = "ValueError: cannot lower the softmax (/x/lower.py:12)"
 REFUSAL = "opencl refused 'region' (@main_opencl_3, 5 ops): lowering: 'nn.softmax' on 2x9 rows"
 
