@@ -13,7 +13,7 @@
 #ifndef IRC_CONV_PREFETCH
 #define IRC_CONV_PREFETCH 8 /* weight rows ahead (irc_conv_tile) */
 #endif
-/* Weight rows ahead in a one-pixel tile: a fully connected layer's matrix-vector product
+/* Weight rows ahead in a slice of one pixel: a fully connected layer's matrix-vector product
    streams its weights from L3 or memory with two FMAs per row, so only a prefetch far
    enough ahead keeps enough lines in flight (MobileNetV2's 1280 -> 1000, weights from L3,
    1 thread: 16 GB/s at 8 rows ahead, 23 at 64; Xeon @ 2.50GHz). */
@@ -90,7 +90,8 @@ IRC_INLINE int irc_tile_epilogue(const int MR_, const int v, irc_vf acc[][2], fl
 
 /* acc[m][v] += x[m][c] * w[c][v] for the reduction steps c of one tap run: Cg_ of them
    (a literal where the caller specialises the run's length, else Cg). */
-IRC_INLINE void irc_conv_steps(const int MR_, const int TV, const int NB, long W1, const int Cg_,
+IRC_INLINE void irc_conv_steps(const int MR_, const int TV, const int NB, long W1, const int PF,
+                               const int Cg_,
                                irc_vf acc[][2], const float *restrict xt, long xs_pix,
                                const float *restrict wt, int Cg) {
   const int n = Cg_ > 0 ? Cg_ : Cg;
@@ -101,9 +102,8 @@ IRC_INLINE void irc_conv_steps(const int MR_, const int TV, const int NB, long W
        lines of the slice (TV vectors); a prefetch past the panel does not fault. A run of
        literal length is short (its panel stays in L1): no prefetch. */
     if (Cg_ == 0) {
-      const int ahead = MR_ == 1 ? IRC_CONV_PREFETCH_PIXEL : IRC_CONV_PREFETCH;
-      __builtin_prefetch(wt + (long)(c + ahead) * NB);
-      if (TV > 1 && IRC_VL >= 16) __builtin_prefetch(wt + (long)(c + ahead) * NB + W1);
+      __builtin_prefetch(wt + (long)(c + PF) * NB);
+      if (TV > 1 && IRC_VL >= 16) __builtin_prefetch(wt + (long)(c + PF) * NB + W1);
     }
     const irc_vf b0 = *(const irc_vfu *)(wt + c * NB);
     const irc_vf b1 = TV > 1 ? *(const irc_vfu *)(wt + c * NB + W1) : b0;
@@ -122,7 +122,7 @@ IRC_INLINE void irc_conv_steps(const int MR_, const int TV, const int NB, long W
    second vector W1 floats after its first (IRC_VL in a block of 2 vectors; a pair of
    one-vector blocks: the second block's panel, irc_conv2d_blocks);
    start: where the sums start (irc_conv_start), also the bias when there is none. */
-IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, long W1,
+IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, long W1, const int PF,
                               const float *restrict x,
                               long xs_pix, long xs_h, long xs_w, int KH, int KW, int Cg,
                               const float *restrict w, float *restrict y, long ys_pix,
@@ -145,13 +145,13 @@ IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, long W1
        @ 2.50GHz, 1 thread: MobileNetV2's first conv AVX2 43 -> 53 GFLOP/s, AVX-512 79 ->
        90). */
     for (int kh = 0; kh < KH; ++kh)
-      irc_conv_steps(MR_, TV, NB, W1, 9, acc, x + kh * xs_h, xs_pix, w + (long)kh * 9 * NB, 9);
+      irc_conv_steps(MR_, TV, NB, W1, PF, 9, acc, x + kh * xs_h, xs_pix, w + (long)kh * 9 * NB, 9);
   } else {
     for (int kh = 0; kh < KH; ++kh)
       for (int kw = 0; kw < KW; ++kw) {
         const float *restrict xt = x + kh * xs_h + kw * xs_w;
         const float *restrict wt = w + (long)(kh * KW + kw) * Cg * NB;
-        irc_conv_steps(MR_, TV, NB, W1, 0, acc, xt, xs_pix, wt, Cg);
+        irc_conv_steps(MR_, TV, NB, W1, PF, 0, acc, xt, xs_pix, wt, Cg);
       }
   }
   /* The epilogue, vector by vector (v a constant in each: the sums stay in registers). */
@@ -160,7 +160,8 @@ IRC_INLINE void irc_conv_tile(const int MR_, const int TV, const int NB, long W1
 }
 
 /* MR_ pixels of a slice from ow (irc_conv_tile, then the scalar epilogues it leaves). */
-IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, long W1, int ow,
+IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, long W1, const int PF,
+                                  int ow,
                                   const float *restrict xrow, const float *restrict wb,
                                   float *restrict y, float *restrict yrow, int oc0, int nvalid,
                                   const float *restrict bb, int C, int Wp, int OC, int KH,
@@ -169,7 +170,7 @@ IRC_INLINE void irc_conv2d_pixels(const int MR_, const int TV, int NB, long W1, 
                                   irc_vf start) {
   float *restrict o = yrow + (long)ow * OC + oc0;
   const float *restrict ro = res ? res + (o - y) : NULL;
-  irc_conv_tile(MR_, TV, NB, W1, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
+  irc_conv_tile(MR_, TV, NB, W1, PF, xrow + (long)ow * SW * C, (long)SW * C, (long)DH * Wp * C,
                 (long)DW * C, KH, KW, Cg, wb, o, OC, nvalid, bb, vact, ro, vact2, start);
   if (vact < 0 || (res && vact2 < 0))
     for (int m = 0; m < MR_; ++m) {
@@ -187,18 +188,23 @@ IRC_INLINE void irc_conv2d_slice(const int TV, int NB, long W1, int ow0, int ow1
                                  const float *restrict bb, int C, int Wp, int OC, int KH, int KW,
                                  int SW, int DH, int DW, int Cg, int act, int vact,
                                  const float *restrict res, int act2, int vact2, irc_vf start) {
+  const int PF = IRC_CONV_PREFETCH;
   int ow = ow0;
   for (; ow + IRC_MR <= ow1; ow += IRC_MR)
-    irc_conv2d_pixels(IRC_MR, TV, NB, W1, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW,
-                      SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+    irc_conv2d_pixels(IRC_MR, TV, NB, W1, PF, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC,
+                      KH, KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
   if (IRC_MR >= 4 && ow + IRC_MR / 2 <= ow1) {
-    irc_conv2d_pixels(IRC_MR / 2, TV, NB, W1, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH,
-                      KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+    irc_conv2d_pixels(IRC_MR / 2, TV, NB, W1, PF, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp,
+                      OC, KH, KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
     ow += IRC_MR / 2;
   }
-  for (; ow < ow1; ++ow)
-    irc_conv2d_pixels(1, TV, NB, W1, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH, KW, SW,
-                      DH, DW, Cg, act, vact, res, act2, vact2, start);
+  if (ow0 + 1 == ow1) /* one pixel: a matrix-vector product, its weights streamed */
+    irc_conv2d_pixels(1, TV, NB, W1, IRC_CONV_PREFETCH_PIXEL, ow, xrow, wb, y, yrow, oc0, nvalid,
+                      bb, C, Wp, OC, KH, KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
+  else
+    for (; ow < ow1; ++ow)
+      irc_conv2d_pixels(1, TV, NB, W1, PF, ow, xrow, wb, y, yrow, oc0, nvalid, bb, C, Wp, OC, KH,
+                        KW, SW, DH, DW, Cg, act, vact, res, act2, vact2, start);
 }
 
 /* Whether a tile spans two one-vector blocks (NB = 16 = IRC_VL, a tile of 2 * IRC_VL
