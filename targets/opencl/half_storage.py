@@ -21,10 +21,12 @@ converts in hardware. PoCL's CPU device calls the builtins out of line, and the 
 of the register-tiled kernels' inner loops (one activation per row and step) pay for it:
 built with `-D IRC_HALF_TABLES` (build.py, on CPU devices) a scalar load widens through three
 small `__constant` tables instead (exact for all 65536 halves; on a GPU a divergent
-`__constant` lookup would serialise). MobileNetV2 in fp16 against fp32, same process, Xeon
-@ 2.50GHz AVX-512, PoCL, shared machine: builtins everywhere 1.85-2.4x the fp32 time, with
-scalar tables 1.45-1.7x; the conversions in integer arithmetic and selects 3.3-4.0x, every
-vector load through tables 7.7x.
+`__constant` lookup would serialise), and a scalar store rounds in integer arithmetic
+(`_integer_store`: PoCL compiles its inlined `vstore_half_rte` slowly, at every lane of a
+tiled kernel's edge stores; GPUs compile the header's builtins as before). MobileNetV2 in
+fp16 against fp32, same process, Xeon @ 2.50GHz AVX-512, PoCL, shared machine: builtins
+everywhere 1.85-2.4x the fp32 time, with scalar tables 1.45-1.7x; the conversions in integer
+arithmetic and selects 3.3-4.0x, every vector load through tables 7.7x.
 
 A 3-wide vector of `REAL`, a pointer without an address space or one declared with two types
 is refused (`ValueError`): no template has one, and each would need its own rewrite.
@@ -152,14 +154,40 @@ def half_storage(text: str) -> str:
 
 
 def _builtin(width: str) -> str:
-    """The conversions of one width through core OpenCL's half builtins."""
+    """The conversions of one width through core OpenCL's half builtins; on a CPU device
+    (`HALF_TABLES_MACRO`) the scalar store is `_integer_store()` instead."""
     f, us = f"float{width}", f"ushort{width}"
-    return (
-        f"{f} irc_h2f{width}({us} h) {{ return vload_half{width}(0, (const half*)&h); }}\n"
+    store = (
         f"{us} irc_f2h{width}({f} v) {{\n"
         f"    {us} h;\n"
         f"    vstore_half{width}_rte(v, 0, (half*)&h);\n"
         "    return h;\n"
+        "}\n"
+    )
+    if not width:
+        store = f"#ifdef {HALF_TABLES_MACRO}\n{_integer_store()}#else\n{store}#endif\n"
+    load = f"{f} irc_h2f{width}({us} h) {{ return vload_half{width}(0, (const half*)&h); }}\n"
+    return load + store
+
+
+def _integer_store() -> str:
+    """`irc_f2h` in integer arithmetic and selects, no branch (Giesen's
+    float_to_half_fast3_rtne): bit for bit `vstore_half_rte` and numpy's `astype(float16)`
+    for every float (checked on all 2^32; nearest, ties to even, overflow to infinity,
+    subnormal halves rounded by one float addition of 0.5, exact in the default
+    round-to-nearest; NaN stays NaN). PoCL inlines its `vstore_half_rte` at every scalar
+    store and compiles it slowly: a register-tiled fp16 GEMM kernel storing its 7 x 16
+    outputs lane by lane took 1.17 s to compile with it, 0.51 s with this, a test program of
+    14 fp16 conv kernels 3.2 -> 1.9 CPU s (Xeon @ 2.50GHz). The vector stores keep the
+    builtins (on PoCL as fast to compile, and faster to run, than integer code)."""
+    return (
+        "ushort irc_f2h(float v) {\n"
+        "    const uint a = as_uint(v) & 0x7fffffffu;\n"
+        "    const uint normal = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13;\n"
+        "    const uint tiny = as_uint(as_float(a) + 0.5f) - 0x3f000000u;\n"
+        "    const uint special = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : 0x7c00u;\n"
+        "    const uint h = a >= 0x47800000u ? special : a < 0x38800000u ? tiny : normal;\n"
+        "    return (ushort)(h | ((as_uint(v) >> 16) & 0x8000u));\n"
         "}\n"
     )
 
