@@ -575,16 +575,18 @@ class LoweringError(Exception):
         return self.diagnostic.op
 
 
-def lowering_pipelines(targets: Iterable[str], *, float16: bool = False) -> dict[str, str]:
+def lowering_pipelines(
+    targets: Iterable[str], *, float16: bool = False, precision: str | None = None
+) -> dict[str, str]:
     """Each target's `lowering_passes()` (targets without any are left out); with `float16`
     (the module holds a float16 model's values: `widen-fp16` marked it), its
-    `float16_lowering_passes()` where it has them."""
+    `float16_lowering_passes(precision)` where it has them."""
     from irc.targets import get_target
 
     pipelines: dict[str, str] = {}
     for name in dict.fromkeys(targets):
         target = get_target(name)
-        half = target.float16_lowering_passes() if float16 else None
+        half = target.float16_lowering_passes(precision) if float16 else None
         spec = (target.lowering_passes() if half is None else half).strip()
         if spec:
             pipelines[name] = spec
@@ -607,7 +609,7 @@ def lower_executables(
     """Run each executable's target's lowering passes on it (in place); returns the names
     of the executables lowered. `skip` names executables to leave alone (already lowered).
     A module `widen-fp16` marked (`FLOAT16_MODEL`) gets each target's
-    `float16_lowering_passes()` where it has them.
+    `float16_lowering_passes(precision)` where it has them (the precision the mark records).
 
     Raises `LoweringError` at the first failure, or, when a `failures` list is given,
     appends every failure to it and goes on with the next executable (a failed executable
@@ -615,14 +617,18 @@ def lower_executables(
     executable of an unknown target.
     """
     from xdsl.dialects.builtin import ModuleOp as Module
+    from xdsl.dialects.builtin import StringAttr
 
     from irc.diagnostics import diagnostic_from_exception
     from irc.passes.widen_fp16 import FLOAT16_MODEL
 
     skipped = set(skip)
     executables = [exe for exe in _executables(module) if exe.sym_name.data not in skipped]
-    float16 = FLOAT16_MODEL in module.attributes
-    pipelines = lowering_pipelines((exe.target.data for exe in executables), float16=float16)
+    marker = module.attributes.get(FLOAT16_MODEL)
+    precision = marker.data if isinstance(marker, StringAttr) else None
+    pipelines = lowering_pipelines(
+        (exe.target.data for exe in executables), float16=marker is not None, precision=precision
+    )
     from irc.targets import get_target
 
     passes = {

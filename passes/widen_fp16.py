@@ -51,7 +51,14 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import Float16Type, Float32Type, ModuleOp, TensorType, UnitAttr
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -67,8 +74,10 @@ __all__ = ["WidenFp16Pass", "widen_fp16", "widen_locally", "widened"]
 FLOAT16_MODEL = "irc.float16_model"
 """The module attribute `widen_fp16` sets when it widened something: the float32 tensors
 hold a float16 model's values. `irc.pipelines.lower_executables` then lowers each executable
-with its target's `float16_lowering_passes()` (the OpenCL target keeps such tensors as half
-on the device), so a target stores them 16-bit without a pass reading its internals."""
+with its target's `float16_lowering_passes(precision)` (the OpenCL target keeps such tensors
+as half on the device), so a target stores them 16-bit without a pass reading its
+internals. A unit attribute, or the string `fp16`/`fp32` the pipeline asked for
+(`widen-fp16{precision=...}`), which the targets' lowering then follows."""
 
 
 def _is_half(t: Attribute) -> bool:
@@ -132,12 +141,13 @@ def _skip(op: Operation, kept: set[Operation]) -> bool:
     return op in kept or isinstance(op, func.FuncOp | ModuleOp)
 
 
-def widen_fp16(module: ModuleOp) -> int:
+def widen_fp16(module: ModuleOp, precision: str | None = None) -> int:
     """Widen `module`'s float16 tensors to float32 (see the module docstring) and mark it
-    `FLOAT16_MODEL`. Returns the number of ops whose types changed."""
+    `FLOAT16_MODEL` (with `precision`, the storage asked for, when given). Returns the number
+    of ops whose types changed."""
     if not _has_half(module):
         return 0
-    module.attributes[FLOAT16_MODEL] = UnitAttr()
+    module.attributes[FLOAT16_MODEL] = UnitAttr() if precision is None else StringAttr(precision)
     kept: set[Operation] = set()
     for function in [op for op in module.walk() if isinstance(op, func.FuncOp)]:
         if function.body.blocks:
@@ -294,13 +304,14 @@ class WidenFp16Pass(ModulePass):
 
     precision: str | None = None
     """`fp16` or `fp32`, passed to each target's `computes_float16_op` (None: each target's
-    default)."""
+    default); a module widened whole records it on `FLOAT16_MODEL`, for the targets'
+    `float16_lowering_passes` (the OpenCL target's storage)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.precision not in (None, "fp16", "fp32"):
             emit_error(op, f"widen-fp16: precision must be fp16 or fp32, got '{self.precision}'")
         if not self.targets or not _has_half(op):
-            widen_fp16(op)
+            widen_fp16(op, self.precision)
             return
         targets = [get_target(name) for name in self.targets]
         kept = {
@@ -311,4 +322,4 @@ class WidenFp16Pass(ModulePass):
         if kept:
             widen_locally(op, kept.__contains__)
         else:
-            widen_fp16(op)
+            widen_fp16(op, self.precision)

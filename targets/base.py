@@ -222,11 +222,12 @@ class Target(ABC):
         """The pass pipeline (irc-opt `-p` syntax) applied to this target's executables."""
         return ""
 
-    def float16_lowering_passes(self) -> str | None:
+    def float16_lowering_passes(self, precision: str | None = None) -> str | None:
         """The pipeline for this target's executables in a float16 model that `widen-fp16`
         widened (float32 tensors holding float16 values; the module carries
-        `irc.float16_model`): e.g. 16-bit storage of those tensors. None (the default):
-        `lowering_passes()`."""
+        `irc.float16_model`): e.g. 16-bit storage of those tensors. `precision`: what the
+        pipeline asked for (`fp16` or `fp32`; None: the target's own default). None (the
+        default): `lowering_passes()`."""
         return None
 
     def passes(self) -> Mapping[str, type[ModulePass]]:

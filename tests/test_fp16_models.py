@@ -9,14 +9,15 @@ the float32 model than the model's own float16 semantics (the reference target: 
 to half per op result); onnxruntime's CPU run is closer (3.2e-4 against 4.6e-4 of the output
 scale here) because its optimizer drops the model's casts and computes and stores in
 float32, which `IRC_OPENCL_PRECISION=fp32` reproduces (no farther than onnxruntime's).
-The cpu target computes float16 (`Target.computes_float16`): float16 weights and
-activations, each op's result rounded to half as the reference's float16 ops do; within
-2e-3 of onnxruntime's float16 run and 1e-3 of the reference target's. The reference
-target alone computes float16 op by op (numpy's half arithmetic) and stays within 2e-3 of
-onnxruntime too. Every ISA profile the host runs is tried on cpu (`IRC_CPU_ISA`). A float16
-signature (no `keep_io_types`) keeps its float16 inputs and outputs: the two casts at the
-entry and the return run on cpu too (F16C where present, numpy's rounding bit for bit,
-tested on edge values per ISA).
+On cpu a float16 model computes in float32 with its float16 weights by default (onnxruntime's
+CPU provider's way); with `IRC_CPU_PRECISION=fp16` (or `precision="fp16"`) the cpu target
+keeps float16 weights and activations, each op's result rounded to half as the reference's
+float16 ops do; within 2e-3 of onnxruntime's float16 run and 1e-3 of the reference
+target's. The reference target alone computes float16 op by op (numpy's half arithmetic)
+and stays within 2e-3 of onnxruntime too. Every ISA profile the host runs is tried on cpu
+(`IRC_CPU_ISA`). A float16 signature (no `keep_io_types`) keeps its float16 inputs and
+outputs: the two casts at the entry and the return run on cpu too (F16C where present,
+numpy's rounding bit for bit, tested on edge values per ISA).
 """
 
 from __future__ import annotations
@@ -127,6 +128,21 @@ def test_opencl_keeps_the_model_16_bit(
     assert _precisions(widened) == ["fp32"]
     assert _planned_bytes(compiled) * 2 == _planned_bytes(widened)
     _check(widened, paths, widened=True)
+
+
+@needs_device
+def test_opencl_follows_the_compile_precision(
+    paths: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`irc.compile(..., precision=...)` reaches the OpenCL target's storage (the mark
+    widen-fp16 leaves records it) and wins over `IRC_OPENCL_PRECISION`."""
+    monkeypatch.setenv("IRC_OPENCL_PRECISION", "fp32")
+    half = irc.compile(paths[1], "opencl", precision="fp16")
+    assert _precisions(half) in (["fp16"], ["fp16-native"])
+    monkeypatch.setenv("IRC_OPENCL_PRECISION", "fp16")
+    full = irc.compile(paths[1], "opencl", precision="fp32")
+    assert _precisions(full) == ["fp32"]
+    assert _planned_bytes(half) * 2 == _planned_bytes(full)
 
 
 @needs_device

@@ -95,20 +95,20 @@ class PrecisionChoice:
     """What `IRC_OPENCL_PRECISION` asked for and what the target lowers with."""
 
     requested: str | None
-    """The variable's value (lower-cased), None when unset."""
+    """The pipeline's choice, else the variable's value (lower-cased); None when neither."""
     precision: str
     """`fp32`, `fp16` or `fp16-native`: the precision the lowering uses."""
     reason: str
     """Why `precision` differs from `requested` (empty when they agree or nothing was asked)."""
 
 
-def precision_choice(default: str | None = None) -> PrecisionChoice:
-    """The precision `lowering_passes()` uses, from `IRC_OPENCL_PRECISION` (else `default`:
-    `fp16` for a float16 model) and the device: a request for fp16 is always granted, as
-    `fp16-native` (half arithmetic) where the device reports cl_khr_fp16 and as `fp16` (half
-    storage, float arithmetic: any device) elsewhere; `fp16-native` asked for on a device
-    without the extension is `fp16`, with the reason."""
-    raw = os.environ.get(PRECISION_ENV, "").strip().lower() or default
+def precision_choice(default: str | None = None, requested: str | None = None) -> PrecisionChoice:
+    """The precision `lowering_passes()` uses, from `requested` (a pipeline's choice), else
+    `IRC_OPENCL_PRECISION`, else `default` (`fp16` for a float16 model), and the device: a
+    request for fp16 is always granted, as `fp16-native` (half arithmetic) where the device
+    reports cl_khr_fp16 and as `fp16` (half storage, float arithmetic: any device) elsewhere;
+    `fp16-native` asked for on a device without the extension is `fp16`, with the reason."""
+    raw = requested or os.environ.get(PRECISION_ENV, "").strip().lower() or default
     if not raw:
         return PrecisionChoice(None, "fp32", "")
     if raw == "fp32":
@@ -177,12 +177,15 @@ class OpenCLTarget(Target):
     def lowering_passes(self) -> str:
         return _lowering_passes(precision_choice())
 
-    def float16_lowering_passes(self) -> str | None:
-        """A float16 model's executables in `float16_model_precision()`: on a GPU half
-        storage (`precision=fp16`, or `fp16-native` with cl_khr_fp16), its weights and
-        activations 16-bit on the device; on a CPU device float32;
-        `IRC_OPENCL_PRECISION` overrides either."""
-        return _lowering_passes(precision_choice(default=float16_model_precision()))
+    def float16_lowering_passes(self, precision: str | None = None) -> str | None:
+        """A float16 model's executables in the `precision` the pipeline asked for
+        (`irc.compile(..., precision=...)`, `widen-fp16{precision=...}`: it wins over the
+        variable), else `IRC_OPENCL_PRECISION`, else `float16_model_precision()`: on a GPU
+        half storage (`fp16`, or `fp16-native` with cl_khr_fp16), its weights and
+        activations 16-bit on the device; on a CPU device float32."""
+        return _lowering_passes(
+            precision_choice(default=float16_model_precision(), requested=precision)
+        )
 
     def passes(self) -> Mapping[str, type[ModulePass]]:
         return _PASSES
