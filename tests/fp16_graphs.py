@@ -6,11 +6,12 @@ opset 17: BatchNorm folded into the convolutions, HardSwish, ReLU, squeeze-excit
 GlobalAveragePool -> Conv -> Relu -> Conv -> HardSigmoid -> Mul, the classifier as
 GlobalAveragePool -> Flatten -> Gemm -> HardSwish -> Gemm (Dropout dropped in eval).
 
-`to_float16` does what onnxconverter_common's `convert_float_to_float16(model,
-keep_io_types=True)` does to such a graph: every float32 initializer becomes float16
-(numpy's round-to-nearest-even), every float32 value becomes float16, and the graph's
-float32 inputs and outputs stay float32 through a `Cast(to=FLOAT16)` after each input and a
-`Cast(to=FLOAT)` before each output.
+`to_float16` (re-exported from `fp16_transformer_graphs`, which documents it) does what
+onnxconverter_common's `convert_float_to_float16(model, keep_io_types=True)` does to such a
+graph: every float32 initializer becomes float16 (numpy's round-to-nearest-even, clipped to
+half's range), every float32 value becomes float16, and the graph's float32 inputs and
+outputs stay float32 through a `Cast(to=FLOAT16)` after each input and a `Cast(to=FLOAT)`
+before each output.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import math
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from fp16_transformer_graphs import to_float16
+from onnx import TensorProto, helper
 from onnx_support import make_onnx_model
 from transformer_graphs import OnnxGraph
 
@@ -112,42 +114,3 @@ def mobilenet_v3_small_like(
     model = make_onnx_model(graph, opset=17)  # an IR version every onnxruntime loads
     onnx.checker.check_model(model)
     return model
-
-
-def to_float16(model: onnx.ModelProto) -> onnx.ModelProto:
-    """`convert_float_to_float16(model, keep_io_types=True)` for graphs without float
-    attributes holding tensors (initializers, values, graph inputs/outputs kept float32)."""
-    converted = onnx.ModelProto()
-    converted.CopyFrom(model)
-    graph = converted.graph
-    for i, init in enumerate(graph.initializer):
-        if init.data_type == TensorProto.FLOAT:
-            half = numpy_helper.to_array(init).astype(np.float16)
-            graph.initializer[i].CopyFrom(numpy_helper.from_array(half, init.name))
-    renamed: dict[str, str] = {}
-    casts_in = []
-    for inp in graph.input:
-        if inp.type.tensor_type.elem_type == TensorProto.FLOAT:
-            renamed[inp.name] = f"{inp.name}_fp16"
-            casts_in.append(
-                helper.make_node("Cast", [inp.name], [renamed[inp.name]], to=TensorProto.FLOAT16)
-            )
-    casts_out = []
-    for out in graph.output:
-        if out.type.tensor_type.elem_type == TensorProto.FLOAT:
-            casts_out.append(
-                helper.make_node("Cast", [f"{out.name}_fp16"], [out.name], to=TensorProto.FLOAT)
-            )
-    outputs = {o.name: f"{o.name}_fp16" for o in graph.output}
-    nodes = []
-    for node in graph.node:
-        new = onnx.NodeProto()
-        new.CopyFrom(node)
-        new.input[:] = [renamed.get(n, n) for n in node.input]
-        new.output[:] = [outputs.get(n, n) for n in node.output]
-        nodes.append(new)
-    del graph.node[:]
-    graph.node.extend([*casts_in, *nodes, *casts_out])
-    del graph.value_info[:]
-    onnx.checker.check_model(converted)
-    return converted
