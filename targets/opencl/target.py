@@ -9,9 +9,10 @@ regions arrive as float through `insert-qdq`.
 in memory through `vload_half`/`vstore_half_rte`, float arithmetic: core OpenCL, so PoCL's
 CPU device and NVIDIA's OpenCL, neither with cl_khr_fp16, run it) or, on a device with
 cl_khr_fp16, `precision=fp16-native` (half values, TFLite GPU's F32_F16). A float16 model
-(`widen-fp16` widened it: `float16_lowering_passes()`) gets the same without the variable;
-`IRC_OPENCL_PRECISION=fp32` keeps it in float32. `precision_choice()` says what was chosen
-and why. Nothing is printed.
+(`widen-fp16` widened it: `float16_lowering_passes(precision)`) computes in float32 with its
+float16 weights unless asked otherwise (onnxruntime's way, and its error against the float32
+model: docs/fp16.md); `irc.compile(..., precision="fp16")` or the variable asks for half
+storage. `precision_choice()` says what was chosen and why. Nothing is printed.
 """
 
 from __future__ import annotations
@@ -136,20 +137,6 @@ def precision_choice(default: str | None = None, requested: str | None = None) -
     return PrecisionChoice(raw, "fp16", reason)
 
 
-def float16_model_precision() -> str:
-    """The precision a float16 model gets when `IRC_OPENCL_PRECISION` is unset: `fp16` on a
-    GPU (or when no device can be read), where halving the bytes moved is the point; `fp32`
-    on a CPU device (PoCL), whose half conversions cost more than the bytes they save
-    (MobileNetV2 fp16 storage 1.46-1.72x the float32 time on PoCL, Xeon @ 2.50GHz) and whose
-    float32 run is also the closer one to the float32 model."""
-    from irc.targets.opencl.device import DeviceError, get_device
-
-    try:
-        return "fp16" if get_device().profile.is_gpu else "fp32"
-    except DeviceError:
-        return "fp16"
-
-
 class OpenCLTarget(Target):
     """float32 NHWC kernels in OpenCL C, or half storage with `IRC_OPENCL_PRECISION=fp16` (any
     OpenCL device; PoCL's CPU device without a GPU)."""
@@ -180,12 +167,11 @@ class OpenCLTarget(Target):
     def float16_lowering_passes(self, precision: str | None = None) -> str | None:
         """A float16 model's executables in the `precision` the pipeline asked for
         (`irc.compile(..., precision=...)`, `widen-fp16{precision=...}`: it wins over the
-        variable), else `IRC_OPENCL_PRECISION`, else `float16_model_precision()`: on a GPU
-        half storage (`fp16`, or `fp16-native` with cl_khr_fp16), its weights and
-        activations 16-bit on the device; on a CPU device float32."""
-        return _lowering_passes(
-            precision_choice(default=float16_model_precision(), requested=precision)
-        )
+        variable), else `IRC_OPENCL_PRECISION`, else float32 (the model's float16 weights
+        widened, float32 activations: onnxruntime's way, on every device). `fp16`: half
+        storage (`fp16-native` with cl_khr_fp16), weights and activations 16-bit on the
+        device."""
+        return _lowering_passes(precision_choice(requested=precision))
 
     def passes(self) -> Mapping[str, type[ModulePass]]:
         return _PASSES
