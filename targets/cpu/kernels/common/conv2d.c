@@ -287,34 +287,39 @@ IRC_INLINE void irc_conv2d_task(const int NV, const irc_conv2d_args *restrict a,
   const int C = a->C, OH = a->OH, SH = a->SH, SW = a->SW;
   const int oh = (int)(row % OH), n = (int)(row / OH);
   float *restrict yrow = a->y + (row * a->OW + ow0) * a->OC;
-  if (!a->window) {
-    const float *restrict xrow =
-        a->x + (((long)n * a->Hp + (long)oh * SH) * a->Wp + (long)ow0 * SW) * C;
-    irc_conv2d_blocks(NV, xrow, yrow, ow1 - ow0, blk0, blk1, a->Wp, C, a->w, a->bias, a->y,
-                      a->OC, a->KH, a->KW, SW, a->DH, a->DW, a->Cg, a->OCg, a->act, a->res,
-                      a->act2);
-    return;
-  }
+  /* One call of irc_conv2d_blocks for both cases (its tiles are inlined at each call: two
+     calls built every tile twice, doubling the part's compile time). */
   float win[IRC_CONV_WINDOW_FLOATS];
-  const int ww = (ow1 - ow0 - 1) * SW + (a->KW - 1) * a->DW + 1; /* window columns */
-  const int iw0 = ow0 * SW - a->PL;
-  int lo = -iw0, hi = a->W - iw0; /* window columns [lo, hi) lie inside the input */
-  if (lo < 0) lo = 0;
-  if (hi > ww) hi = ww;
-  for (int kh = 0; kh < a->KH; ++kh) {
-    float *restrict d = win + (long)kh * ww * C;
-    const int ih = oh * SH - a->PT + kh * a->DH;
-    if (ih < 0 || ih >= a->H || hi <= lo) {
-      memset(d, 0, sizeof(float) * (size_t)ww * C);
-      continue;
+  const float *xrow;
+  int wp, dh;
+  if (!a->window) {
+    xrow = a->x + (((long)n * a->Hp + (long)oh * SH) * a->Wp + (long)ow0 * SW) * C;
+    wp = a->Wp;
+    dh = a->DH;
+  } else {
+    const int ww = (ow1 - ow0 - 1) * SW + (a->KW - 1) * a->DW + 1; /* window columns */
+    const int iw0 = ow0 * SW - a->PL;
+    int lo = -iw0, hi = a->W - iw0; /* window columns [lo, hi) lie inside the input */
+    if (lo < 0) lo = 0;
+    if (hi > ww) hi = ww;
+    for (int kh = 0; kh < a->KH; ++kh) {
+      float *restrict d = win + (long)kh * ww * C;
+      const int ih = oh * SH - a->PT + kh * a->DH;
+      if (ih < 0 || ih >= a->H || hi <= lo) {
+        memset(d, 0, sizeof(float) * (size_t)ww * C);
+        continue;
+      }
+      const float *restrict s = a->x + (((long)n * a->H + ih) * a->W + iw0 + lo) * C;
+      memset(d, 0, sizeof(float) * (size_t)lo * C);
+      memcpy(d + (long)lo * C, s, sizeof(float) * (size_t)(hi - lo) * C);
+      memset(d + (long)hi * C, 0, sizeof(float) * (size_t)(ww - hi) * C);
     }
-    const float *restrict s = a->x + (((long)n * a->H + ih) * a->W + iw0 + lo) * C;
-    memset(d, 0, sizeof(float) * (size_t)lo * C);
-    memcpy(d + (long)lo * C, s, sizeof(float) * (size_t)(hi - lo) * C);
-    memset(d + (long)hi * C, 0, sizeof(float) * (size_t)(ww - hi) * C);
+    xrow = win; /* the window's rows are its KH tap rows, one after the other */
+    wp = ww;
+    dh = 1;
   }
-  irc_conv2d_blocks(NV, win, yrow, ow1 - ow0, blk0, blk1, ww, C, a->w, a->bias, a->y, a->OC,
-                    a->KH, a->KW, SW, 1, a->DW, a->Cg, a->OCg, a->act, a->res, a->act2);
+  irc_conv2d_blocks(NV, xrow, yrow, ow1 - ow0, blk0, blk1, wp, C, a->w, a->bias, a->y, a->OC,
+                    a->KH, a->KW, SW, dh, a->DW, a->Cg, a->OCg, a->act, a->res, a->act2);
 }
 
 /* Part `part` of irc_conv2d: task t is block range t / ptasks, pixel chunk t % ptasks. */
