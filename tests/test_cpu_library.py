@@ -186,7 +186,11 @@ def test_without_the_library_the_kernels_are_pasted(monkeypatch: pytest.MonkeyPa
     np.testing.assert_allclose(actual, expected[0], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.skipif(len(RUNNABLE_ISAS) < 2, reason="this CPU runs one ISA profile")
+@pytest.mark.skipif(
+    len(RUNNABLE_ISAS) < 2,
+    reason=f"needs two ISA profiles this CPU runs (runs: {', '.join(RUNNABLE_ISAS)}; any "
+    "x86-64 CPU with AVX2 runs avx2 and generic)",
+)
 def test_two_profiles_in_one_process_keep_their_own_kernels_and_pool() -> None:
     rng = np.random.default_rng(8)
     case = QConvCase("q", rng, (1, 5, 6, 32), 40, (3, 3), pads=(1, 1, 1, 1))
