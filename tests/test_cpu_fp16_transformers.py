@@ -18,7 +18,8 @@ region at either precision:
   difference where float32 sums in another order round to the neighbouring half travels
   through the layers).
 
-Both stay within 2e-3 of the output scale of onnxruntime's float16 run. Small shapes.
+Both stay within 2e-3 of the output scale of onnxruntime's float16 run, plus that run's own
+distance from the float32 model (its float16 kernels differ by version and CPU). Small shapes.
 """
 
 from __future__ import annotations
@@ -169,6 +170,13 @@ def model(
     return paths[1], feeds, outputs[0], outputs[1]
 
 
+# How far irc may be from onnxruntime's float16 run, beyond that run's own distance from the
+# float32 model: onnxruntime's float16 results depend on its version and the CPU (on the
+# H100 machine's Intel Xeon with AVX-512, onnxruntime's DeiT run was 4.2e-3 of the output
+# scale from irc's, which is within 1.25x of onnxruntime's own float16 error).
+_FROM_ORT16 = 2e-3
+
+
 def _errors(got: dict[str, np.ndarray], want: list[np.ndarray]) -> list[float]:
     values = list(got.values())
     assert len(values) == len(want)
@@ -188,20 +196,21 @@ def test_default_precision_is_onnxruntimes(
     ort16 = _errors(dict(enumerate(want16)), want32)  # type: ignore[arg-type]
     for mine, theirs in zip(_errors(got, want32), ort16, strict=True):
         assert mine <= theirs * 1.25 + 1e-5, (mine, theirs)
-    assert max(_errors(got, want16)) <= 2e-3
+    assert max(_errors(got, want16)) <= _FROM_ORT16 + max(ort16)
 
 
 def test_fp16_storage_rounds_as_the_reference(
     model: tuple[Path, dict[str, np.ndarray], list[np.ndarray], list[np.ndarray]],
 ) -> None:
-    path, feeds, _, want16 = model
+    path, feeds, want32, want16 = model
     shapes = {k: v.shape for k, v in feeds.items()}
     compiled = irc.compile(path, "cpu", input_shapes=shapes, precision="fp16")
     assert _host_ops(compiled).endswith("host: 0 ops"), compiled.summary
     got = compiled.run(feeds)
     reference = irc.compile(path, "reference", input_shapes=shapes).run(feeds)
     assert max(_errors(got, list(reference.values()))) <= 2e-3
-    assert max(_errors(got, want16)) <= 2e-3
+    ort16 = _errors(dict(enumerate(want16)), want32)  # type: ignore[arg-type]
+    assert max(_errors(got, want16)) <= _FROM_ORT16 + max(ort16)
 
 
 def test_dynamic_bert_at_two_lengths(tmp_path: Path) -> None:
