@@ -57,23 +57,34 @@ SLOW_TESTS: tuple[str, ...] = (
     "tests/test_convert_layout.py::test_shared_model",
     "tests/test_cpu_conv_threads.py::test_conv_against_reference_on_1_and_2_threads",
     "tests/test_cpu_conv_transpose.py::test_float",
-    "tests/test_cpu_int8_models.py::test_shared_int8_models",
+    "tests/test_cpu_fp16_transformers.py::test_fp16_storage_rounds_as_the_reference",
     "tests/test_cpu_int8_depthwise.py::test_depthwise_bit_exact",
+    "tests/test_cpu_int8_models.py::test_shared_int8_models",
     "tests/test_cpu_int8_pointwise.py::test_pointwise_bit_exact",
     "tests/test_cpu_isa.py::test_every_x86_profile_compiles",
+    "tests/test_cpu_isa.py::test_neon_profile_runs_under_qemu",
+    "tests/test_cpu_library.py::test_moved_cache_and_fresh_cache_in_new_processes",
+    "tests/test_cpu_library.py::test_the_library_is_warning_free",
     "tests/test_cpu_qfused.py::test_fused_bit_exact",
     "tests/test_cpu_quant.py::test_generated_rescale_matches_reference",
+    "tests/test_cpu_split_determinism.py",
     "tests/test_differential_smoke.py::test_smoke_run_has_no_mismatch",
+    "tests/test_fp16_models.py::test_opencl_keeps_the_model_16_bit",
+    "tests/test_import_onnx_transformer.py::test_transformer_opencl",
     "tests/test_import_structure.py::test_every_module_imports_on_its_own",
     "tests/test_import_tflite.py::test_real_model_matches_goldens",
     "tests/test_insert_qdq.py::test_model_numerics",
     "tests/test_models.py",
     "tests/test_opencl.py::test_shared_float_models_match_the_reference",
+    "tests/test_opencl.py::test_shared_int8_models_run_on_opencl",
+    "tests/test_opencl_fp16.py::test_shared_float_models_match_the_reference_in_fp16",
     "tests/test_opencl_fp16.py::test_shared_models_type_check_and_halve_device_memory_in_fp16",
     "tests/test_outline_delegates.py::test_outlining_real_models_changes_no_output",
     "tests/test_partition.py::test_models_partition_and_run_identically",
     "tests/test_partition.py::test_models_run_identically_on_testplugin",
+    "tests/test_quantized_onnx_models.py",
     "tests/test_readme.py::test_quick_start_runs_as_written",
+    "tests/test_zoo_models.py::test_opencl",
 )
 
 
@@ -81,6 +92,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # Tests patch irc's internals, which the compile cache's key cannot see: compilations
     # run the pipeline (tests of the cache itself turn it on: test_compile_time_caching.py).
     os.environ["IRC_COMPILE_CACHE"] = "0"
+    # PoCL, the suite's OpenCL device on machines without a GPU, builds the unit tests' many
+    # small programs (~2,300 kernels) without LLVM's optimiser: the same OpenCL C semantics,
+    # 40-60 % less build time. The `slow` tier (real models) builds as users do (pocl_flags).
+    # NVIDIA's and other drivers ignore the variable.
+    os.environ.setdefault("POCL_EXTRA_BUILD_FLAGS", POCL_UNIT_TEST_FLAGS)
     config.addinivalue_line(
         "markers",
         "slow: among the costliest tests (CI runs them; `-m 'not slow'` skips them while editing)",
@@ -89,6 +105,20 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "private_cache(unset=()): the module builds into the run's IRC_CACHE_DIR (conftest.py)",
     )
+
+
+POCL_UNIT_TEST_FLAGS = "-cl-opt-disable"
+"""What the suite adds to PoCL's builds (`POCL_EXTRA_BUILD_FLAGS`) outside the `slow` tier."""
+
+
+@pytest.fixture(autouse=True)
+def pocl_flags(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `slow` test builds with PoCL's optimiser on (its programs, not the module-scoped
+    fixtures' built before it): the real models run as users build them."""
+    if request.node.get_closest_marker("slow") is None:
+        return
+    if os.environ.get("POCL_EXTRA_BUILD_FLAGS") == POCL_UNIT_TEST_FLAGS:
+        monkeypatch.delenv("POCL_EXTRA_BUILD_FLAGS")
 
 
 MAX_WORKERS = 8

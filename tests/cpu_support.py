@@ -192,12 +192,19 @@ Results = dict[str, tuple[list[np.ndarray], list[np.ndarray]]]
 
 
 def isa_params(names: Sequence[str] = isa.PREFERENCE) -> list[object]:
-    """pytest params of the ISA profiles `names`: the ones this host cannot run are skipped
-    with what it lacks (tests/test_cpu_isa.py still compiles them)."""
+    """pytest params of the ISA profiles `names` (best first): the ones this host cannot run
+    are skipped with what it lacks (tests/test_cpu_isa.py still compiles them); of those it
+    runs, the first is the test command's and the others are in the `slow` tier (CI runs
+    every profile the machine runs; each costs a kernel library build)."""
     params: list[object] = []
+    first_runnable = True
     for name in names:
         lacking = isa.missing(isa.PROFILES[name])
-        marks = [pytest.mark.skip(reason=f"host lacks {', '.join(lacking)}")] if lacking else []
+        if lacking:
+            marks = [pytest.mark.skip(reason=f"host lacks {', '.join(lacking)}")]
+        else:
+            marks = [] if first_runnable else [pytest.mark.slow]
+            first_runnable = False
         params.append(pytest.param(name, id=name, marks=marks))
     return params
 

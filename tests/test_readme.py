@@ -17,10 +17,18 @@ def _last_command(text: str) -> str:
     return next(line for line in reversed(lines) if line.startswith("ruff check"))
 
 
+def _line_of(text: str, line: str) -> int:
+    return [s.strip() for s in text.splitlines()].index(line)
+
+
 def test_ci_runs_the_readme_test_command() -> None:
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
     assert _last_command(ci) == _last_command(readme)
+    slow_tier = "pytest -W error -q -n auto --dist loadfile -m slow"
+    after = [s.strip() for s in readme.splitlines()][_line_of(readme, _last_command(readme)) :]
+    assert slow_tier in after[:12]  # the README's next command
+    assert ci.splitlines()[_line_of(ci, _last_command(ci)) + 1] == slow_tier
     assert "pip install -e '.[test]'" in readme
     assert "pip install --quiet -e '.[test]'" in ci
 
