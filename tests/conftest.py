@@ -48,7 +48,9 @@ SLOW_TESTS: tuple[str, ...] = (
     # Node-id prefixes (file, file::test, file::test[param]) from a full `pytest` run on the
     # 2-core development machine: each test function here costs 3 s of CPU or more over its
     # parameters (a kernel family built, a real model compiled and run, tools started in
-    # fresh processes); together 61% of the suite's CPU time in 5% of its tests.
+    # fresh processes, a thread-count or library-build sweep). With the ISA profiles after the
+    # first one a CPU runs (`cpu_support.isa_params`), the slow tier is about half of the
+    # suite's CPU time (cold, AMD EPYC AVX2: ~480 of 1,026 CPU s) in 5 % of its tests.
     "tests/test_aot.py::test_artifact_runs_in_a_fresh_process_without_the_model",
     "tests/test_batch_norm_decompose.py::test_densenet_runs_as_one_cpu_region",
     "tests/test_compile.py::test_compiled_models_match_the_reference",
