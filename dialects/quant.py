@@ -15,7 +15,8 @@ Ops:
   zero, ONNX QuantizeLinear half to even);
 * `quant.dcast` dequantizes;
 * `quant.scast` reinterprets quantized values as their storage integers and back;
-* `quant.rescale` is the single definition of TFLite's fixed-point requantization (DESIGN.md §2):
+* `quant.rescale` is the single definition of TFLite's fixed-point requantization
+  (docs/design.md §2):
   ``out = clamp(zp_out + round(multiplier * 2^(shift - 31) * (in - zp_in)))``, with TFLite's
   rounding (`double_round`: SaturatingRoundingDoublingHighMul then RoundingDivideByPOT) or the
   single-rounding variant (`single_round`).

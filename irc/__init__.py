@@ -1,6 +1,6 @@
 """irc: an MLIR-style compiler for on-device ML inference, built on xDSL.
 
-The Python API (DESIGN.md §5). `import irc` is cheap: everything is imported on first use.
+The Python API (docs/design.md §5). `import irc` is cheap: everything is imported on first use.
 
 ```python
 import numpy as np

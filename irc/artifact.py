@@ -28,7 +28,7 @@ Loading (`irc.load`, every tool, through `irc.diagnostics.LocatingParser`) reads
 file named by the section, from the artifact's own folder, checks its size and SHA-256, and
 builds each `dense_resource<wN>` as an ordinary `DenseIntOrFPElementsAttr` while parsing: the
 module in memory is the one that was saved. The store belongs to one parse (not to xDSL's
-process-global blob store, see DESIGN.md §2), and the weights never pass through hex text,
+process-global blob store, see docs/design.md §2), and the weights never pass through hex text,
 so loading MobileNetV2 takes a fraction of the time the all-text form takes (benchmarks/
 artifact_load.py). A missing, truncated or altered weights file is one `ParseError` at the
 section, naming the file.

@@ -1,4 +1,4 @@
-"""`irc.compile`: a model through the default pipeline into a `CompiledModel` (DESIGN.md §5).
+"""`irc.compile`: a model through the default pipeline into a `CompiledModel` (docs/design.md §5).
 
 ```python
 model = irc.compile("model.tflite", targets=["opencl", "reference"])

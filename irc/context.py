@@ -88,7 +88,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """Passes registered under their DESIGN.md §6 names: irc's own (`get_own_passes()`:
+    """Passes registered under their docs/design.md §6 names: irc's own (`get_own_passes()`:
     graph, quantization, partitioning), then the targets' passes (`get_target_passes()`)."""
     passes = get_own_passes()
     for name, factory in get_target_passes().items():

@@ -1,6 +1,6 @@
 """Pipeline presets: which registered passes run, in which order, for a purpose.
 
-Presets only string registered passes together (by their DESIGN.md §6 names, through
+Presets only string registered passes together (by their docs/design.md §6 names, through
 `irc.context.get_all_passes()`); every step stays runnable alone with `irc-opt -p NAME`.
 
 * `reference_passes(module)` / `prepare_for_reference(module)`: what the reference target
@@ -11,7 +11,7 @@ Presets only string registered passes together (by their DESIGN.md §6 names, th
   otherwise nothing does (float modules run as they are). Without the pass, quantized
   arithmetic reaches the executor and is reported there as unsupported, at its op.
 * `default_pipeline(targets, **options)`: the module-level part of the default pipeline
-  (DESIGN.md §3) as an irc-opt `-p` string, ending with `outline-delegates`:
+  (docs/design.md §3) as an irc-opt `-p` string, ending with `outline-delegates`:
 
   ```
   canonicalize,widen-fp16,partition{targets=a,b ...},
@@ -219,7 +219,7 @@ def default_pipeline(targets: Sequence[str], **options: Any) -> str:
 
 
 default = default_pipeline
-"""`irc.pipelines.default` (DESIGN.md §3) is `default_pipeline`."""
+"""`irc.pipelines.default` (docs/design.md §3) is `default_pipeline`."""
 
 
 def compile_pipeline_spec(targets: Sequence[str], **options: Any) -> str:

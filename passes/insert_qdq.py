@@ -8,7 +8,7 @@ results), so the rest of the program does not change.
 
 * Scope: with `targets`, only ops inside `delegate.region`s of those targets are converted;
   the boundary casts go inside the region, so its captures and results keep their quantized
-  types (DESIGN.md §3: the pass runs after `partition`). Without `targets`, every op in every
+  types (docs/design.md §3: the pass runs after `partition`). Without `targets`, every op in every
   function (and region) is converted: whole-graph mode.
 * Constants: quantized weights consumed by converted ops become float constants at compile
   time (the dequantization formula of the reference `quant.dcast` kernel, in float64 then

@@ -1,6 +1,6 @@
 """Lower quantized `nn` ops to integer arithmetic, `quant.rescale` and clamps (TOSA's way).
 
-DESIGN.md §2: quantized semantics are defined once. This pass rewrites every quantized `nn`
+docs/design.md §2: quantized semantics are defined once. This pass rewrites every quantized `nn`
 op whose TFLite int8 kernel is fixed-point arithmetic into the integer form of the same
 computation, so the reference target, and every target running int8 natively, executes
 plain integer `nn` ops plus `quant.rescale` (TFLite's MultiplyByQuantizedMultiplier):

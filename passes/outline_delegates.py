@@ -13,7 +13,7 @@ func.func @f(...) {
 * Entry arguments are the region's captures, in capture order (the region's block arguments
   become the entry's); the results are the yielded values. The entry stays public inside the
   private executable (STYLE.md C10: `@exe::@entry` must resolve).
-* Names (DESIGN.md §6): `@<func>_<target>_<n>`, with `n` counting the regions of one target in
+* Names (docs/design.md §6): `@<func>_<target>_<n>`, with `n` counting the regions of one target in
   one function in source order from 0. Characters of the target name that cannot appear in a
   bare symbol become `_`; a name already taken in the module moves on to the next `n`. Names
   never depend on `id()`, hashes or set order, so output is stable across runs.

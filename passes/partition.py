@@ -1,7 +1,7 @@
 """Partition functions into `delegate.region`s: maximal acyclic clusters of ops per target.
 
 `partition{targets=opencl,cpu}` asks the targets, in priority order, which ops of each
-function they take (`Target.supports`, DESIGN.md §4), groups the ops of each target into as
+function they take (`Target.supports`, docs/design.md §4), groups the ops of each target into as
 few and as large clusters as the dataflow allows, wraps every cluster in a
 `delegate.region "target"` with explicit captures, and reports what went where: one remark
 per function (``@main: opencl: 58 of 64 ops in 2 regions; host: 6 ops``) and, with

@@ -1,4 +1,4 @@
-"""The Target protocol (DESIGN.md §4) and the target registry.
+"""The Target protocol (docs/design.md §4) and the target registry.
 
 A target is what TFLite calls a delegate, LiteRT a compiler plugin, MindSpore Lite a
 `Delegate` and ONNX Runtime an execution provider:
@@ -18,7 +18,7 @@ A target is what TFLite calls a delegate, LiteRT a compiler plugin, MindSpore Li
 | execute | `LoadedExecutable.execute(entry, args)`, per call |
 
 `supports(op)` judges the op as imported (the model's layout, quantized types), knowing the
-conversions the default pipeline will apply inside its regions (DESIGN.md §3).
+conversions the default pipeline will apply inside its regions (docs/design.md §3).
 
 Targets are found through the entry-point group `irc.targets` (the `reference` target is
 registered that way, like any third-party target), through `register()` for in-process

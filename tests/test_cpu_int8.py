@@ -3,7 +3,7 @@
 Every case is one quantized `nn` op (or a short chain) on int8/uint8 tensors; all cases of
 this file go into ONE `cpu` executable, so the generated C compiles once. The expected
 results come from the reference target's runtime on the same executable (it lowers a copy
-with `lower-quantized`: DESIGN.md §2, the single definition of the int8 semantics); the CPU
+with `lower-quantized`: docs/design.md §2, the single definition of the int8 semantics); the CPU
 runtime runs it after `lower-cpu` (which gives quantized ops the same integer form) and the
 stored integers must be identical. Cases cover per-tensor and per-channel requantization,
 non-zero zero points (wide i32 inputs) and zero ones (narrow i8 inputs), padding, strides,

@@ -1,7 +1,7 @@
 """The CPU target's fixed-point requantization (`csrc` snippet "quant") against the reference.
 
 `quant.rescale` is defined once, by `irc.targets.reference.quant` (TFLite's
-MultiplyByQuantizedMultiplier, DESIGN.md §2); the C kernels that native int8 code calls must
+MultiplyByQuantizedMultiplier, docs/design.md §2); the C kernels that native int8 code calls must
 agree with it bit for bit. The snippet is compiled here behind small exported wrappers and
 run on random values of both signs, exact ties of the rounding divisions, the saturating
 corner (INT32_MIN x INT32_MIN), left and right shifts, per-tensor and per-channel

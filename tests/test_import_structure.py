@@ -16,7 +16,7 @@
   `Target` protocol and registry) only. Every import counts here, the ones inside functions
   too. The one exception is the reference target's package (`irc.targets.reference`, its
   `__init__` only): the golden model whose kernels define the semantics constant folding and
-  the host executor use (DESIGN.md §2, §4).
+  the host executor use (docs/design.md §2, §4).
 """
 
 from __future__ import annotations

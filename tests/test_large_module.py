@@ -1,4 +1,4 @@
-"""A MobileNet-sized module prints weights as hex and round-trips exactly (DESIGN.md §2)."""
+"""A MobileNet-sized module prints weights as hex and round-trips exactly (docs/design.md §2)."""
 
 import numpy as np
 from xdsl.parser import Parser

@@ -32,7 +32,7 @@ TARGET_PASSES = {
     },
     "reference": set(),
 }
-"""DESIGN.md §6: the passes each built-in target registers."""
+"""docs/design.md §6: the passes each built-in target registers."""
 
 
 class _PluginPass(ModulePass):

@@ -1,6 +1,6 @@
 """`nn` convolution, matrix product, pooling and normalisation ops.
 
-Layout rules (DESIGN.md §2): data is `NHWC` or `NCHW` (the `layout` property, always
+Layout rules (docs/design.md §2): data is `NHWC` or `NCHW` (the `layout` property, always
 printed); conv2d filters follow it, `OHWI` for NHWC and `OIHW` for NCHW, with
 ``I = C_in / groups`` (depthwise is `groups = C_in`). conv2d_transpose filters are `OHWI` for
 NHWC (TFLite TRANSPOSE_CONV) and `IOHW` for NCHW (ONNX ConvTranspose). `pads` is

@@ -23,7 +23,7 @@ Steps come in three kinds:
 * transfers: `to_host()` of a dispatch result, placed right before the first step that
   needs the value on the host.
 
-Which values travel as device values is decided here, once (DESIGN.md §4). The results of
+Which values travel as device values is decided here, once (docs/design.md §4). The results of
 a dispatch whose loaded executable `accepts_device_values()` may be device values: each is
 handed on untouched to later dispatches of the same target that accept device values,
 while host ops, dispatches of other targets (or ones that do not accept device values)
@@ -43,7 +43,7 @@ for fn, ins, outs, frees, *_ in steps:
 ```
 
 A run keeps all its state in its own slot list, so one `Program` can serve several
-threads at once (DESIGN.md §4, runtime contract). `profile=Profile()` times every step
+threads at once (docs/design.md §4, runtime contract). `profile=Profile()` times every step
 (`irc.runtime.profiling`); without it the loop does no timing at all.
 """
 

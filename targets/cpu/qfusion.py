@@ -1,6 +1,6 @@
 """Recognising the int8 convolution chains of `lower-quantized` that the CPU target fuses.
 
-`lower-quantized` (DESIGN.md §2) gives a quantized conv2d / fully_connected the form
+`lower-quantized` (docs/design.md §2) gives a quantized conv2d / fully_connected the form
 
     %s = quant.scast %x                 (int8 or uint8 storage)
     %w = nn.cast %s -> i32  ;  %c = nn.sub %w, zp       (absent when the zero point is 0)

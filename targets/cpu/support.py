@@ -1,7 +1,7 @@
 """What the CPU target runs: the one capability check shared by `supports()` and `lower-cpu`.
 
 Tensors of static shape. Float ops run on float32. Quantized ops run natively on their
-`lower-quantized` form (DESIGN.md §2): a quantized op is accepted when the pass expresses
+`lower-quantized` form (docs/design.md §2): a quantized op is accepted when the pass expresses
 it in integer ops that all have C kernels here (checked on a lowered copy of the op, as the
 reference target does), or when it is data movement on storage integers (reshape, transpose,
 concat, split, slice, constant pad, broadcast_to). Quantized unary ops with their own

@@ -123,4 +123,4 @@ _PASSES = PassTable(
         "cpu-codegen": "irc.targets.cpu.generate:CpuCodegenPass",
     }
 )
-"""The CPU target's passes (DESIGN.md §6), registered through `Target.passes()`."""
+"""The CPU target's passes (docs/design.md §6), registered through `Target.passes()`."""

@@ -1,1 +1,1 @@
-"""The OpenCL target: generated OpenCL C kernels run through pyopencl (DESIGN.md §4)."""
+"""The OpenCL target: generated OpenCL C kernels run through pyopencl (docs/design.md §4)."""

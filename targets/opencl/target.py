@@ -218,4 +218,4 @@ _PASSES = PassTable(
         "opencl-codegen": "irc.targets.opencl.codegen:OpenCLCodegenPass",
     }
 )
-"""The OpenCL target's passes (DESIGN.md §6), registered through `Target.passes()`."""
+"""The OpenCL target's passes (docs/design.md §6), registered through `Target.passes()`."""

@@ -4,7 +4,7 @@ It is the golden model of the compiler (every other target is tested against it)
 fallback for ops no accelerator takes. Kernels are registered per op class in `registry`;
 `kernel_for(op)` reads the op's attributes once and returns a callable on numpy arrays.
 Quantized tensors travel as arrays of their storage type; scales and zero points come from
-the op's types (DESIGN.md §4).
+the op's types (docs/design.md §4).
 """
 
 from irc.targets.reference.registry import (

@@ -5,7 +5,7 @@ Registered through the `irc.targets` entry point (`reference =
 this module registers nothing.
 
 * `supports(op)`: every `nn` / `quant` op that a reference kernel runs, directly or once
-  `lower-quantized` has expressed it in integer arithmetic (DESIGN.md §2: quantized
+  `lower-quantized` has expressed it in integer arithmetic (docs/design.md §2: quantized
   semantics are defined once, by that pass). Ops of other dialects (`func.call`, ...) are
   refused with the reason code "op"; quantized ops the pass cannot express (16-bit storage,
   per-axis activations, ...) with "quantized" and the pass's own message.

@@ -2,7 +2,7 @@
 
 `import_tflite(data, path)` reads subgraph 0 of the flatbuffer (`reader`), maps every
 operator to `nn`/`quant` ops (`ops` and `shape_ops`, one converter per operator)
-and returns a module with `func.func @main`. Conventions (DESIGN.md §2):
+and returns a module with `func.func @main`. Conventions (docs/design.md §2):
 
 * data stays NHWC with OHWI filters; a depthwise filter `[1, H, W, C*M]` becomes the grouped
   conv2d filter `[C*M, H, W, 1]` (its per-axis quantized dimension 3 becomes 0);
