@@ -2,8 +2,10 @@
 
 * `slow` marks the tests that cost the most (measured with `pytest --durations`, see
   `SLOW_TESTS`): real models compiled and run, whole kernel families built, tools started in
-  fresh processes. CI and README's test command run every test; `pytest -m "not slow"` is the
-  quick tier while editing.
+  fresh processes, and (`cpu_support.isa_params`) every ISA profile after the best one this
+  CPU runs. README's test command runs `-m 'not slow'`; CI runs it, then `-m slow`. PoCL
+  builds the fast tier's programs with `-cl-opt-disable` (`POCL_EXTRA_BUILD_FLAGS`), the slow
+  tier's as users do.
 * `compile_once` (session-scoped) compiles a model for a target list once per test session:
   modules that check the same shared model on the same targets reuse one `CompiledModel`
   (compiling MobileNetV2 costs seconds). Tests treat it as read-only: `run` it, read its
@@ -101,7 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("POCL_EXTRA_BUILD_FLAGS", POCL_UNIT_TEST_FLAGS)
     config.addinivalue_line(
         "markers",
-        "slow: among the costliest tests (CI runs them; `-m 'not slow'` skips them while editing)",
+        "slow: the slow tier (README's test command runs `-m 'not slow'`; CI then runs `-m slow`)",
     )
     config.addinivalue_line(
         "markers",
