@@ -103,13 +103,13 @@ class PrecisionChoice:
     """Why `precision` differs from `requested` (empty when they agree or nothing was asked)."""
 
 
-def precision_choice(default: str | None = None, requested: str | None = None) -> PrecisionChoice:
+def precision_choice(requested: str | None = None) -> PrecisionChoice:
     """The precision `lowering_passes()` uses, from `requested` (a pipeline's choice), else
-    `IRC_OPENCL_PRECISION`, else `default` (`fp16` for a float16 model), and the device: a
+    `IRC_OPENCL_PRECISION` (unset: fp32), and the device: a
     request for fp16 is always granted, as `fp16-native` (half arithmetic) where the device
     reports cl_khr_fp16 and as `fp16` (half storage, float arithmetic: any device) elsewhere;
     `fp16-native` asked for on a device without the extension is `fp16`, with the reason."""
-    raw = requested or os.environ.get(PRECISION_ENV, "").strip().lower() or default
+    raw = requested or os.environ.get(PRECISION_ENV, "").strip().lower()
     if not raw:
         return PrecisionChoice(None, "fp32", "")
     if raw == "fp32":
@@ -171,7 +171,7 @@ class OpenCLTarget(Target):
         widened, float32 activations: onnxruntime's way, on every device). `fp16`: half
         storage (`fp16-native` with cl_khr_fp16), weights and activations 16-bit on the
         device."""
-        return _lowering_passes(precision_choice(requested=precision))
+        return _lowering_passes(precision_choice(precision))
 
     def passes(self) -> Mapping[str, type[ModulePass]]:
         return _PASSES
