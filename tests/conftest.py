@@ -3,9 +3,10 @@
 * `slow` marks the tests that cost the most (measured with `pytest --durations`, see
   `SLOW_TESTS`): real models compiled and run, whole kernel families built, tools started in
   fresh processes, and (`cpu_support.isa_params`) every ISA profile after the best one this
-  CPU runs. README's test command runs `-m 'not slow'`; CI runs it, then `-m slow`. PoCL
-  builds the fast tier's programs with `-cl-opt-disable` (`POCL_EXTRA_BUILD_FLAGS`), the slow
-  tier's as users do.
+  CPU runs, and (`opencl_support.kernel_style_params`) the OpenCL kernel style the device
+  does not use by default. README's test command runs `-m 'not slow'`; CI runs it, then
+  `-m slow`. PoCL builds the fast tier's programs with `-cl-opt-disable`
+  (`POCL_EXTRA_BUILD_FLAGS`), the slow tier's as users do.
 * `compile_once` (session-scoped) compiles a model for a target list once per test session:
   modules that check the same shared model on the same targets reuse one `CompiledModel`
   (compiling MobileNetV2 costs seconds). Tests treat it as read-only: `run` it, read its
@@ -67,12 +68,14 @@ SLOW_TESTS: tuple[str, ...] = (
     "tests/test_cpu_int8_pointwise.py::test_pointwise_bit_exact",
     "tests/test_cpu_isa.py::test_every_x86_profile_compiles",
     "tests/test_cpu_isa.py::test_neon_profile_runs_under_qemu",
+    "tests/test_cpu_library.py::test_a_corrupted_library_is_rebuilt",
     "tests/test_cpu_library.py::test_moved_cache_and_fresh_cache_in_new_processes",
     "tests/test_cpu_library.py::test_the_library_is_warning_free",
     "tests/test_cpu_pool_threads.py::test_pools_and_pads_on_threads_and_isas",
     "tests/test_cpu_qfused.py::test_fused_bit_exact",
     "tests/test_cpu_quant.py::test_generated_rescale_matches_reference",
     "tests/test_cpu_split_determinism.py",
+    "tests/test_cpu_target.py::test_damaged_cache_entry_is_rebuilt",
     "tests/test_differential_smoke.py::test_smoke_run_has_no_mismatch",
     "tests/test_fp16_models.py::test_opencl_follows_the_compile_precision",
     "tests/test_fp16_models.py::test_opencl_keeps_the_model_16_bit",

@@ -10,6 +10,7 @@ from irc.targets.opencl.target import OpenCLTarget
 
 __all__ = [
     "AVAILABLE",
+    "kernel_style_params",
     "needs_device",
     "opencl_c_errors",
     "wide_vector_calls",
@@ -20,6 +21,20 @@ AVAILABLE = OpenCLTarget().available()
 
 needs_device = pytest.mark.skipif(not AVAILABLE, reason=AVAILABLE.reason or "available")
 """Skips a test that runs kernels when no OpenCL device is available (with the reason)."""
+
+
+def kernel_style_params() -> list[object]:
+    """pytest params of the two OpenCL kernel styles, `cpu` and `gpu`: the one this device
+    gets by default (`kernels_choice()`: `gpu` on a GPU) runs in README's test command, the
+    other in the `slow` tier that CI runs after it, as `cpu_support.isa_params` does with the
+    ISA profiles."""
+    from irc.targets.opencl.target import kernels_choice
+
+    default = kernels_choice().kernels if AVAILABLE else "cpu"
+    return [
+        pytest.param(style, id=style, marks=() if style == default else pytest.mark.slow)
+        for style in ("cpu", "gpu")
+    ]
 
 
 def _parse(source: str, fp16: bool) -> tuple:

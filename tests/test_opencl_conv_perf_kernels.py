@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cpu_support import Case, build_executable, op_case, reference_outputs
-from opencl_support import needs_device
+from opencl_support import kernel_style_params, needs_device
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
@@ -273,7 +273,7 @@ TRANSPOSE_CASES = [
 
 
 @needs_device
-@pytest.mark.parametrize("kernels", ["cpu", "gpu"])
+@pytest.mark.parametrize("kernels", kernel_style_params())
 def test_transposed_conv_kernels_match_the_reference(kernels: str) -> None:
     """The tiled GEMM of a stride-equals-kernel conv2d_transpose (kernels=cpu) and the direct
     gather of one tap per output pixel (both styles), fused epilogues included."""

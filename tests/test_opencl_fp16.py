@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from conftest import SHARED_MODELS
 from cpu_support import Case, build_executable, reference_outputs
-from opencl_support import AVAILABLE, needs_device, opencl_c_errors
+from opencl_support import AVAILABLE, kernel_style_params, needs_device, opencl_c_errors
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
@@ -556,7 +556,7 @@ def run_in(cases: Sequence[Case], precision: str, kernels: str) -> None:
 
 
 @needs_device
-@pytest.mark.parametrize("kernels", ["cpu", "gpu"])
+@pytest.mark.parametrize("kernels", kernel_style_params())
 @pytest.mark.parametrize(("module_name", "function"), FAMILIES, ids=FAMILY_IDS)
 def test_every_op_family_matches_the_reference_in_fp16(
     module_name: str, function: str, kernels: str
@@ -565,7 +565,7 @@ def test_every_op_family_matches_the_reference_in_fp16(
 
 
 @needs_device
-@pytest.mark.parametrize("kernels", ["cpu", "gpu"])
+@pytest.mark.parametrize("kernels", kernel_style_params())
 def test_transformer_kernels_match_the_reference_in_fp16(kernels: str) -> None:
     """Layer norm, gelu/silu, attention (masked rows included) and rows-first fully
     connected kernels of test_opencl_transformer.py (its integer and out-of-half-range cases

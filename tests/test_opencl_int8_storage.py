@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cpu_support import Case
-from opencl_support import needs_device, run_cases_bit_exact
+from opencl_support import kernel_style_params, needs_device, run_cases_bit_exact
 from xdsl.dialects.builtin import Float32Type, IntegerType, Signedness, TensorType
 from xdsl.ir import Operation, SSAValue
 
@@ -126,7 +126,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("kernels", ["cpu", "gpu"])
+@pytest.mark.parametrize("kernels", kernel_style_params())
 def test_int8_storage_is_bit_exact(kernels: str) -> None:
     source = run_cases_bit_exact(CASES, kernels, f"test_int8_storage_{kernels}")
     assert "__global char* restrict y" in source  # stored as 8-bit

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from opencl_support import needs_device
+from opencl_support import kernel_style_params, needs_device
 
 import irc
 from irc.targets.opencl.target import KERNELS_ENV
@@ -79,7 +79,7 @@ def _out_shape(x: tuple[int, ...], attrs: str) -> tuple[int, ...]:
     return (x[0], oh, ow, x[3])
 
 
-@pytest.mark.parametrize("style", ["cpu", "gpu"])
+@pytest.mark.parametrize("style", kernel_style_params())
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_pool_matches_the_reference(case: str, style: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KERNELS_ENV, style)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cpu_support import Case
-from opencl_support import needs_device, run_cases_bit_exact
+from opencl_support import kernel_style_params, needs_device, run_cases_bit_exact
 from xdsl.dialects.builtin import Float32Type, IntegerType, Signedness, TensorType
 from xdsl.ir import SSAValue
 
@@ -99,7 +99,7 @@ def _run(cases: list[Case], kernels: str) -> str:
     return run_cases_bit_exact(cases, kernels, f"test_qcast_division_{kernels}")
 
 
-@pytest.mark.parametrize("kernels", ["cpu", "gpu"])
+@pytest.mark.parametrize("kernels", kernel_style_params())
 @pytest.mark.parametrize("rounding", ["half_away_from_zero", "half_to_even"])
 def test_qcast_rounding_boundaries_are_bit_exact(rounding: str, kernels: str) -> None:
     """Every scale's cases in one program (one build and load instead of one per scale),

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from cpu_support import Case
-from opencl_support import needs_device, run_cases_bit_exact
+from opencl_support import kernel_style_params, needs_device, run_cases_bit_exact
 from xdsl.dialects.builtin import Float32Type, IntegerType, Signedness, TensorType
 from xdsl.ir import Operation, SSAValue
 
@@ -140,7 +140,7 @@ def _run(cases: list[Case], kernels: str) -> str:
     return run_cases_bit_exact(cases, kernels, f"test_requantize_{kernels}")
 
 
-@pytest.mark.parametrize("kernels", ["cpu", "gpu"])
+@pytest.mark.parametrize("kernels", kernel_style_params())
 @pytest.mark.parametrize("rounding", ["half_away_from_zero", "half_to_even"])
 def test_round_trip_is_bit_exact(rounding: str, kernels: str) -> None:
     source = _run(_cases(rounding), kernels)
@@ -203,7 +203,7 @@ def _cast_pair(case_id: str, element: quant.UniformQuantizedType, seed: int) -> 
     return Case(case_id, build, [x])
 
 
-@pytest.mark.parametrize("kernels", ["cpu", "gpu"])
+@pytest.mark.parametrize("kernels", kernel_style_params())
 def test_standalone_casts_are_bit_exact(kernels: str) -> None:
     """The qcast and dcast kernels of a tensor no producer absorbs (16 values per work-item
     with `kernels=cpu`, a table with `kernels=gpu`): the reference's division and its double

@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 import pytest
 from cpu_support import Case, build_executable, op_case, reference_outputs
-from opencl_support import needs_device, opencl_c_errors, wide_vector_calls
+from opencl_support import kernel_style_params, needs_device, opencl_c_errors, wide_vector_calls
 from transformer_graphs import bert_inputs, bert_like, gpt2_inputs, gpt2_like
 from xdsl.dialects.builtin import StringAttr, TensorType, f16
 from xdsl.ir import Block
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.private_cache
 
 RTOL, ATOL = 1e-4, 1e-5
 FLOAT_MIN = float(np.finfo(np.float32).min)
-STYLES = ["cpu", "gpu"]
+STYLES = kernel_style_params()
 
 
 def normal(*shape: int, seed: int = 0, scale: float = 1.0) -> np.ndarray:
